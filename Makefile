@@ -1,0 +1,51 @@
+# Two commands for a newcomer: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP_RUN  := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+APT_PACKAGES := tshark mosquitto
+
+.PHONY: demo test venv install install-test system-deps lint bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(PY)
+	$(PIP) install -q -e .
+	touch $@
+
+$(STAMP_TEST): pyproject.toml | $(PY)
+	$(PIP) install -q -e '.[test]'
+	touch $@ $(STAMP_RUN)
+
+venv install: $(STAMP_RUN)
+
+install-test: $(STAMP_TEST) system-deps
+
+# System packages the tests use (tshark dissects our pcap captures). Root on Debian: install when missing.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+demo: $(STAMP_RUN)
+	$(VENV)/bin/coopsim demo --out runs/demo
+
+test: install-test
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP_TEST)
+	$(VENV)/bin/ruff check .
+
+bench: $(STAMP_RUN)
+	$(PY) bench/bench_platoon.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

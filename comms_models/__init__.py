@@ -1,0 +1,15 @@
+"""Channel models behind one interface (``CommsModel``), looked up by the scenario's ``channel.type``."""
+
+from orchestrator.registry import Registry
+
+from .base import CommsModel, Deliveries, Interest
+
+COMMS_MODELS = Registry(
+    "channel model",
+    {
+        "ideal": "comms_models.ideal:IdealChannel",
+        "itsg5": "comms_models.itsg5.model:ItsG5Channel",
+    },
+)
+
+__all__ = ["COMMS_MODELS", "CommsModel", "Deliveries", "Interest"]

@@ -1,0 +1,70 @@
+"""The channel-model interface.
+
+A model owns one station per robot (created on ``spawn``, removed on ``despawn``). Each step it receives what every
+station's vehicle believes about itself (the ``estimate`` port: SI units, local frame, roster order) and returns the
+receptions that complete by now, as a struct of arrays (see ``orchestrator.ports.DELIVERY_FIELDS``).
+
+``Interest`` names the (receiver, sender) pairs the applications read (predecessor, leader). An ideal channel only
+needs those; a realistic one simulates every station's broadcast and may return all receptions.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from orchestrator.robots import RobotSpec
+
+Deliveries = dict[str, np.ndarray]
+"""Columns ``receiver, sender, generated_ns, received_ns, x, y, yaw, v, a, yaw_rate`` of equal length."""
+
+
+@dataclass(frozen=True)
+class Interest:
+    """(receiver, sender) robot-id pairs whose messages the applications use."""
+
+    receivers: np.ndarray
+    senders: np.ndarray
+
+
+def empty_deliveries() -> Deliveries:
+    """A delivery table with no rows."""
+    table: Deliveries = {
+        "receiver": np.empty(0, np.int64),
+        "sender": np.empty(0, np.int64),
+        "generated_ns": np.empty(0, np.int64),
+        "received_ns": np.empty(0, np.int64),
+    }
+    for name in ("x", "y", "yaw", "v", "a", "yaw_rate"):
+        table[name] = np.empty(0, np.float64)
+    return table
+
+
+class CommsModel(ABC):
+    """Base class of channel models. ``params`` is the scenario's ``channel`` block minus ``type``."""
+
+    def __init__(self, params: Mapping[str, Any], seed: int, out_dir: Any = None) -> None:
+        self.params = dict(params)
+        self.seed = seed
+        self.out_dir = out_dir
+
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:  # noqa: B027 - optional hook
+        """Create a station per robot, appended in this order."""
+
+    def despawn(self, robot_ids: Sequence[int]) -> None:  # noqa: B027 - optional hook
+        """Remove the stations of these robots."""
+
+    @abstractmethod
+    def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
+        """Advance the channel to ``t_ns`` and return the receptions completed in (previous step, t_ns]."""
+
+    def metrics(self) -> dict[str, Any]:
+        """Run-level channel metrics (e.g. channel busy ratio) for metrics.json."""
+        return {}
+
+    def finalize(self) -> None:  # noqa: B027 - optional hook
+        """Flush traces and captures."""

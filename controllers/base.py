@@ -1,0 +1,54 @@
+"""The control-law interface: a law is vectorised over the followers that use it and is fed only data.
+
+``ego`` is what the followers believe about themselves (the ``estimate`` port rows of those followers), ``pred``
+is what they last received about their predecessor over the channel (``cam_rx`` rows), ``leader`` likewise for the
+platoon leader, ``sensors`` what on-board sensors measure (e.g. ``range_m``, ``range_rate_mps``; NaN when there is
+no target). All arrays are aligned row by row and in SI units. A law returns at least ``accel`` (m/s^2) and, when
+it steers, ``yaw_rate`` (rad/s); laws that only act longitudinally leave steering to a path follower.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+Arrays = Mapping[str, np.ndarray]
+
+
+class ControllerParams(BaseModel):
+    """Base of every law's parameter model: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Controller(ABC):
+    """A control law for a group of followers sharing one parameter set.
+
+    ``Params`` is the pydantic model of the law's parameters (scenario ``controller`` block minus type/period).
+    ``steers`` tells whether the law outputs a yaw rate itself.
+    """
+
+    Params: ClassVar[type[ControllerParams]] = ControllerParams
+    steers: ClassVar[bool] = False
+
+    def __init__(self, params: ControllerParams) -> None:
+        self.params = params
+
+    @abstractmethod
+    def compute(
+        self, ego: Arrays, pred: Arrays, leader: Arrays, sensors: Arrays, dt: float
+    ) -> dict[str, np.ndarray]:
+        """Commands for each row: ``accel`` (m/s^2) and, for steering laws, ``yaw_rate`` (rad/s)."""
+
+    def desired_gap(self, v: np.ndarray) -> np.ndarray:
+        """Desired distance between rear-axle reference points at speed ``v`` (used by metrics)."""
+        return np.zeros_like(v)
+
+    @staticmethod
+    def describe(params: Any) -> str:
+        """One line for reports."""
+        return str(params)

@@ -1,0 +1,93 @@
+"""Kinematic bicycle at the rear axle (AuNa's navigation model): x' = v cos th, y' = v sin th, th' = v tan(d)/L.
+
+Speed follows the command within the acceleration limits, steering within the angle and rate limits. Over one step
+the pose is integrated exactly along the arc driven at the mean speed, so a constant command traces the exact circle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .base import VehicleModel
+
+_PARAMS = ("wheelbase_m", "max_steer_rad", "max_steer_rate_radps", "max_speed_mps", "max_accel_mps2", "max_decel_mps2")
+_STATE = ("x", "y", "yaw", "v", "a", "yaw_rate", "steer")
+
+
+@njit(cache=True, fastmath=False)
+def _step_kernel(x, y, yaw, v, a, yaw_rate, steer, cmd_speed, cmd_steer, p, dt):  # pragma: no cover - compiled
+    for i in range(x.shape[0]):
+        wheelbase, max_steer, max_rate, max_speed, max_acc, max_dec = p[i, 0], p[i, 1], p[i, 2], p[i, 3], p[i, 4], p[i, 5]
+        # steering: rate limit towards the clamped command
+        target = min(max(cmd_steer[i], -max_steer), max_steer)
+        d_max = max_rate * dt
+        delta = steer[i] + min(max(target - steer[i], -d_max), d_max)
+        # speed: acceleration-limited towards the clamped command (no reversing)
+        v_target = min(max(cmd_speed[i], 0.0), max_speed)
+        v0 = v[i]
+        v1 = v0 + min(max(v_target - v0, -max_dec * dt), max_acc * dt)
+        v_mean = 0.5 * (v0 + v1)
+        w = v_mean * np.tan(delta) / wheelbase
+        th0 = yaw[i]
+        dth = w * dt
+        if abs(dth) > 1e-9:
+            radius = v_mean / w
+            x[i] += radius * (np.sin(th0 + dth) - np.sin(th0))
+            y[i] += radius * (np.cos(th0) - np.cos(th0 + dth))
+        else:
+            x[i] += v_mean * dt * np.cos(th0 + 0.5 * dth)
+            y[i] += v_mean * dt * np.sin(th0 + 0.5 * dth)
+        th1 = th0 + dth
+        yaw[i] = np.arctan2(np.sin(th1), np.cos(th1))
+        a[i] = (v1 - v0) / dt
+        v[i] = v1
+        yaw_rate[i] = v1 * np.tan(delta) / wheelbase
+        steer[i] = delta
+
+
+class KinematicBicycle(VehicleModel):
+    """Kinematic bicycle for N robots; input mode (speed, steering angle)."""
+
+    input_mode = "speed_steer"
+
+    def __init__(self, dt: float) -> None:
+        super().__init__(dt)
+        self._p = np.empty((0, len(_PARAMS)))
+        self._s = {name: np.empty(0) for name in _STATE}
+
+    def add(self, params: Sequence[Mapping[str, Any]], initial: Mapping[str, np.ndarray]) -> None:
+        """Append robots with their parameters and initial ``x, y, yaw, v``."""
+        rows = np.array([[float(p[k]) for k in _PARAMS] for p in params], dtype=np.float64).reshape(-1, len(_PARAMS))
+        if np.any(rows[:, 0] <= 0):
+            raise ValueError("wheelbase_m must be positive")
+        self._p = np.ascontiguousarray(np.vstack([self._p, rows]))
+        n = len(params)
+        new = {
+            "x": initial["x"], "y": initial["y"], "yaw": initial["yaw"], "v": initial["v"],
+            "a": np.zeros(n), "yaw_rate": np.zeros(n), "steer": initial.get("steer", np.zeros(n)),
+        }
+        for name in _STATE:
+            self._s[name] = np.concatenate([self._s[name], np.asarray(new[name], dtype=np.float64)])
+
+    def remove(self, rows: np.ndarray) -> None:
+        """Delete robots at ``rows``."""
+        self._p = np.ascontiguousarray(np.delete(self._p, rows, axis=0))
+        for name in _STATE:
+            self._s[name] = np.delete(self._s[name], rows)
+
+    def step(self, commands: Mapping[str, np.ndarray]) -> None:
+        """Advance by ``dt`` under ``commands['speed']`` and ``commands['steer']``."""
+        s = self._s
+        _step_kernel(
+            s["x"], s["y"], s["yaw"], s["v"], s["a"], s["yaw_rate"], s["steer"],
+            commands["speed"], commands["steer"], self._p, self.dt,
+        )
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """``x, y, yaw, v, a, yaw_rate, steer`` arrays (live views)."""
+        return self._s

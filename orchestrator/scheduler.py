@@ -1,0 +1,292 @@
+"""The central time-stepping scheduler.
+
+Conservative and deterministic: at every grant the scheduler picks the earliest time any federate (or a pending
+spawn/despawn) needs, applies the spawns due then, and steps the federates due at that instant in dependency order:
+a federate runs after every federate whose output it reads without delay. Ties between independent federates keep
+the order in which they were added (the documented stable rule). Observers (recorder, progress bar) are called
+after each instant; they never change the loop.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from .federate import Federate, FederateError, FederateMeta, PortData, SetupContext
+from .robots import RobotSpec, Roster
+
+
+class SchedulerError(ValueError):
+    """The federates as declared cannot be scheduled (dependency cycle, two writers of one port ...)."""
+
+
+class Observer(Protocol):
+    """Hooks into the run; every method is optional in practice (see ``BaseObserver``)."""
+
+    def on_start(self, scheduler: Scheduler) -> None: ...
+    def on_instant(self, t_ns: int, bus: dict[str, PortData], stepped: Sequence[str]) -> None: ...
+    def on_spawn(self, t_ns: int, robots: Sequence[RobotSpec]) -> None: ...
+    def on_despawn(self, t_ns: int, robot_ids: Sequence[int]) -> None: ...
+    def on_end(self, t_ns: int, error: BaseException | None) -> None: ...
+
+
+class BaseObserver:
+    """An observer that does nothing; subclass and override what you need."""
+
+    def on_start(self, scheduler: Scheduler) -> None:
+        pass
+
+    def on_instant(self, t_ns: int, bus: dict[str, PortData], stepped: Sequence[str]) -> None:
+        pass
+
+    def on_spawn(self, t_ns: int, robots: Sequence[RobotSpec]) -> None:
+        pass
+
+    def on_despawn(self, t_ns: int, robot_ids: Sequence[int]) -> None:
+        pass
+
+    def on_end(self, t_ns: int, error: BaseException | None) -> None:
+        pass
+
+
+@dataclass
+class _Slot:
+    """Scheduler-side state of one federate."""
+
+    federate: Federate
+    meta: FederateMeta
+    rank: int = 0
+    next_ns: int | None = None
+    inputs: tuple[tuple[str, bool], ...] = ()
+
+
+def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
+    """Order federate names so that each runs after the producers of its undelayed inputs.
+
+    Kahn's algorithm, always taking the earliest-added ready federate, so independent federates keep insertion
+    order. Raises ``SchedulerError`` naming the federates of a cycle that no delayed input breaks.
+    """
+    names = list(metas)
+    producer: dict[str, str] = {}
+    for name, meta in metas.items():
+        for port in meta.outputs:
+            if port in producer:
+                raise SchedulerError(f"port '{port}' is written by both '{producer[port]}' and '{name}'")
+            producer[port] = name
+    edges: dict[str, set[str]] = {name: set() for name in names}
+    indegree = dict.fromkeys(names, 0)
+    for name, meta in metas.items():
+        for inp in meta.inputs:
+            src = producer.get(inp.port)
+            if src is None or inp.delayed or src == name:
+                continue
+            if name not in edges[src]:
+                edges[src].add(name)
+                indegree[name] += 1
+    order: list[str] = []
+    ready = [i for i, n in enumerate(names) if indegree[n] == 0]
+    heapq.heapify(ready)
+    while ready:
+        name = names[heapq.heappop(ready)]
+        order.append(name)
+        for nxt in edges[name]:
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                heapq.heappush(ready, names.index(nxt))
+    if len(order) < len(names):
+        stuck = [n for n in names if n not in order]
+        raise SchedulerError(
+            "dependency cycle without a delayed input between federates "
+            f"{', '.join(repr(n) for n in stuck)}; declare one of the inputs in the cycle as delayed"
+        )
+    return order
+
+
+class Scheduler:
+    """Steps federates in integer-nanosecond time from 0 to ``end_ns`` inclusive."""
+
+    def __init__(self, end_ns: int, seed: int = 0, out_dir: Path | None = None) -> None:
+        if end_ns < 0:
+            raise ValueError("end time must not be negative")
+        self.end_ns = end_ns
+        self.seed = seed
+        self.out_dir = out_dir
+        self.now_ns = 0
+        self.roster = Roster()
+        self.bus: dict[str, PortData] = {}
+        self._federates: list[Federate] = []
+        self._slots: list[_Slot] = []
+        self._observers: list[Observer] = []
+        self._pending: list[tuple[int, int, str, object]] = []  # (time, sequence, kind, payload)
+        self._sequence = 0
+        self._set_up = False
+
+    # -- building -------------------------------------------------------------------------------------------
+    def add(self, federate: Federate) -> Federate:
+        """Add a federate; names must be unique. Insertion order is the tie-break among independent federates."""
+        if any(f.name == federate.name for f in self._federates):
+            raise SchedulerError(f"two federates are named '{federate.name}'")
+        self._federates.append(federate)
+        return federate
+
+    def observe(self, observer: Observer) -> None:
+        """Register an observer (called after each instant, on spawns and at the end)."""
+        self._observers.append(observer)
+
+    def schedule_spawn(self, spec: RobotSpec, at_ns: int) -> None:
+        """Spawn a robot at ``at_ns`` (or at the next instant when that time has passed)."""
+        self._push(max(at_ns, self.now_ns), "spawn", spec)
+
+    def schedule_despawn(self, robot_id: int, at_ns: int) -> None:
+        """Despawn a robot at ``at_ns`` (or at the next instant when that time has passed)."""
+        self._push(max(at_ns, self.now_ns), "despawn", robot_id)
+
+    def _push(self, t_ns: int, kind: str, payload: object) -> None:
+        heapq.heappush(self._pending, (t_ns, self._sequence, kind, payload))
+        self._sequence += 1
+
+    @property
+    def order(self) -> list[str]:
+        """Federate names in the order they run within an instant."""
+        return [slot.federate.name for slot in self._slots]
+
+    def setup(self) -> None:
+        """Call ``setup`` on every federate and fix the execution order (raises on cycles)."""
+        ctx = SetupContext(seed=self.seed, end_ns=self.end_ns, scheduler=self, out_dir=self.out_dir)
+        metas = {}
+        for fed in self._federates:
+            meta = fed.setup(ctx)
+            if not isinstance(meta, FederateMeta):
+                raise SchedulerError(f"federate '{fed.name}' setup() must return FederateMeta, got {meta!r}")
+            metas[fed.name] = meta
+        order = dependency_order(metas)
+        by_name = {f.name: f for f in self._federates}
+        self._slots = []
+        for rank, name in enumerate(order):
+            meta = metas[name]
+            slot = _Slot(by_name[name], meta, rank, inputs=tuple((i.port, i.delayed) for i in meta.inputs))
+            slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
+            self._slots.append(slot)
+        self._set_up = True
+
+    # -- running --------------------------------------------------------------------------------------------
+    def _next_grant(self) -> int | None:
+        times = [s.next_ns for s in self._slots if s.next_ns is not None]
+        if self._pending:
+            times.append(self._pending[0][0])
+        return min(times) if times else None
+
+    def _apply_pending(self, t_ns: int) -> None:
+        spawns: list[RobotSpec] = []
+        despawns: list[int] = []
+        while self._pending and self._pending[0][0] <= t_ns:
+            _, _, kind, payload = heapq.heappop(self._pending)
+            if kind == "spawn":
+                if despawns:  # keep the requested order: flush despawns first
+                    self._despawn(t_ns, despawns)
+                    despawns = []
+                spawns.append(payload)  # type: ignore[arg-type]
+            else:
+                if spawns:
+                    self._spawn(t_ns, spawns)
+                    spawns = []
+                despawns.append(payload)  # type: ignore[arg-type]
+        if spawns:
+            self._spawn(t_ns, spawns)
+        if despawns:
+            self._despawn(t_ns, despawns)
+
+    def _spawn(self, t_ns: int, specs: list[RobotSpec]) -> None:
+        added = self.roster.add(specs)
+        for slot in self._slots:
+            try:
+                slot.federate.spawn(added)
+            except Exception as exc:
+                raise FederateError(slot.federate.name, t_ns, exc, robot=", ".join(s.name for s in added)) from exc
+        for obs in self._observers:
+            obs.on_spawn(t_ns, added)
+
+    def _despawn(self, t_ns: int, robot_ids: list[int]) -> None:
+        removed = self.roster.remove(robot_ids)
+        if not removed:
+            return
+        for slot in self._slots:
+            try:
+                slot.federate.despawn(removed)
+            except Exception as exc:
+                raise FederateError(slot.federate.name, t_ns, exc) from exc
+        for obs in self._observers:
+            obs.on_despawn(t_ns, removed)
+
+    def run(self, observers: Iterable[Observer] = ()) -> int:
+        """Run to the end time; returns the last granted time. Federates are finalized also on failure."""
+        for obs in observers:
+            self.observe(obs)
+        if not self._set_up:
+            self.setup()
+        for obs in self._observers:
+            obs.on_start(self)
+        error: BaseException | None = None
+        try:
+            self._loop()
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            for slot in self._slots:
+                try:
+                    slot.federate.finalize()
+                except Exception as exc:  # a failing finalize must not hide the run's own error
+                    if error is None:
+                        error = FederateError(slot.federate.name, self.now_ns, exc)
+                        raise error from exc
+            for obs in self._observers:
+                obs.on_end(self.now_ns, error)
+        return self.now_ns
+
+    def _loop(self) -> None:
+        bus = self.bus
+        slots = self._slots
+        observers = self._observers
+        end_ns = self.end_ns
+        while True:
+            t_ns = self._next_grant()
+            if t_ns is None or t_ns > end_ns:
+                return
+            self.now_ns = t_ns
+            if self._pending and self._pending[0][0] <= t_ns:
+                self._apply_pending(t_ns)
+            previous = dict(bus)  # what delayed inputs see: the values from before this instant
+            stepped = []
+            for slot in slots:
+                if slot.next_ns != t_ns:
+                    continue
+                fed = slot.federate
+                inputs = {port: (previous if delayed else bus).get(port) for port, delayed in slot.inputs}
+                try:
+                    outputs = fed.step(t_ns, inputs)
+                except Exception as exc:
+                    raise FederateError(fed.name, t_ns, exc) from exc
+                if outputs:
+                    undeclared = outputs.keys() - set(slot.meta.outputs)
+                    if undeclared:
+                        raise FederateError(
+                            fed.name, t_ns, SchedulerError(f"wrote undeclared ports {sorted(undeclared)}")
+                        )
+                    bus.update(outputs)
+                stepped.append(fed.name)
+                meta = slot.meta
+                if meta.period_ns is not None:
+                    slot.next_ns = t_ns + meta.period_ns
+                else:
+                    nxt = fed.next_time()
+                    if nxt is not None and nxt <= t_ns:
+                        raise FederateError(
+                            fed.name, t_ns, SchedulerError(f"next_time() {nxt} ns is not after now ({t_ns} ns)")
+                        )
+                    slot.next_ns = nxt
+            for obs in observers:
+                obs.on_instant(t_ns, bus, stepped)
