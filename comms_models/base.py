@@ -31,6 +31,10 @@ class Interest:
     senders: np.ndarray
 
 
+OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
+"""Outcome codes of ``trace/v2x.parquet`` rows ("sent" on tx rows)."""
+
+
 def empty_deliveries() -> Deliveries:
     """A delivery table with no rows."""
     table: Deliveries = {
@@ -61,6 +65,13 @@ class CommsModel(ABC):
     @abstractmethod
     def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
         """Advance the channel to ``t_ns`` and return the receptions completed in (previous step, t_ns]."""
+
+    def drain_records(self) -> dict[str, np.ndarray] | None:
+        """Events since the last call for ``trace/v2x.parquet``: columns ``t_ns`` (event time), ``event``
+        ("tx" or "rx"), ``sender``, ``receiver`` (-1 on tx rows), ``generated_ns``, ``latency_s`` (rx: reception
+        time minus generation time), ``rx_power_dbm`` (NaN when not modelled), ``outcome`` (one of
+        ``OUTCOMES``). None when the model records nothing (the federate then logs deliveries itself)."""
+        return None
 
     def metrics(self) -> dict[str, Any]:
         """Run-level channel metrics (e.g. channel busy ratio) for metrics.json."""
