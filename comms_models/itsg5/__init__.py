@@ -1,0 +1,1 @@
+"""ETSI ITS-G5 channel model: CAM generation, encoding, captures, radio channel and congestion control."""
