@@ -6,6 +6,10 @@ CONTROLLERS = Registry(
     "controller",
     {
         "ela_cacc": "controllers.ela_cacc:ElaCacc",
+        "cruise": "controllers.cruise:Cruise",
+        "acc": "controllers.acc:Acc",
+        "path_cacc": "controllers.path_cacc:PathCacc",
+        "ploeg_cacc": "controllers.ploeg_cacc:PloegCacc",
     },
 )
 

@@ -1,0 +1,184 @@
+"""The ``coopsim`` command line: run, compare, validate, schema, demo.
+
+Exit codes: 0 success, 1 a federate failed during the run (traces so far are kept), 2 bad input (scenario or
+arguments), with a message and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+SUMMARY_COLUMNS = (
+    ("spacing_error_rms_m", "spacing RMS [m]"),
+    ("spacing_error_max_m", "spacing max [m]"),
+    ("lateral_deviation_max_m", "lateral max [m]"),
+    ("min_gap_m", "min gap [m]"),
+    ("pdr", "PDR"),
+    ("latency_mean_s", "latency [s]"),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coopsim",
+        description="Co-simulation of cooperative driving: platoons, V2X (ETSI ITS-G5 CAM) and controllers.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def scenario_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("scenario", type=Path, help="scenario YAML file")
+        p.add_argument("--seed", type=int, help="override the scenario seed")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                       help="override a field, e.g. --set controller.time_gap_s=0.5 (repeatable)")
+
+    run = sub.add_parser("run", help="simulate a scenario and write a run directory")
+    scenario_args(run)
+    run.add_argument("--out", type=Path, help="run directory (default: runs/<scenario name>)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    cmp_ = sub.add_parser("compare", help="run one scenario once per channel on the same seed and compare")
+    scenario_args(cmp_)
+    cmp_.add_argument("--channels", default="ideal,itsg5", help="comma-separated channel types (default: %(default)s)")
+    cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
+    cmp_.add_argument("--jobs", type=int, default=0, help="parallel processes (default: one per core)")
+    cmp_.add_argument("--quiet", action="store_true", help="no progress output")
+
+    val = sub.add_parser("validate", help="check a scenario without running it")
+    scenario_args(val)
+
+    sub.add_parser("schema", help="print the scenario JSON Schema (for editors)")
+
+    demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5, report included")
+    demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``coopsim`` console script."""
+    args = _parser().parse_args(argv)
+    console = Console()
+    err = Console(stderr=True)
+    from .scenario import ScenarioError
+
+    try:
+        return _dispatch(args, console, err)
+    except ScenarioError as exc:
+        err.print(f"[bold red]error:[/] invalid scenario\n{exc}", highlight=False, markup=True)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from .scenario import load_scenario
+
+    if args.command == "schema":
+        from .scenario import Scenario
+
+        console.print_json(json.dumps(Scenario.model_json_schema()))
+        return EXIT_OK
+    if args.command == "demo":
+        return _demo(args.out, console, err)
+    scenario = load_scenario(args.scenario, args.overrides)
+    if args.command == "validate":
+        console.print(f"{args.scenario}: ok ({_count_robots(scenario)} robots, {scenario.duration_s:g} s, "
+                      f"channel {scenario.channel.type}, controller {scenario.controller.type})")
+        return EXIT_OK
+    if args.command == "run":
+        out = args.out or Path("runs") / scenario.name
+        return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err)
+    if args.command == "compare":
+        from .compare import compare_channels
+
+        channels = [c.strip() for c in args.channels.split(",") if c.strip()]
+        out = args.out or Path("runs") / f"{scenario.name}-compare"
+        result = compare_channels(scenario, channels, out, seed=args.seed, jobs=args.jobs,
+                                  source=str(args.scenario), console=None if args.quiet else err)
+        _print_comparison(result, console)
+        console.print(f"report: {out / 'comparison.html'}")
+        return EXIT_OK if result["ok"] else EXIT_FAILED
+    raise AssertionError(args.command)
+
+
+def _count_robots(scenario: Any) -> int:
+    return len(scenario.vehicles) if isinstance(scenario.vehicles, list) else scenario.vehicles.count
+
+
+def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str, console: Console,
+         err: Console) -> int:
+    from .runner import run_scenario
+
+    result = run_scenario(scenario, out, seed=seed, progress=progress, source=source)
+    if not result.ok:
+        err.print(f"[bold red]run failed:[/] {result.error}", highlight=False)
+        err.print(f"traces up to the failure are in {out / 'trace'}")
+        return EXIT_FAILED
+    print_summary(result.metrics, result.run_info, console)
+    console.print(f"run directory: {out}  (report: {out / 'report.html'})")
+    return EXIT_OK
+
+
+def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Console) -> None:
+    """Per-follower summary table."""
+    followers = metrics.get("followers", {})
+    columns = [(k, label) for k, label in SUMMARY_COLUMNS if any(f.get(k) is not None for f in followers.values())]
+    table = Table(title=f"{run_info['scenario']} · {run_info['channel']} · seed {run_info['seed']} · "
+                        f"{run_info['real_time_factor']:.0f}x real time")
+    table.add_column("follower")
+    for _, label in columns:
+        table.add_column(label, justify="right")
+    table.add_column("collisions", justify="right")
+    for name, f in list(followers.items())[:40]:
+        table.add_row(name, *(_num(f.get(k)) for k, _ in columns), str(f["collisions"]))
+    if len(followers) > 40:
+        table.caption = f"first 40 of {len(followers)} followers; all in metrics.json"
+    console.print(table)
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _print_comparison(result: dict[str, Any], console: Console) -> None:
+    table = Table(title="ideal vs realistic channel (same scenario, same seed)")
+    table.add_column("metric (worst follower)")
+    for channel in result["channels"]:
+        table.add_column(channel, justify="right")
+    for key, values in result["summary"].items():
+        table.add_row(key, *(_num(values.get(c)) for c in result["channels"]))
+    console.print(table)
+
+
+def _demo(out: Path, console: Console, err: Console) -> int:
+    from .compare import compare_channels
+    from .scenario import load_scenario
+
+    scenario_path = Path(__file__).resolve().parent.parent / "scenarios" / "platoon.yaml"
+    scenario = load_scenario(scenario_path)
+    from comms_models import COMMS_MODELS
+
+    channels = ["ideal", "itsg5"]
+    try:
+        COMMS_MODELS.get("itsg5")
+    except ImportError:
+        err.print("the itsg5 channel model is not available; comparing ideal only")
+        channels = ["ideal"]
+    result = compare_channels(scenario, channels, out, source=str(scenario_path), console=err)
+    _print_comparison(result, console)
+    console.print(f"report: {out / 'comparison.html'}")
+    return EXIT_OK if result["ok"] else EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Self-contained HTML reports (plots embedded as base64 PNG, no external files or scripts)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
+h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
+.meta{color:#555;font-size:.9em}.bad{color:#b00}
+"""
+
+
+def fmt(value: Any) -> str:
+    """A number for a table: 4 significant digits, '-' for missing."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return html.escape(str(value))
+
+
+def table(rows: Mapping[str, Mapping[str, Any]], columns: Sequence[str], first: str = "robot") -> str:
+    """HTML table: one row per key of ``rows``, the given columns."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in (first, *columns))
+    body = "".join(
+        "<tr>" + f"<td>{html.escape(name)}</td>" + "".join(f"<td>{fmt(row.get(c))}</td>" for c in columns) + "</tr>"
+        for name, row in rows.items()
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def image(path: Path, alt: str = "") -> str:
+    """An <img> with the PNG embedded."""
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<img alt="{html.escape(alt or path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def page(title: str, sections: Iterable[tuple[str, str]], meta: str = "") -> str:
+    """A whole HTML document from (heading, html) sections."""
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+    if meta:
+        parts.append(f"<p class='meta'>{meta}</p>")
+    for heading, body in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2>{body}")
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+FOLLOWER_COLUMNS = (
+    "spacing_error_rms_m",
+    "spacing_error_max_m",
+    "lateral_deviation_rms_m",
+    "lateral_deviation_max_m",
+    "min_gap_m",
+    "l2_ratio_spacing_error",
+    "l2_ratio_acceleration",
+    "collisions",
+    "aoi_mean_s",
+    "pdr",
+    "latency_mean_s",
+    "latency_p95_s",
+    "interval_mean_s",
+)
+
+
+def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path]) -> Path:
+    """report.html of one run."""
+    followers = metrics.get("followers", {})
+    columns = [c for c in FOLLOWER_COLUMNS if any(f.get(c) is not None for f in followers.values())]
+    meta = (
+        f"scenario <b>{html.escape(str(run_info.get('scenario')))}</b> · seed {run_info.get('seed')} · "
+        f"channel {html.escape(str(run_info.get('channel')))} · simulated {fmt(run_info.get('sim_time_s'))} s in "
+        f"{fmt(run_info.get('wall_time_s'))} s ({fmt(run_info.get('real_time_factor'))}x real time) · "
+        f"coopsim {run_info.get('coopsim_version')} · trace digest <code>{str(run_info.get('digest'))[:16]}</code>"
+    )
+    sections = [("Followers", table(followers, columns))]
+    channel = metrics.get("channel")
+    if channel:
+        sections.append(("Channel", table({"run": channel}, list(channel), first="")))
+    sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots]
+    path = out_dir / "report.html"
+    path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta), encoding="utf-8")
+    return path

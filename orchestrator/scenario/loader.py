@@ -1,0 +1,236 @@
+"""Load, override (``--set``) and validate a scenario, turning every error into a ``Problem`` with its line."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import Problem, ScenarioError, format_path
+from .model import Scenario
+from .yamlmarks import Loc, line_of, load_with_lines
+
+_TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locations
+
+
+def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
+    """Read and validate a scenario file; ``overrides`` are ``path=value`` strings (value parsed as YAML)."""
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(source, [Problem("", f"cannot read file: {exc.strerror}")]) from None
+    return parse_scenario(text, source, overrides)
+
+
+def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
+    """Validate scenario text (see ``load_scenario``)."""
+    try:
+        data, lines = load_with_lines(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise ScenarioError(source, [Problem("", f"not valid YAML: {getattr(exc, 'problem', exc)}", line)]) from None
+    if not isinstance(data, dict):
+        raise ScenarioError(source, [Problem("", "the scenario must be a mapping of fields (version, vehicles ...)")])
+    set_locs: set[Loc] = set()
+    for item in overrides:
+        loc = apply_override(data, item, source)
+        set_locs.add(loc)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(source, _problems(exc, lines, set_locs, data)) from None
+    problems = _check_laws_and_channel(scenario, data, lines, set_locs)
+    if problems:
+        raise ScenarioError(source, problems)
+    return scenario
+
+
+# -- --set ------------------------------------------------------------------------------------------------------
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def parse_path(text: str) -> Loc:
+    """'vehicles[2].controller.time_gap_s' -> ('vehicles', 2, 'controller', 'time_gap_s')."""
+    parts: list[object] = []
+    for name, index in _PART.findall(text):
+        parts.append(int(index) if index else name)
+    return tuple(parts)
+
+
+def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
+    """Apply one ``path=value`` to the raw scenario data, creating mappings on the way."""
+    if "=" not in item:
+        raise ScenarioError(source, [Problem(item, "--set expects path=value, e.g. controller.time_gap_s=0.5")])
+    key, _, raw = item.partition("=")
+    loc = parse_path(key.strip())
+    if not loc:
+        raise ScenarioError(source, [Problem(key, "--set needs a field path")])
+    value = yaml.safe_load(raw) if raw.strip() else None
+    node: Any = data
+    for depth, part in enumerate(loc[:-1]):
+        nxt = loc[depth + 1]
+        try:
+            if isinstance(node, list):
+                node = node[part]  # type: ignore[index]
+            else:
+                node = node.setdefault(part, [] if isinstance(nxt, int) else {})
+        except (IndexError, TypeError, AttributeError):
+            raise ScenarioError(
+                source, [Problem(format_path(loc[: depth + 1]), f"--set: no such element for '{key}'")]
+            ) from None
+    try:
+        node[loc[-1]] = copy.deepcopy(value)
+    except (IndexError, TypeError):
+        raise ScenarioError(source, [Problem(format_path(loc), f"--set: cannot set '{key}'")]) from None
+    return loc
+
+
+# -- errors -----------------------------------------------------------------------------------------------------
+def _problems(exc: ValidationError, lines: dict[Loc, int], set_locs: set[Loc], data: Any) -> list[Problem]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(p for p in err["loc"] if p not in _TAGS)
+        problems.append(_problem(err, loc, lines, set_locs, Scenario))
+    return problems
+
+
+def _problem(err: dict[str, Any], loc: Loc, lines: dict[Loc, int], set_locs: set[Loc], root: type) -> Problem:
+    kind = err["type"]
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        allowed = _allowed_fields(root, loc[:-1])
+        unknown = str(loc[-1])
+        hint = ""
+        close = difflib.get_close_matches(unknown, allowed, n=1)
+        if close:
+            hint = f" (did you mean '{close[0]}'?)"
+        message = f"unknown field '{unknown}'{hint}; allowed: {', '.join(allowed)}"
+    elif kind == "missing":
+        message = "required field is missing"
+    elif "input" in err and kind not in ("value_error", "union_tag_invalid"):
+        message = f"{message}, got {err['input']!r}"
+    line = None if loc in set_locs else line_of(lines, loc)
+    if loc in set_locs:
+        message += " (from --set)"
+    return Problem(format_path(loc), message, line)
+
+
+def _allowed_fields(root: type, loc: Loc) -> list[str]:
+    """Field names of the model found by following ``loc`` from ``root`` (empty when it cannot be followed)."""
+    current: Any = root
+    for part in loc:
+        current = _child_type(current, part)
+        if current is None:
+            return []
+    model = _as_model(current)
+    return sorted(model.model_fields) if model else []
+
+
+def _as_model(tp: Any) -> type[BaseModel] | None:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return tp
+    for arg in typing.get_args(tp):
+        found = _as_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _child_type(tp: Any, part: object) -> Any:
+    if isinstance(part, int):
+        for arg in _flatten(tp):
+            if typing.get_origin(arg) is list:
+                return typing.get_args(arg)[0]
+        return None
+    for arg in _flatten(tp):
+        if typing.get_origin(arg) is dict:
+            return typing.get_args(arg)[1]
+        if isinstance(arg, type) and issubclass(arg, BaseModel) and part in arg.model_fields:
+            return arg.model_fields[part].annotation
+    return None
+
+
+def _flatten(tp: Any) -> list[Any]:
+    """Unwrap Annotated/Union/Optional into their member types."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _flatten(typing.get_args(tp)[0])
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        out = []
+        for arg in typing.get_args(tp):
+            out.extend(_flatten(arg))
+        return out
+    return [tp]
+
+
+# -- law and channel parameters --------------------------------------------------------------------------------
+def _check_laws_and_channel(
+    scenario: Scenario, data: dict[str, Any], lines: dict[Loc, int], set_locs: set[Loc]
+) -> list[Problem]:
+    from comms_models import COMMS_MODELS
+    from controllers import CONTROLLERS
+
+    problems: list[Problem] = []
+    base = scenario.controller.model_dump()
+    law_cls = CONTROLLERS.get(scenario.controller.type)
+    problems += _validate_params(law_cls.Params, _law_params(base), ("controller",), lines, set_locs)
+    entries = scenario.vehicles if isinstance(scenario.vehicles, list) else None
+    overrides = [] if entries is None else list(enumerate(entries))
+    if entries is None:
+        overrides = [(name, e) for name, e in scenario.vehicles.overrides.items()]
+    for key, entry in overrides:
+        if not entry.controller:
+            continue
+        merged = {**base, **entry.controller}
+        if "type" in entry.controller and entry.controller["type"] not in CONTROLLERS.names():
+            loc = ("vehicles", *(("overrides",) if entries is None else ()), key, "controller", "type")
+            problems.append(Problem(format_path(loc), f"unknown controller '{entry.controller['type']}'; allowed: "
+                                    f"{', '.join(CONTROLLERS.names())}", line_of(lines, loc)))
+            continue
+        if "type" in entry.controller and entry.controller["type"] != scenario.controller.type:
+            merged = dict(entry.controller)
+        cls = CONTROLLERS.get(merged.get("type", scenario.controller.type)).Params
+        prefix = ("vehicles", *(("overrides",) if entries is None else ()), key, "controller")
+        problems += _validate_params(cls, _law_params(merged), prefix, lines, set_locs)
+    channel_cls = COMMS_MODELS.get(scenario.channel.type)
+    params_model = getattr(channel_cls, "Params", None)
+    if params_model is not None:
+        params = {k: v for k, v in scenario.channel.model_dump().items() if k != "type"}
+        problems += _validate_params(params_model, params, ("channel",), lines, set_locs)
+    elif scenario.channel.model_extra:
+        extra = sorted(scenario.channel.model_extra)
+        loc = ("channel", extra[0])
+        problems.append(Problem(format_path(loc), f"the '{scenario.channel.type}' channel takes no parameters",
+                                line_of(lines, loc)))
+    return problems
+
+
+def _law_params(block: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in block.items() if k not in ("type", "period_s")}
+
+
+def _validate_params(
+    model: type[BaseModel], params: dict[str, Any], prefix: Loc, lines: dict[Loc, int], set_locs: set[Loc]
+) -> list[Problem]:
+    try:
+        model.model_validate(params)
+    except ValidationError as exc:
+        out = []
+        for err in exc.errors(include_url=False):
+            loc = (*prefix, *err["loc"])
+            problem = _problem(err, tuple(err["loc"]), {}, set(), model)
+            line = None if loc in set_locs else line_of(lines, loc)
+            suffix = " (from --set)" if loc in set_locs else ""
+            out.append(Problem(format_path(loc), problem.message + suffix, line))
+        return out
+    return []

@@ -1,0 +1,206 @@
+"""The scenario schema (version 1): what a YAML scenario may say, with types, ranges and defaults.
+
+Law- and channel-specific parameters are validated by the parameter model of the law or channel the scenario
+names (``controllers.*.Params``, ``comms_models.*.Params``), so adding a law never touches this file.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+
+from controllers.profiles import PROFILES, ProfileParams
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Initial(Strict):
+    """Initial pose of the rear-axle reference point in the local ENU frame and speed (default: the driver's)."""
+
+    x: float = Field(0.0, description="[m] east")
+    y: float = Field(0.0, description="[m] north")
+    yaw: float = Field(0.0, description="[rad] counter-clockwise from east")
+    v: float | None = Field(None, ge=0, description="[m/s]")
+
+
+class Vehicle(Strict):
+    """Body and physics model of a robot."""
+
+    preset: str = Field("auna_rc_1to10", description="vehicle preset (federates/physics/presets.py)")
+    model: str = Field("kinematic", description="vehicle model: kinematic | dynamic")
+    params: dict[str, float | str] = Field(default_factory=dict, description="overrides of preset values")
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str) -> str:
+        from federates.physics.presets import PRESETS
+
+        if value not in PRESETS:
+            raise ValueError(f"unknown vehicle preset '{value}'{_did_you_mean(value, PRESETS)}; allowed: "
+                             f"{', '.join(sorted(PRESETS))}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        from federates.physics.federate import VEHICLE_MODELS
+
+        names = VEHICLE_MODELS.names()
+        if value not in names:
+            raise ValueError(f"unknown vehicle model '{value}'{_did_you_mean(value, names)}; allowed: "
+                             f"{', '.join(names)}")
+        return value
+
+
+class VehicleEntry(Strict):
+    """One robot of a vehicle list, or an override of one robot of a fleet."""
+
+    name: str | None = Field(None, description="robot name (default: <name_prefix><index>)")
+    id: int | None = Field(None, ge=1, le=4294967295, description="station id (default: index + 1)")
+    vehicle: Vehicle | None = None
+    controller: dict[str, Any] | None = Field(None, description="overrides of the controller block")
+    initial: Initial | None = None
+    spawn_at_s: float = Field(0.0, ge=0, description="[s] when the robot appears")
+    despawn_at_s: float | None = Field(None, gt=0, description="[s] when it disappears (never by default)")
+
+
+class Fleet(Strict):
+    """``count`` robots built from one template, with optional per-robot overrides keyed by robot name."""
+
+    count: int = Field(ge=1, le=100_000)
+    name_prefix: str = "robot"
+    template: Vehicle = Field(default_factory=Vehicle)
+    overrides: dict[str, VehicleEntry] = Field(default_factory=dict)
+
+
+def _vehicles_kind(value: Any) -> str:
+    return "list" if isinstance(value, list) else "fleet"
+
+
+VehiclesBlock = Annotated[
+    Annotated[Fleet, Tag("fleet")] | Annotated[list[VehicleEntry], Tag("list")],
+    Discriminator(_vehicles_kind),
+]
+
+
+class Platoon(Strict):
+    """How robots form platoons: consecutive robots in vehicle order, ``size`` per platoon."""
+
+    size: int | None = Field(None, ge=1, description="robots per platoon (default: all in one)")
+    lateral_spacing_m: float = Field(5.0, gt=0, description="[m] between platoons placed side by side")
+
+
+class Driver(Strict):
+    """The leaders' driving: a synthetic input profile (controllers.md)."""
+
+    profile: str = Field("s_curve", description="leader input profile")
+    params: ProfileParams = Field(default_factory=ProfileParams)
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            raise ValueError(f"unknown profile '{value}'{_did_you_mean(value, PROFILES)}; allowed: "
+                             f"{', '.join(sorted(PROFILES))}")
+        return value
+
+
+class ControllerBlock(BaseModel):
+    """The followers' control law; keys besides ``type`` and ``period_s`` are the law's parameters."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field("ela_cacc", description="control law")
+    period_s: float = Field(0.02, gt=0, description="[s] control period (zero-order hold between steps)")
+
+    @field_validator("type")
+    @classmethod
+    def _known_law(cls, value: str) -> str:
+        from controllers import CONTROLLERS
+
+        names = CONTROLLERS.names()
+        if value not in names:
+            raise ValueError(f"unknown controller '{value}'{_did_you_mean(value, names)}; allowed: "
+                             f"{', '.join(names)}")
+        return value
+
+
+class ChannelBlock(BaseModel):
+    """The V2X channel model; keys besides ``type`` are the model's parameters."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field("ideal", description="channel model: ideal | itsg5")
+
+    @field_validator("type")
+    @classmethod
+    def _known_channel(cls, value: str) -> str:
+        from comms_models import COMMS_MODELS
+
+        names = COMMS_MODELS.names()
+        if value not in names:
+            raise ValueError(f"unknown channel '{value}'{_did_you_mean(value, names)}; allowed: "
+                             f"{', '.join(names)}")
+        return value
+
+
+class Physics(Strict):
+    """What the controllers see of their own vehicle."""
+
+    estimate: Literal["ground_truth"] = Field("ground_truth", description="state estimate the controllers use")
+
+
+class Origin(Strict):
+    """WGS84 position of the local frame's origin (for V2X positions)."""
+
+    lat_deg: float = Field(51.4934, ge=-90, le=90)
+    lon_deg: float = Field(7.4136, ge=-180, le=180)
+
+
+class Outputs(Strict):
+    """What a run writes into its directory."""
+
+    trace: bool = Field(True, description="write trace/vehicles.parquet (and the channel's traces)")
+    trace_period_s: float | None = Field(None, gt=0, description="[s] sampling of the trace (default: every step)")
+    plots: bool = True
+    report: bool = True
+
+
+class ExtraFederate(Strict):
+    """An additional federate (external simulator) by registered type."""
+
+    name: str
+    type: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class Scenario(Strict):
+    """A complete, validated scenario."""
+
+    version: Literal[1] = 1
+    name: str = "scenario"
+    description: str = ""
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    duration_s: float = Field(gt=0, le=1e6, description="[s] simulated time")
+    step_s: float = Field(0.01, gt=0, le=1.0, description="[s] physics step")
+    origin: Origin = Field(default_factory=Origin)
+    vehicles: VehiclesBlock
+    platoon: Platoon = Field(default_factory=Platoon)
+    leader: Driver = Field(default_factory=Driver)
+    controller: ControllerBlock = Field(default_factory=ControllerBlock)
+    channel: ChannelBlock = Field(default_factory=ChannelBlock)
+    physics: Physics = Field(default_factory=Physics)
+    outputs: Outputs = Field(default_factory=Outputs)
+    federates: list[ExtraFederate] = Field(default_factory=list)
+
+
+def _did_you_mean(value: str, choices: Any) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(value, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -1,0 +1,152 @@
+"""From a validated scenario to robots and a ready scheduler (the only place that knows all federate kinds)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from controllers import CONTROLLERS
+from controllers.profiles import PROFILES
+from federates.physics.federate import vehicle_params
+
+from .registry import Registry
+from .robots import RobotSpec
+from .scenario.model import Scenario, Vehicle, VehicleEntry
+from .scheduler import Scheduler
+from .timebase import seconds_to_ns
+
+FEDERATE_KINDS = Registry(
+    "federate",
+    {
+        "physics": "federates.physics.federate:PhysicsFederate",
+        "v2x": "federates.v2x.federate:V2XFederate",
+        "control": "federates.control.federate:ControlFederate",
+    },
+)
+
+
+@dataclass
+class World:
+    """A scenario turned into runnable parts."""
+
+    scenario: Scenario
+    robots: list[RobotSpec]
+    scheduler: Scheduler
+    federates: dict[str, Any]
+
+
+def expand_robots(scenario: Scenario) -> list[RobotSpec]:
+    """One spec per robot: names, ids, platoon roles, merged vehicle/controller config and initial pose."""
+    entries = _entries(scenario)
+    n = len(entries)
+    size = scenario.platoon.size or n
+    base_controller = scenario.controller.model_dump()
+    specs: list[RobotSpec] = []
+    seen_ids: set[int] = set()
+    seen_names: set[str] = set()
+    pred_pose: dict[str, float] = {}
+    for index, (name, entry, vehicle) in enumerate(entries):
+        robot_id = entry.id if entry.id is not None else index + 1
+        if robot_id in seen_ids:
+            raise ValueError(f"vehicles[{index}].id: station id {robot_id} is used twice")
+        if name in seen_names:
+            raise ValueError(f"vehicles[{index}].name: robot name '{name}' is used twice")
+        seen_ids.add(robot_id)
+        seen_names.add(name)
+        platoon, position = divmod(index, size)
+        is_leader = position == 0
+        controller = {**base_controller, **(entry.controller or {})}
+        if entry.controller and entry.controller.get("type", controller["type"]) != base_controller["type"]:
+            controller = {"period_s": base_controller["period_s"], **entry.controller}
+        vehicle_cfg = vehicle.model_dump()
+        params = vehicle_params({"vehicle": vehicle_cfg})
+        v0 = float(PROFILES[scenario.leader.profile](np.zeros(1), scenario.leader.params)[0][0])
+        initial = entry.initial.model_dump() if entry.initial else {}
+        v_init = initial.get("v") if initial.get("v") is not None else v0
+        if is_leader:
+            pose = {"x": 0.0, "y": -platoon * scenario.platoon.lateral_spacing_m, "yaw": 0.0}
+        else:
+            spacing = _initial_spacing(controller, v_init, params, pred_pose)
+            pose = {"x": pred_pose["x"] - spacing, "y": pred_pose["y"], "yaw": pred_pose["yaw"]}
+        if entry.initial:
+            pose = {k: initial[k] for k in ("x", "y", "yaw")}
+        pred_pose = {**pose, "rear_overhang_m": params["rear_overhang_m"]}
+        config: dict[str, Any] = {
+            "vehicle": vehicle_cfg,
+            "initial": {**pose, "v": v_init},
+            "dims": {k: params[k] for k in ("length_m", "width_m", "rear_overhang_m", "wheelbase_m")},
+        }
+        if is_leader:
+            config["driver"] = scenario.leader.model_dump()
+        else:
+            config["controller"] = controller
+        specs.append(
+            RobotSpec(
+                id=robot_id,
+                name=name,
+                spawn_ns=seconds_to_ns(entry.spawn_at_s),
+                despawn_ns=None if entry.despawn_at_s is None else seconds_to_ns(entry.despawn_at_s),
+                platoon=platoon,
+                position_in_platoon=position,
+                predecessor=None if is_leader else specs[-1].id,
+                leader=None if is_leader else specs[index - position].id,
+                config=config,
+            )
+        )
+    return specs
+
+
+def _entries(scenario: Scenario) -> list[tuple[str, VehicleEntry, Vehicle]]:
+    block = scenario.vehicles
+    if isinstance(block, list):
+        return [(e.name or f"robot{i}", e, e.vehicle or Vehicle()) for i, e in enumerate(block)]
+    out = []
+    template = block.template.model_dump()
+    for i in range(block.count):
+        name = f"{block.name_prefix}{i}"
+        entry = block.overrides.get(name, VehicleEntry())
+        vehicle = block.template
+        if entry.vehicle is not None:
+            changed = entry.vehicle.model_dump(exclude_unset=True)
+            merged = {**template, **changed, "params": {**template["params"], **changed.get("params", {})}}
+            vehicle = Vehicle(**merged)
+        out.append((entry.name or name, entry, vehicle))
+    unknown = set(block.overrides) - {f"{block.name_prefix}{i}" for i in range(block.count)}
+    if unknown:
+        raise ValueError(f"vehicles.overrides: no robot named {sorted(unknown)} "
+                         f"(robots are {block.name_prefix}0 .. {block.name_prefix}{block.count - 1})")
+    return out
+
+
+def _initial_spacing(controller: dict[str, Any], v: float, params: dict[str, Any], pred: dict[str, float]) -> float:
+    """Rear-axle distance that makes the follower's spacing error zero at the start."""
+    law_cls = CONTROLLERS.get(controller["type"])
+    law = law_cls(law_cls.Params(**{k: v for k, v in controller.items() if k not in ("type", "period_s")}))
+    gap = float(law.desired_gap(np.array([v]))[0])
+    if getattr(law_cls, "gap_reference", "axle") == "bumper":
+        gap += pred["rear_overhang_m"] + params["length_m"] - params["rear_overhang_m"]
+    return gap
+
+
+def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None) -> World:
+    """Robots, federates and a scheduler with the robots' spawns and despawns queued."""
+    seed = scenario.seed if seed is None else seed
+    robots = expand_robots(scenario)
+    scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
+    step_ns = seconds_to_ns(scenario.step_s)
+    physics = FEDERATE_KINDS.get("physics")("physics", step_ns)
+    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump())
+    control = FEDERATE_KINDS.get("control")("control", seconds_to_ns(scenario.controller.period_s))
+    federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
+    for extra in scenario.federates:
+        federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)
+    for fed in federates.values():
+        scheduler.add(fed)
+    for spec in robots:
+        scheduler.schedule_spawn(spec, spec.spawn_ns)
+        if spec.despawn_ns is not None:
+            scheduler.schedule_despawn(spec.id, spec.despawn_ns)
+    return World(scenario, robots, scheduler, federates)

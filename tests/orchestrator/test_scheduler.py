@@ -1,0 +1,209 @@
+"""Scheduler semantics: ordering, periods and offsets, event times, cycles, spawning mid-run, failures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from orchestrator.federate import Federate, FederateError, FederateMeta, Input, SetupContext
+from orchestrator.robots import RobotSpec
+from orchestrator.scheduler import Scheduler, SchedulerError, dependency_order
+
+MS = 1_000_000
+
+
+class Probe(Federate):
+    """Logs (time, name, inputs) into a shared list and publishes a counter on its outputs."""
+
+    def __init__(self, name: str, log: list, inputs: Sequence[Input] = (), outputs: Sequence[str] = (),
+                 period_ns: int | None = 10 * MS, offset_ns: int = 0, events: Sequence[int] = ()) -> None:
+        super().__init__(name)
+        self.log = log
+        self._meta = FederateMeta(tuple(inputs), tuple(outputs), period_ns, offset_ns)
+        self._events = list(events)
+        self.count = 0
+        self.robots: list[int] = []
+        self.finalized = False
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return self._meta
+
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        self.robots += [r.id for r in robots]
+        self.log.append(("spawn", self.name, [r.id for r in robots]))
+
+    def despawn(self, robot_ids: Sequence[int]) -> None:
+        self.robots = [r for r in self.robots if r not in robot_ids]
+        self.log.append(("despawn", self.name, list(robot_ids)))
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        self.count += 1
+        if self._events:
+            self._events.pop(0)
+        self.log.append((t_ns, self.name, dict(inputs)))
+        return {port: (self.name, self.count, t_ns) for port in self._meta.outputs}
+
+    def next_time(self) -> int | None:
+        return self._events[0] if self._events else None
+
+    def finalize(self) -> None:
+        self.finalized = True
+
+
+def steps(log: list) -> list[tuple[int, str]]:
+    return [(entry[0], entry[1]) for entry in log if isinstance(entry[0], int)]
+
+
+def test_dependency_order_runs_producers_first_whatever_the_insertion_order():
+    #   physics --state--> v2x --cam--> control --commands (delayed)--> physics
+    log: list = []
+    sched = Scheduler(end_ns=0)
+    sched.add(Probe("control", log, [Input("state"), Input("cam")], ["commands"]))
+    sched.add(Probe("v2x", log, [Input("state")], ["cam"]))
+    sched.add(Probe("physics", log, [Input("commands", delayed=True)], ["state"]))
+    sched.run()
+    assert sched.order == ["physics", "v2x", "control"]
+    assert steps(log) == [(0, "physics"), (0, "v2x"), (0, "control")]
+
+
+def test_ties_between_independent_federates_keep_insertion_order():
+    log: list = []
+    sched = Scheduler(end_ns=0)
+    for name in ("c", "a", "b"):
+        sched.add(Probe(name, log))
+    sched.run()
+    assert [name for _, name in steps(log)] == ["c", "a", "b"]
+
+
+def test_cycle_without_delay_is_rejected_naming_the_federates():
+    log: list = []
+    metas = {
+        "free": FederateMeta((), ("z",)),
+        "physics": FederateMeta((Input("commands"),), ("state",)),
+        "control": FederateMeta((Input("state"),), ("commands",)),
+    }
+    with pytest.raises(SchedulerError, match=r"cycle.*'physics', 'control'"):
+        dependency_order(metas)
+    sched = Scheduler(end_ns=0)
+    sched.add(Probe("physics", log, [Input("commands")], ["state"]))
+    sched.add(Probe("control", log, [Input("state")], ["commands"]))
+    with pytest.raises(SchedulerError, match="delayed"):
+        sched.run()
+
+
+def test_two_writers_of_one_port_are_rejected():
+    with pytest.raises(SchedulerError, match="'state' is written by both 'a' and 'b'"):
+        dependency_order({"a": FederateMeta((), ("state",)), "b": FederateMeta((), ("state",))})
+
+
+def test_periods_and_offsets_in_integer_nanoseconds():
+    log: list = []
+    sched = Scheduler(end_ns=30 * MS)
+    sched.add(Probe("fast", log, period_ns=10 * MS))
+    sched.add(Probe("slow", log, period_ns=20 * MS, offset_ns=5 * MS))
+    sched.run()
+    assert steps(log) == [
+        (0, "fast"), (5 * MS, "slow"), (10 * MS, "fast"), (20 * MS, "fast"), (25 * MS, "slow"), (30 * MS, "fast"),
+    ]
+
+
+def test_period_of_one_third_millisecond_does_not_drift():
+    log: list = []
+    period = 333_333  # ns: float seconds would accumulate error over a million steps
+    sched = Scheduler(end_ns=period * 3000)
+    fed = sched.add(Probe("p", log, period_ns=period))
+    sched.run()
+    assert fed.count == 3001
+    assert steps(log)[-1][0] == period * 3000
+
+
+def test_event_driven_federate_runs_at_its_event_times_only():
+    log: list = []
+    sched = Scheduler(end_ns=100 * MS)
+    sched.add(Probe("ev", log, period_ns=None, events=[7 * MS, 42 * MS, 99 * MS, 150 * MS]))
+    sched.run()
+    assert steps(log) == [(7 * MS, "ev"), (42 * MS, "ev"), (99 * MS, "ev")]
+
+
+def test_delayed_input_sees_the_value_from_before_the_instant():
+    log: list = []
+    sched = Scheduler(end_ns=10 * MS)
+    sched.add(Probe("consumer", log, [Input("x", delayed=True), Input("y")]))
+    sched.add(Probe("producer", log, [], ["x", "y"]))
+    sched.run()
+    consumer_steps = [e for e in log if isinstance(e[0], int) and e[1] == "consumer"]
+    # y (undelayed) is this instant's value, x (delayed) the previous instant's
+    assert consumer_steps[0][2] == {"x": None, "y": ("producer", 1, 0)}
+    assert consumer_steps[1][2] == {"x": ("producer", 1, 0), "y": ("producer", 2, 10 * MS)}
+
+
+def test_spawn_and_despawn_mid_run_reach_every_federate_before_the_step():
+    log: list = []
+    sched = Scheduler(end_ns=50 * MS)
+    a = sched.add(Probe("a", log))
+    b = sched.add(Probe("b", log, period_ns=20 * MS))
+    sched.schedule_spawn(RobotSpec(id=1, name="r1"), 0)
+    sched.schedule_spawn(RobotSpec(id=2, name="r2"), 15 * MS)  # between two steps: its own instant
+    sched.schedule_despawn(1, 30 * MS)
+    sched.run()
+    assert ("spawn", "a", [2]) in log and ("spawn", "b", [2]) in log
+    spawn2 = log.index(("spawn", "a", [2]))
+    assert log[spawn2 - 1][0] == 10 * MS  # after the 10 ms step, before the 20 ms one
+    despawn = log.index(("despawn", "a", [1]))
+    assert log[despawn + 2][:2] == (30 * MS, "a")  # despawned before the 30 ms step
+    assert a.robots == [2] and b.robots == [2]
+    assert list(sched.roster.ids) == [2]
+
+
+def test_spawn_requested_by_a_federate_during_the_run():
+    log: list = []
+
+    class Spawner(Probe):
+        def setup(self, ctx: SetupContext) -> FederateMeta:
+            self.ctx = ctx
+            return super().setup(ctx)
+
+        def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+            if t_ns == 10 * MS:
+                self.ctx.request_spawn(RobotSpec(id=7, name="late"), t_ns)  # now: applied at the next instant
+            return super().step(t_ns, inputs)
+
+    sched = Scheduler(end_ns=30 * MS)
+    fed = sched.add(Spawner("s", log))
+    sched.run()
+    assert fed.robots == [7]
+    idx = log.index(("spawn", "s", [7]))
+    assert log[idx - 1][0] == 10 * MS and log[idx + 1][0] == 20 * MS
+
+
+def test_a_failing_federate_stops_the_run_with_its_name_and_time_and_all_are_finalized():
+    log: list = []
+
+    class Broken(Probe):
+        def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+            if t_ns == 20 * MS:
+                raise ZeroDivisionError("boom")
+            return super().step(t_ns, inputs)
+
+    sched = Scheduler(end_ns=100 * MS)
+    ok = sched.add(Probe("ok", log))
+    broken = sched.add(Broken("broken", log))
+    with pytest.raises(FederateError) as info:
+        sched.run()
+    assert info.value.federate == "broken"
+    assert info.value.t_ns == 20 * MS
+    assert "federate 'broken' failed at t = 0.020 s: ZeroDivisionError: boom" in str(info.value)
+    assert ok.finalized and broken.finalized
+
+
+def test_undeclared_output_is_an_error():
+    class Liar(Probe):
+        def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+            return {"surprise": 1}
+
+    sched = Scheduler(end_ns=0)
+    sched.add(Liar("liar", []))
+    with pytest.raises(FederateError, match="undeclared ports"):
+        sched.run()
