@@ -1,0 +1,190 @@
+"""Tyre force models: linear, Fiala (brush) with and without saturation, Pacejka magic formula, friction ellipse.
+
+Sign conventions (SAE-like slip, ISO-like axes: x forward, y left, z up):
+
+- Slip angle ``alpha`` [rad] is the angle from the wheel's heading to its velocity, positive counter-clockwise:
+  ``alpha_f = atan((vy + a r) / vx) - delta``, ``alpha_r = atan((vy - b r) / vx)``. The lateral force opposes it,
+  ``Fy = -f(alpha)`` with ``f`` odd and increasing near zero.
+- Longitudinal slip ratio ``sigma = (r_e Omega - vx) / max(|vx|, eps)`` [-]: positive when driving (wheel faster than
+  the ground), negative when braking. The longitudinal force has the sign of ``sigma``.
+
+Every model comes twice: a numpy function over arrays (plots, tests, analysis) and a scalar ``@njit`` function the
+vehicle kernel inlines. The numpy and scalar versions are checked against each other in ``tests/physics``.
+
+Sources: Pacejka, *Tire and Vehicle Dynamics*, 3rd ed., eq. 4.49 (magic formula); Fiala (1954) brush model in the form
+of Pacejka eq. 3.20 / Rajamani, *Vehicle Dynamics and Control*, 2nd ed., sec. 13.4; friction ellipse as in Rajamani
+sec. 13.8 (combined slip).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+TYRE_MODELS: dict[str, int] = {"linear": 0, "fiala": 1, "fiala_unsaturated": 2, "pacejka": 3}
+"""Tyre model names and the integer codes the compiled kernel switches on."""
+
+
+def tyre_code(name: str) -> int:
+    """The kernel code of a tyre model name; unknown names list the valid ones."""
+    try:
+        return TYRE_MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown tyre model '{name}'; allowed: {', '.join(TYRE_MODELS)}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# numpy versions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def linear_lateral(alpha: np.ndarray, c_alpha: float | np.ndarray) -> np.ndarray:
+    """Linear tyre ``Fy = -C alpha`` [N]; ``c_alpha`` cornering stiffness [N/rad]."""
+    return -np.asarray(c_alpha) * np.asarray(alpha, dtype=np.float64)
+
+
+def fiala_lateral(
+    alpha: np.ndarray, c_alpha: float | np.ndarray, mu: float | np.ndarray, fz: float | np.ndarray,
+    saturate: bool = True,
+) -> np.ndarray:
+    """Fiala brush tyre ``Fy`` [N] for slip angle ``alpha`` [rad], cornering stiffness ``c_alpha`` [N/rad], friction
+    ``mu`` [-] and normal load ``fz`` [N].
+
+    With ``z = tan|alpha|``: ``Fy = -sign(alpha) C z (1 - C z / (3 mu Fz) + (C z)^2 / (27 (mu Fz)^2))`` below the
+    sliding limit ``atan(3 mu Fz / C)`` and ``-sign(alpha) mu Fz`` beyond it. ``saturate=False`` keeps the cubic
+    everywhere (it then falls after the limit and eventually changes sign).
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    z = np.tan(np.abs(alpha))
+    cz = np.asarray(c_alpha) * z
+    mfz = np.asarray(mu) * np.asarray(fz)
+    mag = cz * (1.0 - cz / (3.0 * mfz) + cz**2 / (27.0 * mfz**2))
+    if saturate:
+        mag = np.where(cz >= 3.0 * mfz, mfz * np.ones_like(cz), mag)
+    return -np.sign(alpha) * mag
+
+
+def pacejka(x: np.ndarray, b: float, c: float, d: float, e: float) -> np.ndarray:
+    """Magic formula ``D sin(C atan(B x - E (B x - atan(B x))))`` (Pacejka eq. 4.49), odd in ``x``; units of ``d``."""
+    bx = b * np.asarray(x, dtype=np.float64)
+    return d * np.sin(c * np.arctan(bx - e * (bx - np.arctan(bx))))
+
+
+def pacejka_lateral(alpha: np.ndarray, b: float, c: float, d: float, e: float, fz: float | np.ndarray) -> np.ndarray:
+    """Lateral magic-formula force [N]: ``-Fz * pacejka(alpha)`` with ``d`` the peak friction coefficient [-]."""
+    return -np.asarray(fz) * pacejka(alpha, b, c, d, e)
+
+
+def pacejka_longitudinal(
+    sigma: np.ndarray, b: float, c: float, d: float, e: float, fz: float | np.ndarray,
+) -> np.ndarray:
+    """Longitudinal magic-formula force [N]: ``Fz * pacejka(sigma)`` with ``d`` the peak friction coefficient [-]."""
+    return np.asarray(fz) * pacejka(sigma, b, c, d, e)
+
+
+def friction_ellipse(
+    fx: np.ndarray, fy: np.ndarray, fx_max: float | np.ndarray, fy_max: float | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Combined slip by friction-ellipse scaling: if ``(fx/fx_max)^2 + (fy/fy_max)^2 > 1`` both forces are scaled by
+    the same factor onto the ellipse (direction kept), else returned unchanged."""
+    fx = np.asarray(fx, dtype=np.float64)
+    fy = np.asarray(fy, dtype=np.float64)
+    s = np.sqrt((fx / fx_max) ** 2 + (fy / fy_max) ** 2)
+    k = np.where(s > 1.0, 1.0 / np.maximum(s, 1.0), 1.0)
+    return fx * k, fy * k
+
+
+def lateral_force(
+    model: str, alpha: np.ndarray, fz: float | np.ndarray, c_alpha: float, mu: float,
+    pac: tuple[float, float, float, float] = (10.0, 1.45, 1.0, 0.97),
+) -> np.ndarray:
+    """Lateral force [N] of the named model (``linear``, ``fiala``, ``fiala_unsaturated``, ``pacejka``); ``pac`` is
+    ``(B, C, D, E)`` with ``D`` a friction coefficient."""
+    code = tyre_code(model)
+    if code == 0:
+        return linear_lateral(alpha, c_alpha)
+    if code in (1, 2):
+        return fiala_lateral(alpha, c_alpha, mu, fz, saturate=code == 1)
+    return pacejka_lateral(alpha, *pac, fz)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# scalar compiled versions (inlined in the vehicle kernel)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def mf_value_slope(x: float, b: float, c: float, d: float, e: float) -> tuple[float, float]:
+    """Magic formula value ``y`` and slope ``dy/dx`` at ``x`` (scalar)."""
+    bx = b * x
+    at_bx = math.atan(bx)
+    phi = bx - e * (bx - at_bx)
+    ang = c * math.atan(phi)
+    dphi = b - e * (b - b / (1.0 + bx * bx))
+    sa = math.sin(ang)
+    # cos from sin (cheaper than a second trigonometric call); |ang| < pi for C < 2, so the sign is that of
+    # pi/2 - |ang|
+    ca = math.copysign(math.sqrt(max(1.0 - sa * sa, 0.0)), 0.5 * math.pi - abs(ang))
+    return d * sa, d * ca * c / (1.0 + phi * phi) * dphi
+
+
+@njit(cache=True, inline="always")
+def lateral_force_stiffness(
+    code: int, alpha: float, fz: float, c_alpha: float, mu: float, b: float, c: float, d: float, e: float,
+) -> tuple[float, float]:
+    """Lateral force ``Fy`` [N] and local cornering stiffness ``-dFy/dalpha`` [N/rad] of one axle (scalar).
+
+    ``code`` as in ``TYRE_MODELS``; ``c_alpha`` is used by linear and Fiala, ``(b, c, d, e)`` by Pacejka (``d`` a
+    friction coefficient multiplied by ``fz``).
+    """
+    if code == 0:
+        return -c_alpha * alpha, c_alpha
+    if code == 3:
+        y, dy = mf_value_slope(alpha, b, c, d, e)
+        return -fz * y, fz * dy
+    # Fiala: dF/dz = C (1 - C z / (3 mu Fz))^2 and dz/dalpha = 1 + z^2
+    sgn = 1.0 if alpha >= 0.0 else -1.0
+    z = math.tan(abs(alpha))
+    cz = c_alpha * z
+    mfz = mu * fz
+    if code == 1 and cz >= 3.0 * mfz:
+        return -sgn * mfz, 0.0
+    q = cz / (3.0 * mfz)
+    mag = cz * (1.0 - q + q * q / 3.0)
+    slope = c_alpha * (1.0 - q) * (1.0 - q) * (1.0 + z * z)
+    return -sgn * mag, slope
+
+
+@njit(cache=True, inline="always")
+def mf_inverse(y: float, b: float, c: float, d: float, e: float) -> float:
+    """Slip ``x`` on the rising branch with ``pacejka(x) = y``; ``|y| >= d`` returns the peak slip (scalar).
+
+    Solves ``C atan(phi) = asin(y / D)`` then ``(1 - E) u + E atan(u) = phi`` for ``u = B x`` by Newton (monotone
+    for ``E < 1``).
+    """
+    q = y / d
+    if q > 1.0:
+        q = 1.0
+    elif q < -1.0:
+        q = -1.0
+    ang = math.asin(q) / c
+    # the rising branch ends where C atan(phi) = pi/2
+    lim = 0.5 * math.pi / c
+    if ang > lim:
+        ang = lim
+    elif ang < -lim:
+        ang = -lim
+    if abs(ang) >= 0.5 * math.pi - 1e-9:
+        ang = math.copysign(0.5 * math.pi - 1e-9, ang)
+    phi = math.tan(ang)
+    u = phi
+    for _ in range(8):
+        g = (1.0 - e) * u + e * math.atan(u) - phi
+        dg = (1.0 - e) + e / (1.0 + u * u)
+        step = g / dg
+        u -= step
+        if abs(step) < 1e-10 * (1.0 + abs(u)):
+            break
+    return u / b
