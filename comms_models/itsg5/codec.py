@@ -101,12 +101,13 @@ def build_cam(
 ) -> dict[str, Any]:
     """Build a CAM value from integer fields in ETSI units.
 
-    ``etsi`` holds keys of ``ETSI_INPUT_KEYS`` (scalars, e.g. one row of ``quantise.to_etsi``); a key left out
-    is sent as the standard's "unavailable". A road-side unit (``station_type`` 15) gets the RSU high-frequency
-    container (position only) and no low-frequency container. With ``low_frequency`` a vehicle's CAM carries
-    the BasicVehicleContainerLowFrequency: vehicle role default, lights off, and ``path_history`` as
-    ``(delta_latitude, delta_longitude, path_delta_time)`` points (0.1 micro-degree relative to the reference
-    position, 10 ms units; ``None`` omits the time). Confidences are sent as unavailable.
+    ``etsi`` holds keys of ``ETSI_INPUT_KEYS`` (scalars, e.g. one row of ``quantise.to_etsi``); a key left
+    out is sent as the standard's "unavailable". A road-side unit (``station_type`` 15) gets the RSU
+    high-frequency container (position only) and no low-frequency container. With ``low_frequency`` a
+    vehicle's CAM carries the BasicVehicleContainerLowFrequency: vehicle role default, lights off, and
+    ``path_history`` as ``(delta_latitude, delta_longitude, path_delta_time)`` points (0.1 micro-degree
+    relative to the reference position, 10 ms units; ``None`` omits the time). Confidences are sent as
+    unavailable.
     """
     unknown = set(etsi) - ETSI_INPUT_KEYS
     if unknown:
@@ -187,7 +188,11 @@ def build_cam(
             {"vehicleRole": "default", "exteriorLights": (b"\x00", 8), "pathHistory": points},
         )
     return {
-        "header": {"protocolVersion": PROTOCOL_VERSION, "messageID": MESSAGE_ID_CAM, "stationID": int(station_id)},
+        "header": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "messageID": MESSAGE_ID_CAM,
+            "stationID": int(station_id),
+        },
         "cam": {"generationDeltaTime": int(generation_delta_time), "camParameters": parameters},
     }
 

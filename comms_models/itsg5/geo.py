@@ -36,7 +36,7 @@ class LocalProjection:
 
     def __init__(self, lat0_deg: float, lon0_deg: float) -> None:
         if not -90.0 < lat0_deg < 90.0:
-            raise ValueError(f"LocalProjection: origin latitude {lat0_deg} must lie strictly inside (-90, 90)")
+            raise ValueError(f"LocalProjection: origin latitude {lat0_deg} must be inside (-90, 90)")
         self.lat0_deg = float(lat0_deg)
         self.lon0_deg = float(lon0_deg)
         phi, lam = np.deg2rad(self.lat0_deg), np.deg2rad(self.lon0_deg)

@@ -60,8 +60,8 @@ def long_position_vector(
 ) -> bytes:
     """GeoNetworking long position vector (24 bytes, EN 302 636-4-1 v1.3.1, 9.5.2).
 
-    GN_ADDR (manual 0, station type, MAC), timestamp (TAI ms mod 2^32), latitude and longitude (0.1 micro-degree),
-    position-accuracy flag 0 with a signed 15-bit speed (0.01 m/s), heading (0.1 deg, 0..3599).
+    GN_ADDR (manual 0, station type, MAC), timestamp (TAI ms mod 2^32), latitude and longitude
+    (0.1 micro-degree), position-accuracy flag 0 with a signed 15-bit speed (0.01 m/s), heading (0.1 deg).
     """
     gn_addr_head = (station_type & 0x1F) << 10  # M(1) | ST(5) | reserved(10)
     speed = max(-(1 << 14), min((1 << 14) - 1, int(speed_cms))) & 0x7FFF

@@ -4,21 +4,18 @@ Inside the simulation everything is SI in a right-handed local frame (REP-103 EN
 counter-clockwise from +x). On the wire a CAM uses the units of the Common Data Dictionary, ETSI TS 102 894-2
 v1.3.1. Per field:
 
-=========================  ==========================  ====================================  ===================
-SI key (unit)              ETSI key (unit)             valid range -> clamped to              unavailable (NaN)
-=========================  ==========================  ====================================  ===================
-lat_deg (deg)              latitude (0.1 µdeg)         -900000000..900000000                 900000001
-lon_deg (deg)              longitude (0.1 µdeg)        -1800000000..1800000000               1800000001
-yaw (rad, CCW from east)   heading (0.1 deg, CW from   wrapped into 0..3599                  3601
-                           north: 900 = east)
-v (m/s)                    speed (0.01 m/s) and        |v| -> 0..16382 (16382 = out of       16383
-                           drive_direction (0 fwd,     range); sign -> drive_direction
-                           1 backward)
-a (m/s^2, + forward)       longitudinal_acceleration   -160..160 (±16 m/s^2 and beyond)      161
-                           (0.1 m/s^2)
-yaw_rate (rad/s, CCW +)    yaw_rate (0.01 deg/s)       -32766..32766                         32767
-curvature (1/m, + left)    curvature (1/10000 1/m)     -1023..1022                           1023
-=========================  ==========================  ====================================  ===================
+==========================  ================================  ==============================  ===========
+SI key (unit)               ETSI key (unit)                   valid range / clamped to        unavailable
+==========================  ================================  ==============================  ===========
+lat_deg (deg)               latitude (0.1 µdeg)               ±900000000                      900000001
+lon_deg (deg)               longitude (0.1 µdeg)              ±1800000000                     1800000001
+yaw (rad, CCW from east)    heading (0.1 deg CW from north)   wrapped into 0..3599            3601
+v (m/s)                     speed (0.01 m/s) of abs(v)        0..16382 (16382 = too fast)     16383
+(sign of v)                 drive_direction (0 fwd, 1 back)   0, 1
+a (m/s^2, + forward)        longitudinal_acceleration (0.1)   ±160 (= ±16 m/s^2 or beyond)    161
+yaw_rate (rad/s, CCW +)     yaw_rate (0.01 deg/s, CCW +)      ±32766                          32767
+curvature (1/m, + left)     curvature (1/10000 1/m, + left)   -1023..1022                     1023
+==========================  ================================  ==============================  ===========
 
 Rounding is to the nearest integer, ties to even (``np.rint``). Signs of yaw rate and curvature are kept:
 both are signed in the standard (+ = to the left), and dropping them would turn every curve the wrong way
@@ -57,6 +54,8 @@ CURVATURE_MAX = 1022
 DRIVE_FORWARD = 0  # DriveDirection forward
 DRIVE_BACKWARD = 1  # DriveDirection backward
 
+_CENTIDEGREES_PER_RADIAN = 18000.0 / np.pi
+
 SI_KEYS = ("lat_deg", "lon_deg", "yaw", "v", "a", "yaw_rate", "curvature")
 ETSI_KEYS = (
     "latitude",
@@ -70,13 +69,14 @@ ETSI_KEYS = (
 )
 
 
-def _quantise(scaled: np.ndarray, lo: int, hi: int, unavailable: int) -> np.ndarray:
-    """Round to nearest, clamp to [lo, hi], NaN -> ``unavailable``; int64 out."""
-    scaled = np.asarray(scaled, dtype=np.float64)
-    nan = np.isnan(scaled)
-    # NaN is replaced before the cast: casting NaN to int is undefined (and warns).
-    q = np.rint(np.clip(np.where(nan, 0.0, scaled), lo, hi)).astype(np.int64)
-    return np.where(nan, np.int64(unavailable), q)
+def _quantise(x: np.ndarray, scale: float, lo: int, hi: int, unavailable: int) -> np.ndarray:
+    """``x * scale`` rounded to nearest and clamped to [lo, hi]; NaN -> ``unavailable``; int64 out."""
+    x = np.asarray(x, dtype=np.float64)
+    nan = np.isnan(x)
+    # Clamp in SI units before scaling, so huge inputs cannot overflow; NaN is replaced before the cast
+    # (casting NaN to an integer is undefined).
+    scaled = np.clip(np.where(nan, 0.0, x), lo / scale, hi / scale) * scale
+    return np.where(nan, np.int64(unavailable), np.rint(scaled).astype(np.int64))
 
 
 def _restore(q: np.ndarray, unavailable: int, divisor: float) -> np.ndarray:
@@ -88,14 +88,12 @@ def _restore(q: np.ndarray, unavailable: int, divisor: float) -> np.ndarray:
 
 def latitude(lat_deg: np.ndarray) -> np.ndarray:
     """Degrees -> Latitude (0.1 micro-degree)."""
-    return _quantise(np.asarray(lat_deg, np.float64) * 1e7, -900_000_000, 900_000_000, LATITUDE_UNAVAILABLE)
+    return _quantise(lat_deg, 1e7, -900_000_000, 900_000_000, LATITUDE_UNAVAILABLE)
 
 
 def longitude(lon_deg: np.ndarray) -> np.ndarray:
     """Degrees -> Longitude (0.1 micro-degree)."""
-    return _quantise(
-        np.asarray(lon_deg, np.float64) * 1e7, -1_800_000_000, 1_800_000_000, LONGITUDE_UNAVAILABLE
-    )
+    return _quantise(lon_deg, 1e7, -1_800_000_000, 1_800_000_000, LONGITUDE_UNAVAILABLE)
 
 
 def heading(yaw: np.ndarray) -> np.ndarray:
@@ -111,7 +109,7 @@ def heading(yaw: np.ndarray) -> np.ndarray:
 
 def speed(v: np.ndarray) -> np.ndarray:
     """|v| (m/s) -> SpeedValue (0.01 m/s); beyond 163.82 m/s -> 16382, NaN -> 16383."""
-    return _quantise(np.abs(np.asarray(v, np.float64)) * 100.0, 0, SPEED_MAX, SPEED_UNAVAILABLE)
+    return _quantise(np.abs(np.asarray(v, np.float64)), 100.0, 0, SPEED_MAX, SPEED_UNAVAILABLE)
 
 
 def drive_direction(v: np.ndarray) -> np.ndarray:
@@ -121,25 +119,21 @@ def drive_direction(v: np.ndarray) -> np.ndarray:
 
 def longitudinal_acceleration(a: np.ndarray) -> np.ndarray:
     """a (m/s^2, + forward) -> LongitudinalAccelerationValue (0.1 m/s^2, ±160)."""
-    return _quantise(
-        np.asarray(a, np.float64) * 10.0, -ACCELERATION_MAX, ACCELERATION_MAX, ACCELERATION_UNAVAILABLE
-    )
+    return _quantise(a, 10.0, -ACCELERATION_MAX, ACCELERATION_MAX, ACCELERATION_UNAVAILABLE)
 
 
 def yaw_rate(omega: np.ndarray) -> np.ndarray:
     """Yaw rate (rad/s, CCW +) -> YawRateValue (0.01 deg/s, CCW +, ±32766)."""
-    return _quantise(
-        np.rad2deg(np.asarray(omega, np.float64)) * 100.0, -YAW_RATE_MAX, YAW_RATE_MAX, YAW_RATE_UNAVAILABLE
-    )
+    return _quantise(omega, _CENTIDEGREES_PER_RADIAN, -YAW_RATE_MAX, YAW_RATE_MAX, YAW_RATE_UNAVAILABLE)
 
 
 def curvature(kappa: np.ndarray) -> np.ndarray:
     """Curvature (1/m, + left) -> CurvatureValue (1/10000 1/m, -1023..1022)."""
-    return _quantise(np.asarray(kappa, np.float64) * 10000.0, CURVATURE_MIN, CURVATURE_MAX, CURVATURE_UNAVAILABLE)
+    return _quantise(kappa, 10000.0, CURVATURE_MIN, CURVATURE_MAX, CURVATURE_UNAVAILABLE)
 
 
 def to_etsi(si: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """SI columns (keys ``SI_KEYS``) -> int64 ETSI columns (keys ``ETSI_KEYS``). Missing SI keys are skipped."""
+    """SI columns (keys ``SI_KEYS``) -> int64 ETSI columns (``ETSI_KEYS``); missing SI keys are skipped."""
     out: dict[str, np.ndarray] = {}
     if "lat_deg" in si:
         out["latitude"] = latitude(si["lat_deg"])
@@ -162,7 +156,7 @@ def to_etsi(si: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
 def from_etsi(etsi: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """ETSI integer columns -> float64 SI columns; "unavailable" -> NaN. Missing ETSI keys are skipped.
 
-    ``yaw`` comes back in (-pi, pi]. ``v`` is negative when ``drive_direction`` says backward (absent: forward).
+    ``yaw`` comes back in (-pi, pi]; ``v`` is negative where ``drive_direction`` is backward (1).
     """
     out: dict[str, np.ndarray] = {}
     if "latitude" in etsi:
