@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from orchestrator.robots import RobotSpec
 
 from .base import CommsModel, Deliveries, Interest
 
@@ -12,19 +14,37 @@ _FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 
 
 class IdealChannel(CommsModel):
-    """Delivers the senders' current state to the interested receivers at every step."""
+    """Delivers the senders' current state to the interested receivers at every step.
+
+    The ``estimate`` rows follow the roster order, which this model mirrors through spawn/despawn, so the rows of
+    the interested senders are computed once per change of robots or interest, not per step.
+    """
+
+    def __init__(self, params: Mapping, seed: int, out_dir: object = None) -> None:
+        super().__init__(params, seed, out_dir)
+        self._ids: list[int] = []
+        self._cache: tuple[Interest, np.ndarray, np.ndarray] | None = None
+
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        self._ids += [r.id for r in robots]
+        self._cache = None
+
+    def despawn(self, robot_ids: Sequence[int]) -> None:
+        gone = {int(r) for r in robot_ids}
+        self._ids = [i for i in self._ids if i not in gone]
+        self._cache = None
+
+    def _rows(self, interest: Interest) -> tuple[np.ndarray, np.ndarray]:
+        if self._cache is None or self._cache[0] is not interest:
+            row_of = {rid: row for row, rid in enumerate(self._ids)}
+            alive = np.array([int(s) in row_of for s in interest.senders], bool)
+            rows = np.array([row_of[int(s)] for s in interest.senders[alive]], np.int64)
+            self._cache = (interest, alive, rows)
+        return self._cache[1], self._cache[2]
 
     def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
-        ids = estimate["id"]
-        # Rows of the senders in the roster order; ids are sorted only for the lookup.
-        order = np.argsort(ids, kind="stable")
-        pos = np.searchsorted(ids, interest.senders, sorter=order)
-        pos = np.minimum(pos, len(ids) - 1) if len(ids) else pos
-        rows = order[pos] if len(ids) else pos
-        alive = (ids[rows] == interest.senders) if len(ids) else np.zeros(0, bool)
-        rows = rows[alive]
-        n = len(rows)
-        now = np.full(n, t_ns, dtype=np.int64)
+        alive, rows = self._rows(interest)
+        now = np.full(len(rows), t_ns, dtype=np.int64)
         out: Deliveries = {
             "receiver": interest.receivers[alive],
             "sender": interest.senders[alive],

@@ -37,7 +37,9 @@ class ElaCaccParams(ControllerParams):
 
 
 @njit(cache=True)
-def ela_cacc_kernel(xi, yi, thi, vi, xp, yp, thp, vp, wp, k1, k2, r, h, extended, v_thr, out_a, out_w):  # pragma: no cover
+def ela_cacc_kernel(  # pragma: no cover - compiled
+    xi, yi, thi, vi, xp, yp, thp, vp, wp, k1, k2, r, h, extended, v_thr, out_a, out_w
+):
     """Fills ``out_a`` (m/s^2) and ``out_w`` (rad/s) for every follower row."""
     for j in range(xi.shape[0]):
         D = r + h * vi[j]

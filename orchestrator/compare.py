@@ -11,13 +11,13 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from .metrics import split_by_robot  # noqa: E402
-from .report import fmt, image, page, table  # noqa: E402
-from .runner import _read_traces, run_scenario  # noqa: E402
-from .scenario.model import ChannelBlock, Scenario  # noqa: E402
+from .metrics import split_by_robot
+from .report import fmt, image, page, table
+from .runner import _read_traces, run_scenario
+from .scenario.model import ChannelBlock, Scenario
 
 SUMMARY_KEYS = (
     "spacing_error_rms_m",

@@ -8,11 +8,11 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from .metrics import Series  # noqa: E402
-from .robots import RobotSpec  # noqa: E402
+from .metrics import Series
+from .robots import RobotSpec
 
 MAX_ROBOTS_DRAWN = 16
 """Beyond this many robots only the first platoons are drawn (a plot of 1,000 lines shows nothing)."""

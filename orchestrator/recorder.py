@@ -1,14 +1,15 @@
 """Records the vehicles' trace (``trace/vehicles.parquet``) as an observer of the scheduler.
 
-Rows are copied into preallocated (steps x robots) buffers, one slice assignment per column per recorded instant,
-and written as a Parquet row group when a buffer fills or the roster changes. The file is closed on every exit
-path, so a failed run leaves a readable trace up to the failure.
+Published port values are immutable (see the scheduler), so an instant costs one list append of references; columns
+are assembled with one ``np.stack`` per field when a chunk is written (every ``chunk_steps`` samples or when the
+roster changes). The file is closed on every exit path, so a failed run leaves a readable trace up to the failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,27 +32,22 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("pred_y", "commands", "pred_y"),
     ("pred_v", "commands", "pred_v"),
 )
+_PORTS = ("state", "estimate", "commands")
 
 
 class VehicleRecorder(BaseObserver):
     """Samples ``state``, ``estimate`` and ``commands`` every ``period_ns`` (on instants where ``trigger`` ran)."""
 
-    def __init__(self, path: Path, period_ns: int, trigger: str = "physics", chunk_steps: int = 2048) -> None:
+    def __init__(self, path: Path, period_ns: int, trigger: str = "physics", chunk_steps: int = 4096) -> None:
         self.path = Path(path)
         self.period_ns = period_ns
         self.trigger = trigger
         self.chunk_steps = chunk_steps
         self._table = ParquetAppender(self.path, flush_rows=0)
         self._next_ns = 0
-        self._ids = np.empty(0, np.int64)
-        self._times: list[int] = []
-        self._buffers: dict[str, np.ndarray] = {}
-
-    def _allocate(self, ids: np.ndarray) -> None:
-        self._ids = ids.copy()
-        n = len(ids)
-        self._buffers = {col: np.empty((self.chunk_steps, n)) for col, _, _ in COLUMNS}
-        self._times = []
+        self._ids: np.ndarray | None = None
+        self._samples: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None, Mapping[str, Any] | None]]
+        self._samples = []
 
     def on_spawn(self, t_ns: int, robots: Sequence[RobotSpec]) -> None:
         self.flush()
@@ -66,35 +62,35 @@ class VehicleRecorder(BaseObserver):
         state = bus.get("state")
         if state is None or not len(state["id"]):
             return
-        if len(self._times) == 0 or not np.array_equal(state["id"], self._ids):
-            if self._times:
-                self.flush()
-            self._allocate(state["id"])
-        k = len(self._times)
-        self._times.append(t_ns)
-        buffers = self._buffers
-        for col, port, field in COLUMNS:
-            data = bus.get(port)
-            if data is None or field not in data or len(data[field]) != len(self._ids):
-                buffers[col][k] = np.nan
-            else:
-                buffers[col][k] = data[field]
-        if k + 1 == self.chunk_steps:
+        if self._ids is not state["id"] and (self._ids is None or not np.array_equal(self._ids, state["id"])):
+            self.flush()
+        self._ids = state["id"]
+        self._samples.append((t_ns, state, bus.get("estimate"), bus.get("commands")))
+        if len(self._samples) >= self.chunk_steps:
             self.flush()
 
     def flush(self) -> None:
-        """Write buffered rows (time-major, robots in roster order within an instant)."""
-        k = len(self._times)
-        if k == 0:
+        """Write buffered samples (time-major, robots in roster order within an instant)."""
+        if not self._samples or self._ids is None:
+            self._samples = []
             return
-        n = len(self._ids)
-        t_ns = np.repeat(np.asarray(self._times, np.int64), n)
-        columns = {"t_ns": t_ns, "t_s": t_ns / 1e9, "robot": np.tile(self._ids, k)}
-        for col, _, _ in COLUMNS:
-            columns[col] = self._buffers[col][:k].reshape(-1)
+        k = len(self._samples)
+        ids = np.asarray(self._samples[0][1]["id"])
+        n = len(ids)
+        t_ns = np.repeat(np.asarray([s[0] for s in self._samples], np.int64), n)
+        columns: dict[str, np.ndarray] = {"t_ns": t_ns, "t_s": t_ns / 1e9, "robot": np.tile(ids, k)}
+        missing = np.full(n, np.nan)
+        for slot, port in enumerate(_PORTS, start=1):
+            datas = [sample[slot] for sample in self._samples]
+            usable = [d if d is not None and len(d["id"]) == n else None for d in datas]
+            for col, col_port, field in COLUMNS:
+                if col_port != port:
+                    continue
+                parts = [missing if d is None else d.get(field, missing) for d in usable]
+                columns[col] = np.concatenate(parts).astype(np.float64, copy=False)
         self._table.append(columns)
         self._table.flush()
-        self._times = []
+        self._samples = []
 
     def on_end(self, t_ns: int, error: BaseException | None) -> None:
         self.flush()

@@ -94,7 +94,7 @@ def run_scenario(
         "sim_time_s": sim_s,
         "wall_time_s": wall,
         "real_time_factor": sim_s / wall if wall > 0 else None,
-        "steps": int(round(sim_s / scenario.step_s)) + 1,
+        "steps": round(sim_s / scenario.step_s) + 1,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "ok" if error is None else "failed",
     }

@@ -5,6 +5,9 @@ spawn/despawn) needs, applies the spawns due then, and steps the federates due a
 a federate runs after every federate whose output it reads without delay. Ties between independent federates keep
 the order in which they were added (the documented stable rule). Observers (recorder, progress bar) are called
 after each instant; they never change the loop.
+
+Values on the bus are never mutated after they are published (federates publish fresh arrays), so observers and
+delayed inputs may keep references instead of copies.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class _Slot:
     rank: int = 0
     next_ns: int | None = None
     inputs: tuple[tuple[str, bool], ...] = ()
+    declared: frozenset[str] = frozenset()
 
 
 def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
@@ -167,7 +171,11 @@ class Scheduler:
         self._slots = []
         for rank, name in enumerate(order):
             meta = metas[name]
-            slot = _Slot(by_name[name], meta, rank, inputs=tuple((i.port, i.delayed) for i in meta.inputs))
+            slot = _Slot(
+                by_name[name], meta, rank,
+                inputs=tuple((i.port, i.delayed) for i in meta.inputs),
+                declared=frozenset(meta.outputs),
+            )
             slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
             self._slots.append(slot)
         self._set_up = True
@@ -259,7 +267,7 @@ class Scheduler:
             self.now_ns = t_ns
             if self._pending and self._pending[0][0] <= t_ns:
                 self._apply_pending(t_ns)
-            previous = dict(bus)  # what delayed inputs see: the values from before this instant
+            previous = bus.copy()  # what delayed inputs see: the values from before this instant
             stepped = []
             for slot in slots:
                 if slot.next_ns != t_ns:
@@ -271,7 +279,7 @@ class Scheduler:
                 except Exception as exc:
                     raise FederateError(fed.name, t_ns, exc) from exc
                 if outputs:
-                    undeclared = outputs.keys() - set(slot.meta.outputs)
+                    undeclared = outputs.keys() - slot.declared
                     if undeclared:
                         raise FederateError(
                             fed.name, t_ns, SchedulerError(f"wrote undeclared ports {sorted(undeclared)}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from controllers import CONTROLLERS
 from controllers.base import Controller
@@ -36,36 +37,58 @@ class _Group:
     ids: list[int] = field(default_factory=list)
 
 
+@njit(cache=True)
+def _receive_kernel(receiver, sender, generated, fields, row_of_id, wanted_sender, held_gen, held):  # pragma: no cover
+    """For each delivery whose sender is the one its receiver wants and that is newer than what the receiver
+    holds, store it (late or reordered messages never overwrite fresher data)."""
+    for j in range(receiver.shape[0]):
+        rid = receiver[j]
+        if rid < 0 or rid >= row_of_id.shape[0]:
+            continue
+        row = row_of_id[rid]
+        if row < 0 or wanted_sender[row] != sender[j] or generated[j] <= held_gen[row]:
+            continue
+        held_gen[row] = generated[j]
+        for f in range(fields.shape[0]):
+            held[f, row] = fields[f, j]
+
+
 class _Received:
     """Newest received sample per robot row about one other robot (predecessor or leader)."""
 
     def __init__(self) -> None:
         self.generated_ns = np.empty(0, np.int64)
-        self.values = {name: np.empty(0) for name in _RX_FIELDS}
+        self.held = np.empty((len(_RX_FIELDS), 0))  # one row per field, one column per robot
+        self.values: dict[str, np.ndarray] = {}  # views of ``held`` by field name
+        self._views()
+
+    def _views(self) -> None:
+        self.values = {name: self.held[f] for f, name in enumerate(_RX_FIELDS)}
+
+    def rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The held samples of some robots, by field name (one gather for all fields)."""
+        block = self.held[:, rows]
+        return {name: block[f] for f, name in enumerate(_RX_FIELDS)}
 
     def add(self, n: int) -> None:
         self.generated_ns = np.concatenate([self.generated_ns, np.full(n, -1, np.int64)])
-        for name in _RX_FIELDS:
-            self.values[name] = np.concatenate([self.values[name], np.full(n, np.nan)])
+        self.held = np.ascontiguousarray(np.hstack([self.held, np.full((len(_RX_FIELDS), n), np.nan)]))
+        self._views()
 
     def remove(self, keep: np.ndarray) -> None:
         self.generated_ns = self.generated_ns[keep]
-        for name in _RX_FIELDS:
-            self.values[name] = self.values[name][keep]
+        self.held = np.ascontiguousarray(self.held[:, keep])
+        self._views()
 
-    def update(self, rows: np.ndarray, rx: Mapping[str, np.ndarray], select: np.ndarray) -> None:
-        """Store the rows of ``rx`` picked by the mask ``select`` (receiver rows in ``rows``) when newer than what
-        is held: late or reordered messages never overwrite fresher data."""
-        idx = np.flatnonzero(select)
-        rows = rows[idx]
-        gen = rx["generated_ns"][idx]
-        newer = gen > self.generated_ns[rows]
-        idx, rows, gen = idx[newer], rows[newer], gen[newer]
-        order = np.argsort(gen, kind="stable")  # assignments in time order: the newest sample is written last
-        idx, rows, gen = idx[order], rows[order], gen[order]
-        self.generated_ns[rows] = gen
-        for name in _RX_FIELDS:
-            self.values[name][rows] = rx[name][idx]
+    def receive(
+        self, rx: Mapping[str, np.ndarray], fields: np.ndarray, row_of_id: np.ndarray, wanted_sender: np.ndarray
+    ) -> None:
+        """Take the deliveries addressed to each robot from the sender it wants (``fields``: the ``_RX_FIELDS``
+        columns of ``rx`` stacked)."""
+        _receive_kernel(
+            np.asarray(rx["receiver"], np.int64), np.asarray(rx["sender"], np.int64),
+            np.asarray(rx["generated_ns"], np.int64), fields, row_of_id, wanted_sender, self.generated_ns, self.held,
+        )
 
 
 class ControlFederate(Federate):
@@ -88,11 +111,15 @@ class ControlFederate(Federate):
         self._pred = _Received()
         self._leader = _Received()
         self._groups: dict[str, _Group] = {}
-        self._drivers: dict[int, tuple[Any, ProfileParams]] = {}
+        self._drivers: dict[int, str] = {}  # leader id -> key of its driver table
+        self._driver_tables: dict[str, np.ndarray] = {}  # key -> (3, ticks) array of v, w, a on the control grid
+        self._driver_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        self._end_ns = 0
         self._row_of_id = np.full(1, -1, np.int64)
         self._group_rows: list[tuple[_Group, np.ndarray]] = []
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
+        self._end_ns = ctx.end_ns
         return FederateMeta(
             inputs=(Input("estimate"), Input("cam_rx")),
             outputs=("commands",),
@@ -118,9 +145,7 @@ class ControlFederate(Federate):
             self._pred_id = np.append(self._pred_id, -1 if spec.predecessor is None else spec.predecessor)
             self._leader_id = np.append(self._leader_id, -1 if spec.leader is None else spec.leader)
             if spec.predecessor is None:
-                driver = spec.config.get("driver", {"profile": "constant"})
-                profile = PROFILES[driver.get("profile", "constant")]
-                self._drivers[spec.id] = (profile, ProfileParams(**driver.get("params", {})))
+                self._drivers[spec.id] = self._driver_table(spec.config.get("driver", {"profile": "constant"}))
             else:
                 self._group_for(spec).ids.append(spec.id)
         self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
@@ -160,6 +185,17 @@ class ControlFederate(Federate):
             group.law.add_rows(1)
         return group
 
+    def _driver_table(self, driver: Mapping[str, Any]) -> str:
+        """Key of the precomputed (v, w, a) table of a driver: profiles depend on time only, so they are evaluated
+        once for every control tick of the run instead of once per step."""
+        key = json.dumps(driver, sort_keys=True)
+        if key not in self._driver_tables:
+            profile = PROFILES[driver.get("profile", "constant")]
+            ticks = np.arange(self._end_ns // self.period_ns + 2, dtype=np.int64) * self.period_ns
+            v, w, a = profile(ticks / NS_PER_S, ProfileParams(**driver.get("params", {})))
+            self._driver_tables[key] = np.stack([v, w, a])
+        return key
+
     def _reindex(self) -> None:
         size = int(self._ids.max()) + 1 if len(self._ids) else 1
         self._row_of_id = np.full(size, -1, np.int64)
@@ -167,27 +203,20 @@ class ControlFederate(Federate):
         self._group_rows = [
             (g, self._row_of_id[np.asarray(g.ids, np.int64)]) for g in self._groups.values() if g.ids
         ]
-        self._leader_rows = self._row_of_id[np.asarray(sorted(self._drivers), np.int64)] if self._drivers else None
-
-    def _rows_of(self, ids: np.ndarray) -> np.ndarray:
-        rows = np.full(len(ids), -1, np.int64)
-        inside = (ids >= 0) & (ids < len(self._row_of_id))
-        rows[inside] = self._row_of_id[ids[inside]]
-        return rows
+        by_table: dict[str, list[int]] = {}
+        for rid, key in self._drivers.items():
+            by_table.setdefault(key, []).append(rid)
+        self._driver_rows = [
+            (self._driver_tables[key], self._row_of_id[np.asarray(ids, np.int64)]) for key, ids in by_table.items()
+        ]
 
     # -- stepping -----------------------------------------------------------------------------------------------
     def _receive(self, rx: Mapping[str, np.ndarray] | None) -> None:
         if rx is None or not len(rx["receiver"]):
             return
-        rows = self._rows_of(rx["receiver"])
-        valid = rows >= 0
-        safe_rows = np.where(valid, rows, 0)
-        from_pred = valid & (self._pred_id[safe_rows] == rx["sender"])
-        if from_pred.any():
-            self._pred.update(safe_rows, rx, from_pred)
-        from_leader = valid & (self._leader_id[safe_rows] == rx["sender"])
-        if from_leader.any():
-            self._leader.update(safe_rows, rx, from_leader)
+        fields = np.stack([np.asarray(rx[name], np.float64) for name in _RX_FIELDS])
+        self._pred.receive(rx, fields, self._row_of_id, self._pred_id)
+        self._leader.receive(rx, fields, self._row_of_id, self._leader_id)
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         est = inputs["estimate"]
@@ -198,17 +227,15 @@ class ControlFederate(Federate):
         accel = np.zeros(n)
         yaw_rate = self._yaw_rate_cmd  # held where a law does not speak (no data yet, stopped)
         stop = np.zeros(n, bool)
-        t = np.array([ns_to_seconds(t_ns)])
-        for rid, (profile, params) in self._drivers.items():
-            v, w, a = profile(t, params)
-            row = self._row_of_id[rid]
-            self._speed_cmd[row] = v[0]
-            accel[row] = a[0]
-            yaw_rate[row] = w[0]
+        tick = min(t_ns // self.period_ns, self._end_ns // self.period_ns + 1)
+        for table, rows in self._driver_rows:
+            self._speed_cmd[rows] = table[0, tick]
+            yaw_rate[rows] = table[1, tick]
+            accel[rows] = table[2, tick]
         for group, rows in self._group_rows:
             ego = {name: est[name][rows] for name in _EGO_FIELDS}
-            pred = {name: self._pred.values[name][rows] for name in _RX_FIELDS}
-            leader = {name: self._leader.values[name][rows] for name in _RX_FIELDS}
+            pred = self._pred.rows(rows)
+            leader = self._leader.rows(rows)
             have = np.isfinite(pred["x"])
             out = group.law.compute(ego, pred, leader, {}, self.dt)
             a = np.where(have, out["accel"], 0.0)
@@ -224,7 +251,7 @@ class ControlFederate(Federate):
         age = np.where(self._pred.generated_ns >= 0, (t_ns - self._pred.generated_ns) / NS_PER_S, np.nan)
         return {
             "commands": {
-                "id": self._ids.copy(),
+                "id": self._ids,  # replaced, never mutated, on spawn/despawn
                 "speed": self._speed_cmd.copy(),
                 "accel": accel,
                 "steer": steer,

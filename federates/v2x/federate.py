@@ -31,6 +31,7 @@ class V2XFederate(Federate):
         self._pairs: dict[int, list[int]] = {}  # receiver id -> sender ids it listens to
         self._interest = Interest(np.empty(0, np.int64), np.empty(0, np.int64))
         self._trace: ParquetAppender | None = None
+        self._deliveries: list[Mapping[str, np.ndarray]] = []
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
         params = dict(self.channel_config)
@@ -70,29 +71,39 @@ class V2XFederate(Federate):
         if self._trace is not None:
             records = self.model.drain_records()
             if records is None:
-                records = self._records_from(t_ns, deliveries)
-            self._trace.append(records)
+                self._deliveries.append(deliveries)  # published values are immutable: keep the reference
+                if len(self._deliveries) >= 4096:
+                    self._flush_deliveries()
+            else:
+                self._trace.append(records)
         return {"cam_rx": deliveries}
 
-    @staticmethod
-    def _records_from(t_ns: int, rx: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Trace rows for a model that records nothing itself: one 'received' row per delivery."""
-        n = len(rx["receiver"])
-        return {
-            "t_ns": rx["received_ns"],
-            "event": np.full(n, "rx", dtype=object),
-            "sender": rx["sender"],
-            "receiver": rx["receiver"],
-            "generated_ns": rx["generated_ns"],
-            "latency_s": (rx["received_ns"] - rx["generated_ns"]) / 1e9,
-            "rx_power_dbm": np.full(n, np.nan),
-            "outcome": np.full(n, "received", dtype=object),
-        }
+    def _flush_deliveries(self) -> None:
+        """Trace rows for a model that records nothing itself: per step, one 'sent' row per sender heard and one
+        'received' row per delivery."""
+        if not self._deliveries:
+            return
+        rx = {k: np.concatenate([d[k] for d in self._deliveries]) for k in ("sender", "receiver", "generated_ns",
+                                                                             "received_ns")}
+        self._deliveries = []
+        tx_keys = np.unique(np.stack([rx["generated_ns"], rx["sender"]]), axis=1)
+        n_rx, n_tx = len(rx["receiver"]), tx_keys.shape[1]
+        self._trace.append({
+            "t_ns": np.concatenate([tx_keys[0], rx["received_ns"]]),
+            "event": np.array(["tx"] * n_tx + ["rx"] * n_rx, dtype=object),
+            "sender": np.concatenate([tx_keys[1], rx["sender"]]),
+            "receiver": np.concatenate([np.full(n_tx, -1, np.int64), rx["receiver"]]),
+            "generated_ns": np.concatenate([tx_keys[0], rx["generated_ns"]]),
+            "latency_s": np.concatenate([np.zeros(n_tx), (rx["received_ns"] - rx["generated_ns"]) / 1e9]),
+            "rx_power_dbm": np.full(n_tx + n_rx, np.nan),
+            "outcome": np.array(["sent"] * n_tx + ["received"] * n_rx, dtype=object),
+        })
 
     def finalize(self) -> None:
         if self.model is not None:
             self.model.finalize()
         if self._trace is not None:
+            self._flush_deliveries()
             self._trace.close()
 
     def metrics(self) -> dict[str, Any]:

@@ -80,10 +80,8 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
     for depth, part in enumerate(loc[:-1]):
         nxt = loc[depth + 1]
         try:
-            if isinstance(node, list):
-                node = node[part]  # type: ignore[index]
-            else:
-                node = node.setdefault(part, [] if isinstance(nxt, int) else {})
+            container = [] if isinstance(nxt, int) else {}
+            node = node[part] if isinstance(node, list) else node.setdefault(part, container)
         except (IndexError, TypeError, AttributeError):
             raise ScenarioError(
                 source, [Problem(format_path(loc[: depth + 1]), f"--set: no such element for '{key}'")]

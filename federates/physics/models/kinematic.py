@@ -21,7 +21,8 @@ _STATE = ("x", "y", "yaw", "v", "a", "yaw_rate", "steer")
 @njit(cache=True, fastmath=False)
 def _step_kernel(x, y, yaw, v, a, yaw_rate, steer, cmd_speed, cmd_steer, p, dt):  # pragma: no cover - compiled
     for i in range(x.shape[0]):
-        wheelbase, max_steer, max_rate, max_speed, max_acc, max_dec = p[i, 0], p[i, 1], p[i, 2], p[i, 3], p[i, 4], p[i, 5]
+        wheelbase, max_steer, max_rate = p[i, 0], p[i, 1], p[i, 2]
+        max_speed, max_acc, max_dec = p[i, 3], p[i, 4], p[i, 5]
         # steering: rate limit towards the clamped command
         target = min(max(cmd_steer[i], -max_steer), max_steer)
         d_max = max_rate * dt
