@@ -107,3 +107,27 @@ def test_tshark_dissects_the_frames_as_cam(tmp_path: Path) -> None:
     assert "basicVehicleContainerLowFrequency" in text and "pathHistory: 3 items" in text
     assert "Single-hop broadcast (SHB)" in text
     assert "Malformed" not in text and "Expert Info" not in text
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark (Wireshark) is not installed")
+def test_tshark_reads_the_containers_the_project_does_not_fill(tmp_path: Path) -> None:
+    """The special-vehicle container types in cam.asn match the standard's too (encoded by hand here)."""
+    codec = CamCodec()
+    cam = build_cam(55, 10, 0, {"latitude": 481370000, "longitude": 115750000}, low_frequency=False)
+    cam["cam"]["camParameters"]["specialVehicleContainer"] = (
+        "emergencyContainer",
+        {
+            "lightBarSirenInUse": (b"\xc0", 2),
+            "incidentIndication": {"causeCode": 95, "subCauseCode": 1},
+            "emergencyPriority": (b"\x80", 2),
+        },
+    )
+    data = codec.encode(cam)
+    assert codec.decode(data) == cam
+    path = tmp_path / "special.pcap"
+    with PcapWriter(path) as writer:
+        writer.write(0, cam_frame(55, 481370000, 115750000, 0, 0, data, 0, station_type=10))
+    text = subprocess.run(["tshark", "-r", str(path), "-V"], capture_output=True, text=True, timeout=60).stdout
+    assert "emergencyContainer" in text and "emergencyVehicleApproaching (95)" in text
+    assert "requestForRightOfWay: True" in text
+    assert "Malformed" not in text and "Expert Info" not in text
