@@ -34,6 +34,7 @@ class Controller(ABC):
 
     Params: ClassVar[type[ControllerParams]] = ControllerParams
     steers: ClassVar[bool] = False
+    gap_reference: ClassVar[str] = "axle"
 
     def __init__(self, params: ControllerParams) -> None:
         self.params = params
@@ -44,8 +45,10 @@ class Controller(ABC):
     ) -> dict[str, np.ndarray]:
         """Commands for each row: ``accel`` (m/s^2) and, for steering laws, ``yaw_rate`` (rad/s)."""
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
-        """Desired distance between rear-axle reference points at speed ``v`` (used by metrics)."""
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
+        """Desired gap at own speed ``v`` while the predecessor drives with ``curvature`` [1/m] (None: straight),
+        measured as ``gap_reference`` says ("axle": straight-line distance between rear-axle reference points,
+        "bumper": bumper to bumper). Used for the spacing-error metric."""
         return np.zeros_like(v)
 
     @staticmethod

@@ -95,7 +95,16 @@ class ElaCacc(Controller):
         )
         return {"accel": out_a, "yaw_rate": out_w, "stop": pred["v"] < p.min_speed_mps}
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
-        """D = r + h v between rear axles."""
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
+        """Rear-axle distance the law settles at: D = r + h v on a straight; on an arc of curvature k the extended
+        look-ahead puts the follower on the predecessor's circle at the arc angle alpha = atan(k D), i.e. at the
+        chord 2 sin(alpha / 2) / k (-> D as k -> 0). The classic law (s = 0) settles at the chord D, inside the
+        circle."""
         p: ElaCaccParams = self.params  # type: ignore[assignment]
-        return p.standstill_m + p.time_gap_s * v
+        D = p.standstill_m + p.time_gap_s * v
+        if curvature is None or not p.extended:
+            return D
+        k = np.abs(np.nan_to_num(curvature))
+        alpha = np.arctan(k * D)
+        # 2 sin(alpha/2)/k written as D * sinc-like ratio, exact at k = 0
+        return np.where(k * D > 1e-9, 2.0 * np.sin(0.5 * alpha) / np.maximum(k, 1e-300), D)

@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args, console, err)
     except ScenarioError as exc:
-        err.print(f"[bold red]error:[/] invalid scenario\n{exc}", highlight=False, markup=True)
+        print(f"error: invalid scenario\n{exc}", file=sys.stderr)  # plain: one problem per line, never wrapped
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -121,8 +121,8 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
 
     result = run_scenario(scenario, out, seed=seed, progress=progress, source=source)
     if not result.ok:
-        err.print(f"[bold red]run failed:[/] {result.error}", highlight=False)
-        err.print(f"traces up to the failure are in {out / 'trace'}")
+        print(f"error: run failed: {result.error}", file=sys.stderr)
+        print(f"traces up to the failure are in {out / 'trace'}", file=sys.stderr)
         return EXIT_FAILED
     print_summary(result.metrics, result.run_info, console)
     console.print(f"run directory: {out}  (report: {out / 'report.html'})")

@@ -82,7 +82,7 @@ class VehicleRecorder(BaseObserver):
         missing = np.full(n, np.nan)
         for slot, port in enumerate(_PORTS, start=1):
             datas = [sample[slot] for sample in self._samples]
-            usable = [d if d is not None and len(d["id"]) == n else None for d in datas]
+            usable = [_aligned(d, ids) for d in datas]
             for col, col_port, field in COLUMNS:
                 if col_port != port:
                     continue
@@ -95,3 +95,24 @@ class VehicleRecorder(BaseObserver):
     def on_end(self, t_ns: int, error: BaseException | None) -> None:
         self.flush()
         self._table.close()
+
+
+def _aligned(data: Mapping[str, Any] | None, ids: np.ndarray) -> Mapping[str, Any] | None:
+    """Port data in the rows of ``ids``: as is when the rows match (the usual case), re-indexed by robot id after a
+    spawn or despawn that a held value (e.g. commands between control steps) has not seen yet; NaN where absent."""
+    if data is None:
+        return None
+    own = data["id"]
+    if own is ids or (len(own) == len(ids) and np.array_equal(own, ids)):
+        return data
+    row_of = {int(rid): row for row, rid in enumerate(own)}
+    rows = np.array([row_of.get(int(rid), -1) for rid in ids], np.int64)
+    present = rows >= 0
+    out: dict[str, Any] = {"id": ids}
+    for key, values in data.items():
+        if key == "id":
+            continue
+        column = np.full(len(ids), np.nan)
+        column[present] = np.asarray(values)[rows[present]]
+        out[key] = column
+    return out

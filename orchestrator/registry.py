@@ -30,7 +30,14 @@ class Registry:
         self._entries[name] = target
 
     def get(self, name: str) -> Any:
-        """Import and return the object registered as ``name``."""
+        """Import and return the object registered as ``name``; a ``package.module:Attribute`` path is imported
+        directly (plug-ins that are not registered)."""
+        if ":" in name and name not in self._entries:
+            module_name, _, attribute = name.partition(":")
+            try:
+                return getattr(importlib.import_module(module_name), attribute)
+            except (ImportError, AttributeError) as exc:
+                raise UnknownNameError(f"cannot import {self.kind} '{name}': {exc}") from None
         try:
             target = self._entries[name]
         except KeyError:

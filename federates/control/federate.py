@@ -244,7 +244,8 @@ class ControlFederate(Federate):
                 stop[rows] = out["stop"] & have
             if "yaw_rate" in out:
                 yaw_rate[rows] = np.where(have & ~stop[rows], out["yaw_rate"], yaw_rate[rows])
-            self._desired_gap[rows] = group.law.desired_gap(ego["v"])
+            curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
+            self._desired_gap[rows] = group.law.desired_gap(ego["v"], curvature)
             follower_speed = integrate_speed(self._speed_cmd[rows], a, self.dt, self._max_speed[rows])
             self._speed_cmd[rows] = np.where(stop[rows], 0.0, follower_speed)
         steer = yaw_rate_to_steer(yaw_rate, self._speed_cmd, self._wheelbase, self._max_steer)

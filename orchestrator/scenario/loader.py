@@ -52,7 +52,26 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[st
     problems = _check_laws_and_channel(scenario, data, lines, set_locs)
     if problems:
         raise ScenarioError(source, problems)
-    return scenario
+    return with_defaults(scenario)
+
+
+def with_defaults(scenario: Scenario) -> Scenario:
+    """The scenario with the law's and the channel's parameter defaults written out, so that the resolved scenario
+    says every value the run used."""
+    from comms_models import COMMS_MODELS
+    from controllers import CONTROLLERS
+
+    from .model import ChannelBlock, ControllerBlock
+
+    block = scenario.controller.model_dump()
+    law = CONTROLLERS.get(block["type"]).Params(**_law_params(block))
+    controller = ControllerBlock(type=block["type"], period_s=block["period_s"], **law.model_dump(mode="json"))
+    channel = scenario.channel
+    params_model = getattr(COMMS_MODELS.get(channel.type), "Params", None)
+    if params_model is not None:
+        params = params_model(**{k: v for k, v in channel.model_dump().items() if k != "type"})
+        channel = ChannelBlock(type=channel.type, **params.model_dump(mode="json"))
+    return scenario.model_copy(update={"controller": controller, "channel": channel})
 
 
 # -- --set ------------------------------------------------------------------------------------------------------

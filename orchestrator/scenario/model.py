@@ -172,11 +172,22 @@ class Outputs(Strict):
 
 
 class ExtraFederate(Strict):
-    """An additional federate (external simulator) by registered type."""
+    """An additional federate (external simulator): a registered type or a ``package.module:Class`` path."""
 
     name: str
     type: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the federate")
+
+    @field_validator("type")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        from orchestrator.world import FEDERATE_KINDS
+
+        names = FEDERATE_KINDS.names()
+        if ":" not in value and value not in names:
+            raise ValueError(f"unknown federate type '{value}'{_did_you_mean(value, names)}; allowed: "
+                             f"{', '.join(names)} or a 'package.module:Class' path")
+        return value
 
 
 class Scenario(Strict):

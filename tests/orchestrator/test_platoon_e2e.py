@@ -1,0 +1,153 @@
+"""The first platoon end to end: run directory contents, bounded errors, determinism, CLI behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from orchestrator.runner import run_scenario
+from orchestrator.scenario import load_scenario, parse_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+PLATOON = REPO / "scenarios" / "platoon.yaml"
+COOPSIM = [sys.executable, "-m", "orchestrator.cli"]
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([*COOPSIM, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def platoon_run(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("platoon")
+    return run_scenario(load_scenario(PLATOON), out)
+
+
+def test_run_directory_has_every_artifact(platoon_run):
+    out = platoon_run.out_dir
+    for name in ("scenario.resolved.yaml", "run.json", "metrics.json", "trace/vehicles.parquet",
+                 "plots/trajectories.png", "plots/speeds.png", "plots/spacing_errors.png", "report.html"):
+        assert (out / name).is_file(), name
+    run = json.loads((out / "run.json").read_text())
+    assert run["seed"] == 42 and run["status"] == "ok" and len(run["digest"]) == 64
+    assert run["sim_time_s"] == 40.0 and run["steps"] == 4001 and run["real_time_factor"] > 1
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3 and "robot3" in html
+    # the resolved scenario runs again to the same traces
+    again = run_scenario(load_scenario(out / "scenario.resolved.yaml"), out.parent / "again")
+    assert again.run_info["digest"] == run["digest"]
+
+
+def test_trace_columns_and_units(platoon_run):
+    table = pq.read_table(platoon_run.out_dir / "trace" / "vehicles.parquet")
+    for col in ("t_s", "robot", "x", "y", "yaw", "v", "a", "yaw_rate", "steer", "est_x", "cmd_speed",
+                "cmd_steer", "pred_age_s", "desired_gap_m"):
+        assert col in table.column_names, col
+    assert table.num_rows == 4001 * 4
+    data = table.to_pydict()
+    leader = np.asarray(data["robot"]) == 1
+    v = np.asarray(data["v"])[leader]
+    assert np.allclose(v, 1.0)  # S-curve leader drives at 1 m/s throughout
+    yaw = np.asarray(data["yaw"])[leader]
+    t = np.asarray(data["t_s"])[leader]
+    # leader heading after the first arc: integral of the trapezoid w (4 s at 0.1 rad/s equivalent) = 0.4 rad
+    assert yaw[np.searchsorted(t, 14.0)] == pytest.approx(0.4, abs=2e-3)
+    assert yaw[-1] == pytest.approx(0.0, abs=2e-3)
+
+
+def test_followers_track_with_bounded_errors_and_no_collision(platoon_run):
+    followers = platoon_run.metrics["followers"]
+    assert list(followers) == ["robot1", "robot2", "robot3"]
+    for name, m in followers.items():
+        assert m["collisions"] == 0, name
+        assert m["spacing_error_max_m"] < 0.03, name
+        assert m["lateral_deviation_max_m"] < 0.05, name
+        assert m["min_gap_m"] > 1.4, name  # D = 2 m between rear axles minus the 0.49 m body
+        assert m["pdr"] == 1.0 and m["latency_mean_s"] == 0.0
+    for key in ("l2_ratio_spacing_error", "l2_ratio_acceleration", "lateral_deviation_rms_m"):
+        assert key in followers["robot2"]
+    table = pq.read_table(platoon_run.out_dir / "trace" / "vehicles.parquet").to_pydict()
+    robot = np.asarray(table["robot"])
+    x, y = np.asarray(table["x"]), np.asarray(table["y"])
+    # settled: after the S-curve every follower is back on the leader's line at D = 2 m behind its predecessor
+    last = {rid: (x[robot == rid][-1], y[robot == rid][-1]) for rid in (1, 2, 3, 4)}
+    for rid in (2, 3, 4):
+        gap = np.hypot(last[rid - 1][0] - last[rid][0], last[rid - 1][1] - last[rid][1])
+        assert gap == pytest.approx(2.0, abs=2e-3)
+        assert last[rid][1] == pytest.approx(last[1][1], abs=2e-3)
+
+
+def test_same_seed_same_digest(tmp_path):
+    scenario = parse_scenario(PLATOON.read_text(), overrides=["duration_s=5"])
+    a = run_scenario(scenario, tmp_path / "a")
+    b = run_scenario(scenario, tmp_path / "b")
+    assert a.run_info["digest"] == b.run_info["digest"]
+    c = run_scenario(parse_scenario(PLATOON.read_text(), overrides=["duration_s=5", "controller.k1=2.0"]),
+                     tmp_path / "c")
+    assert c.run_info["digest"] != a.run_info["digest"]
+
+
+def test_robot_spawned_and_despawned_mid_run(tmp_path):
+    text = PLATOON.read_text() + "\n"
+    scenario = parse_scenario(text, overrides=[
+        "duration_s=12", "vehicles.overrides.robot3.spawn_at_s=4.0", "vehicles.overrides.robot2.despawn_at_s=9.005",
+        "outputs.plots=false", "outputs.report=false"])
+    result = run_scenario(scenario, tmp_path)
+    assert result.ok
+    table = pq.read_table(tmp_path / "trace" / "vehicles.parquet").to_pydict()
+    robot, t = np.asarray(table["robot"]), np.asarray(table["t_s"])
+    assert t[robot == 4].min() == pytest.approx(4.0)  # nothing existed for robot3 before it spawned
+    assert t[robot == 3].max() == pytest.approx(9.0)  # robot2 gone after 9.005 s
+    assert t[robot == 1].max() == pytest.approx(12.0)
+    # the late robot got a controller at spawn: it commands a speed and follows its predecessor from then on
+    assert np.all(np.isfinite(np.asarray(table["cmd_speed"])[robot == 4]))
+
+
+def test_cli_run_prints_summary_and_exits_zero(tmp_path):
+    proc = cli("run", str(PLATOON), "--out", str(tmp_path / "run"), "--quiet", "--set", "duration_s=3")
+    assert proc.returncode == 0, proc.stderr
+    assert "robot3" in proc.stdout and "spacing" in proc.stdout
+    assert (tmp_path / "run" / "report.html").exists()
+
+
+def test_cli_help_validate_and_schema():
+    proc = cli("--help")
+    assert proc.returncode == 0 and "run" in proc.stdout and "compare" in proc.stdout
+    proc = cli("validate", str(PLATOON))
+    assert proc.returncode == 0 and "ok (4 robots" in proc.stdout
+    proc = cli("schema")
+    schema = json.loads(proc.stdout)
+    assert "vehicles" in schema["properties"]
+
+
+def test_cli_bad_scenario_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(PLATOON.read_text().replace("time_gap_s: 1.0", "time_gap: 1.0"))
+    proc = cli("run", str(bad), "--quiet")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{bad}:31: controller.time_gap: unknown field 'time_gap' (did you mean 'time_gap_s'?)" in proc.stderr
+    proc = cli("run", str(tmp_path / "missing.yaml"))
+    assert proc.returncode == 2 and "cannot read file" in proc.stderr
+
+
+def test_failing_federate_stops_the_run_and_keeps_the_trace(tmp_path):
+    scenario = tmp_path / "fail.yaml"
+    scenario.write_text(PLATOON.read_text() + "\nfederates:\n  - {name: lidar, type: 'tests.orchestrator.plugins:FailAt',"
+                        " params: {at_s: 1.5}}\n")
+    proc = cli("run", str(scenario), "--out", str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 1
+    assert "federate 'lidar' failed at t = 1.500 s: RuntimeError: sensor driver lost" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    table = pq.read_table(tmp_path / "out" / "trace" / "vehicles.parquet").to_pydict()
+    assert max(table["t_s"]) == pytest.approx(1.49)  # the last instant that completed before the failure
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert run["status"] == "failed" and run["error"]["federate"] == "lidar" and run["error"]["sim_time_s"] == 1.5

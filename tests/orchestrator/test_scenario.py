@@ -1,0 +1,123 @@
+"""Scenario validation: one test per kind of error, each checking the message names file, line, path and fix."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
+from orchestrator.world import expand_robots
+
+REPO = Path(__file__).resolve().parents[2]
+
+BASE = """\
+version: 1
+name: t
+duration_s: 5
+vehicles:
+  count: 3
+controller:
+  type: ela_cacc
+  time_gap_s: 1.0
+"""
+
+
+def problems(text: str, overrides: tuple[str, ...] = ()) -> str:
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(textwrap.dedent(text), "s.yaml", overrides)
+    return str(info.value)
+
+
+def test_the_shipped_platoon_scenario_is_valid_and_as_specified():
+    scenario = load_scenario(REPO / "scenarios" / "platoon.yaml")
+    robots = expand_robots(scenario)
+    assert [r.name for r in robots] == ["robot0", "robot1", "robot2", "robot3"]
+    assert [r.predecessor for r in robots] == [None, 1, 2, 3]
+    assert scenario.duration_s == 40 and scenario.step_s == 0.01
+    assert scenario.leader.profile == "s_curve" and scenario.channel.type == "ideal"
+    ctrl = scenario.controller.model_dump()
+    assert (ctrl["k1"], ctrl["k2"], ctrl["standstill_m"], ctrl["time_gap_s"]) == (1.0, 1.0, 1.0, 1.0)
+    params = robots[1].config["dims"]
+    assert params["wheelbase_m"] == 0.32
+    # followers start at the desired look-ahead distance D = r + h v behind their predecessor
+    assert robots[0].config["initial"]["x"] - robots[1].config["initial"]["x"] == pytest.approx(2.0)
+
+
+def test_unknown_key_suggests_the_close_name_and_lists_allowed():
+    msg = problems(BASE + "duraton_s: 3\n")
+    assert "s.yaml:9: duraton_s: unknown field 'duraton_s' (did you mean 'duration_s'?)" in msg
+    assert "allowed:" in msg and "vehicles" in msg
+
+
+def test_unknown_controller_parameter_is_reported_at_its_path_and_line():
+    text = BASE.replace("  time_gap_s: 1.0\n", "  time_gap: 1.0\n")
+    msg = problems(text)
+    assert "s.yaml:8: controller.time_gap: unknown field 'time_gap' (did you mean 'time_gap_s'?)" in msg
+
+
+def test_per_vehicle_controller_override_error_names_the_vehicle_index():
+    text = """\
+    version: 1
+    duration_s: 5
+    vehicles:
+      - name: lead
+      - name: a
+      - name: b
+        controller: {time_gap: 0.5}
+    """
+    msg = problems(text)
+    assert "s.yaml:7: vehicles[2].controller.time_gap: unknown field 'time_gap' (did you mean 'time_gap_s'?)" in msg
+
+
+def test_wrong_type_says_what_was_given():
+    msg = problems(BASE.replace("count: 3", "count: three"))
+    assert "s.yaml:5: vehicles.count:" in msg and "valid integer" in msg and "'three'" in msg
+
+
+def test_out_of_range_value_says_the_bound():
+    msg = problems(BASE.replace("time_gap_s: 1.0", "time_gap_s: -1"))
+    assert "s.yaml:8: controller.time_gap_s: Input should be greater than 0, got -1" in msg
+
+
+def test_missing_required_field():
+    msg = problems(BASE.replace("duration_s: 5\n", ""))
+    assert "duration_s: required field is missing" in msg
+
+
+def test_unknown_registry_name_lists_the_allowed_ones():
+    msg = problems(BASE.replace("type: ela_cacc", "type: ela_cac"))
+    assert "s.yaml:7: controller.type: unknown controller 'ela_cac' (did you mean 'ela_cacc'?); allowed:" in msg
+    msg = problems(BASE + "channel: {type: itsg6}\n")
+    assert "unknown channel 'itsg6' (did you mean 'itsg5'?)" in msg
+
+
+def test_invalid_yaml_gives_the_line():
+    msg = problems(BASE + "leader: [unclosed\n")
+    assert msg.startswith("s.yaml:") and "not valid YAML" in msg
+
+
+def test_set_overrides_are_applied_and_errors_marked():
+    scenario = parse_scenario(BASE, "s.yaml", ["controller.time_gap_s=0.5", "vehicles.count=5", "seed=7"])
+    assert scenario.controller.model_dump()["time_gap_s"] == 0.5
+    assert scenario.vehicles.count == 5 and scenario.seed == 7
+    msg = problems(BASE, ("controller.time_gap_s=-2",))
+    assert "controller.time_gap_s: Input should be greater than 0, got -2 (from --set)" in msg
+    msg = problems(BASE, ("nonsense",))
+    assert "--set expects path=value" in msg
+
+
+def test_every_error_is_reported_at_once():
+    msg = problems(BASE.replace("count: 3", "count: 0") + "duraton_s: 3\n")
+    assert len(msg.splitlines()) == 2
+
+
+def test_fleet_overrides_and_spawn_times():
+    text = BASE + textwrap.dedent("""\
+    platoon: {size: 3}
+    """).replace("vehicles:\n  count: 3\n", "")
+    text = text.replace("  count: 3\n", "  count: 3\n  overrides:\n    robot2: {spawn_at_s: 2.5, controller: {k1: 2.0}}\n")
+    robots = expand_robots(parse_scenario(text))
+    assert robots[2].spawn_ns == 2_500_000_000
+    assert robots[2].config["controller"]["k1"] == 2.0 and robots[1].config["controller"]["k1"] == 1.0
