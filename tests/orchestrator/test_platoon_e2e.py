@@ -141,8 +141,8 @@ def test_cli_bad_scenario_exits_2_without_traceback(tmp_path):
 
 def test_failing_federate_stops_the_run_and_keeps_the_trace(tmp_path):
     scenario = tmp_path / "fail.yaml"
-    scenario.write_text(PLATOON.read_text() + "\nfederates:\n  - {name: lidar, type: 'tests.orchestrator.plugins:FailAt',"
-                        " params: {at_s: 1.5}}\n")
+    plugin = "{name: lidar, type: 'tests.orchestrator.plugins:FailAt', params: {at_s: 1.5}}"
+    scenario.write_text(PLATOON.read_text() + f"\nfederates:\n  - {plugin}\n")
     proc = cli("run", str(scenario), "--out", str(tmp_path / "out"), "--quiet")
     assert proc.returncode == 1
     assert "federate 'lidar' failed at t = 1.500 s: RuntimeError: sensor driver lost" in proc.stderr

@@ -117,7 +117,8 @@ def test_fleet_overrides_and_spawn_times():
     text = BASE + textwrap.dedent("""\
     platoon: {size: 3}
     """).replace("vehicles:\n  count: 3\n", "")
-    text = text.replace("  count: 3\n", "  count: 3\n  overrides:\n    robot2: {spawn_at_s: 2.5, controller: {k1: 2.0}}\n")
+    override = "  overrides:\n    robot2: {spawn_at_s: 2.5, controller: {k1: 2.0}}\n"
+    text = text.replace("  count: 3\n", "  count: 3\n" + override)
     robots = expand_robots(parse_scenario(text))
     assert robots[2].spawn_ns == 2_500_000_000
     assert robots[2].config["controller"]["k1"] == 2.0 and robots[1].config["controller"]["k1"] == 1.0
