@@ -10,6 +10,7 @@ CONTROLLERS = Registry(
         "acc": "controllers.acc:Acc",
         "path_cacc": "controllers.path_cacc:PathCacc",
         "ploeg_cacc": "controllers.ploeg_cacc:PloegCacc",
+        "cacc_fallback": "controllers.fallback:CaccWithFallback",
     },
 )
 

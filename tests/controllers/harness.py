@@ -1,9 +1,10 @@
 """Closed-loop longitudinal platoon for testing control laws through the ``Controller`` interface.
 
 Vehicle 0 is the leader, vehicles 1..n-1 follow; controller row j drives vehicle j + 1. Plant per
-vehicle: double integrator with a first-order actuator lag, a' = (u - a) / tau, integrated over each step with
-the lag's exact decay and a trapezoidal speed update; speeds never go negative. The leader's acceleration is
-prescribed (``leader_accel(t)``), no lag.
+vehicle: double integrator with a first-order actuator lag, a' = (u - a) / tau, integrated over each step
+with the lag's exact decay and a trapezoidal speed update; speeds never go negative. The leader's acceleration is
+``leader_accel(t)``: applied as is, or as a command through the same lag with ``leader_lag`` (as in Plexe,
+where the leader has the same engine model).
 
 Sensors are ideal: bumper-to-bumper gap and its rate, NaN beyond ``range_max_m``.
 
@@ -39,6 +40,7 @@ class PlatoonConfig:
     v0_mps: float = 20.0
     initial_gap_m: float | None = None  # None: the law's desired gap at v0
     accel_limits: tuple[float, float] | None = None  # [m/s^2] applied to follower commands
+    leader_lag: bool = False  # leader_accel is a command through the actuator lag
     send_u: bool = True  # messages carry the sender's command u (else only v, a)
     range_max_m: float = 250.0
     leader_accel: Callable[[float], float] = field(default=lambda t: 0.0)
@@ -128,8 +130,9 @@ def simulate(ctrl: Controller, cfg: PlatoonConfig) -> PlatoonRun:
         hist[k] = (v, a, u)
 
         a_new = a.copy()
-        a_new[0] = u[0]
-        a_new[1:] = a[1:] + (u[1:] - a[1:]) * lag
+        a_new[:] = a + (u - a) * lag
+        if not cfg.leader_lag:
+            a_new[0] = u[0]
         v_new = v + 0.5 * (a + a_new) * dt
         x = x + v * dt + (2.0 * a + a_new) / 6.0 * dt * dt
         stopped = v_new < 0.0  # no reversing: hold at standstill
