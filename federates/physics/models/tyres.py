@@ -54,7 +54,8 @@ def fiala_lateral(
 
     With ``z = tan|alpha|``: ``Fy = -sign(alpha) C z (1 - C z / (3 mu Fz) + (C z)^2 / (27 (mu Fz)^2))`` below the
     sliding limit ``atan(3 mu Fz / C)`` and ``-sign(alpha) mu Fz`` beyond it. ``saturate=False`` keeps the cubic
-    everywhere (it then falls after the limit and eventually changes sign).
+    everywhere: with ``q = C z / (3 mu Fz)`` the magnitude is ``mu Fz (1 - (1 - q)^3)``, which touches ``mu Fz`` with
+    zero slope at the limit and grows again beyond it.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
     z = np.tan(np.abs(alpha))
