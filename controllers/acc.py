@@ -70,7 +70,7 @@ class Acc(LongitudinalController):
         )
         return {"accel": out}
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
-        """r + T v, bumper to bumper."""
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
+        """r + T v, bumper to bumper (measured along the lane, so ``curvature`` does not change it)."""
         p: AccParams = self.params  # type: ignore[assignment]
         return p.standstill_m + p.time_gap_s * np.asarray(v, dtype=float)

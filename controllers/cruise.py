@@ -37,6 +37,6 @@ class Cruise(LongitudinalController):
         p: CruiseParams = self.params  # type: ignore[assignment]
         return {"accel": cruise_accel(as_f64(ego["v"]), p.desired_speed_mps, p.kp, p.max_accel_mps2)}
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
         """CC keeps no gap: NaN on every row."""
         return np.full_like(np.asarray(v, dtype=float), np.nan)

@@ -193,11 +193,11 @@ class CaccWithFallback(LongitudinalController):
         flagged = cacc_out.get("degraded", np.zeros(n, dtype=bool))
         return {"accel": accel, "mode": mode, "degraded": degraded_mode | flagged}
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
         """Bumper-to-bumper gap of each row's current law (the CACC's when the row count differs)."""
         v = np.asarray(v, dtype=float)
-        gap_cacc = self.cacc_law.desired_gap(v)
+        gap_cacc = self.cacc_law.desired_gap(v, curvature)
         mode = self.policy.mode
         if mode.shape != v.shape:
             return gap_cacc
-        return np.where(mode == ACC, self.acc_law.desired_gap(v), gap_cacc)
+        return np.where(mode == ACC, self.acc_law.desired_gap(v, curvature), gap_cacc)

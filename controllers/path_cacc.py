@@ -80,7 +80,7 @@ class PathCacc(LongitudinalController):
         )
         return {"accel": out, "degraded": degraded}
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
-        """The constant spacing d at every speed."""
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
+        """The constant spacing d at every speed and ``curvature`` (bumper to bumper)."""
         p: PathCaccParams = self.params  # type: ignore[assignment]
         return np.full_like(np.asarray(v, dtype=float), p.spacing_m)

@@ -113,7 +113,7 @@ class PloegCacc(RowStateMixin, LongitudinalController):
         """Read-only copy of the integrator state u per row [m/s^2] (NaN: not started)."""
         return self._state["u"].copy()
 
-    def desired_gap(self, v: np.ndarray) -> np.ndarray:
-        """r + h v, bumper to bumper."""
+    def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
+        """r + h v, bumper to bumper (measured along the lane, so ``curvature`` does not change it)."""
         p: PloegCaccParams = self.params  # type: ignore[assignment]
         return p.standstill_m + p.time_gap_s * np.asarray(v, dtype=float)

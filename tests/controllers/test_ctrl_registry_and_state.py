@@ -34,6 +34,7 @@ def test_registered_laws_share_one_interface(name, missing):
         out = law.compute(*inputs(5, missing), 0.02)
         assert out["accel"].shape == (5,) and np.all(np.isfinite(out["accel"])), out
     assert law.desired_gap(np.full(5, 10.0)).shape == (5,)
+    assert law.desired_gap(np.full(5, 10.0), np.full(5, 0.1)).shape == (5,)  # federate passes curvature
 
 
 def test_defaults_are_the_references():
