@@ -1,0 +1,414 @@
+"""Channel access and reception: EDCA best effort, half duplex, SINR capture, busy time for the CBR.
+
+One compiled, event-driven kernel advances the shared medium from the previous channel step to ``t_now``.
+Events are taken in time order (ends of frames, then CBR window boundaries, then starts of frames at equal
+times):
+
+- A frame that reaches the MAC waits for AIFS of idle medium, then counts down a backoff of U{0..CW} slots; the
+  countdown freezes while the station senses the medium busy (some frame received above the carrier-sense level,
+  or its own transmission) and resumes after AIFS of idle medium (IEEE 802.11-2016, 10.22.2; EN 302 663). A
+  broadcast is sent once: no acknowledgement, no retry, the contention window never doubles. The backoff is drawn
+  for every frame, also on an idle medium. A station keeps one frame in its queue: a newer CAM replaces one still
+  waiting. Stations whose countdown ends within ``cca_time`` of another start cannot have detected it and send
+  too.
+- When a frame starts, every station within the cut-off radius (uniform grid index, cell = radius) gets a
+  received power drawn from the propagation model (``radio.PropagationTables``); the link is kept until the frame
+  ends.
+- When a frame ends, each link is resolved: ``half_duplex`` if the receiver transmitted at any time during the
+  frame, ``below_sensitivity`` if the power is below the sensitivity, ``collision`` if
+  ``P / (noise + sum of the powers of all other frames overlapping it at that receiver)`` is below the capture
+  threshold, else ``received``.
+- Busy time per station (own transmissions included: the channel is occupied, and a lone station's CBR is its
+  duty cycle) is accumulated into windows aligned to multiples of the window length; each closed window yields
+  one CBR row.
+
+The kernel returns a status when an output buffer, the link buffer or the block of random numbers runs short;
+the caller grows it and calls again, and the kernel resumes where it stopped (all state lives in the arrays).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+INF_NS = np.iinfo(np.int64).max
+
+# -- outcome codes: positions in comms_models.base.OUTCOMES --------------------------------------------------
+SENT, RECEIVED, BELOW_SENSITIVITY, COLLISION, HALF_DUPLEX, DCC_DROPPED = 0, 1, 2, 3, 4, 5
+
+# -- kernel status -------------------------------------------------------------------------------------------
+DONE, NEED_RANDOM, NEED_LINKS, NEED_TX_OUT, NEED_RX_OUT, NEED_WIN_OUT, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
+
+# -- per-station integer columns (SI64) ----------------------------------------------------------------------
+S_PENDING = 0  # 1 when a frame waits in the queue
+S_READY = 1  # [ns] when the waiting frame reached the MAC
+S_ANCHOR = 2  # [ns] when the current backoff countdown started (ready/idle + AIFS)
+S_START = 3  # [ns] when the countdown ends (INF_NS while frozen)
+S_BO = 4  # backoff slots left
+S_FRAME = 5  # serial number of the waiting frame
+S_GEN = 6  # [ns] its generation time
+S_AIR = 7  # [ns] its airtime
+S_LF = 8  # 1 if it carries the low-frequency container
+S_SENSE = 9  # number of frames on air sensed above the carrier-sense level (own included)
+S_IDLE_SINCE = 10  # [ns] start of the current idle period
+S_BUSY_SINCE = 11  # [ns] start of the busy period (clipped to the current window)
+S_OWN_ACTIVE = 12  # 1 while transmitting
+S_OWN_STARTED = 13  # number of transmissions started so far
+S_NLINKS = 14  # links on air at this receiver (sensed or not)
+S_MEAS_SINCE = 15  # [ns] when the station started measuring (spawn)
+S_ID = 16  # robot id
+N_SI64 = 17
+# -- per-station float columns (SF64) ------------------------------------------------------------------------
+F_CUR_POWER = 0  # [mW] total power of the frames on air at this receiver
+F_CUM_POWER = 1  # [mW] sum of the powers of every frame that ever started at this receiver
+F_BUSY_ACC = 2  # [ns] busy time in the current window
+F_CONTENT = 3  # 6 columns: x, y, yaw, v, a, yaw_rate of the waiting frame (as the receivers decode them)
+N_SF64 = 9
+N_CONTENT = 6
+
+# -- frames on air (TI64 / TF64) -----------------------------------------------------------------------------
+T_ROW = 0  # sender's station row (-1 once despawned)
+T_ID = 1  # sender's robot id
+T_FRAME = 2
+T_GEN = 3
+T_START = 4
+T_END = 5
+T_LINK_LO = 6
+T_LINK_HI = 7
+T_LF = 8
+N_TI64 = 9
+# -- links (LI64 / LF64) --------------------------------------------------------------------------------------
+L_RX = 0  # receiver's station row (-1 once despawned)
+L_HD0 = 1  # receiver was transmitting when the frame started
+L_HD_COUNT = 2  # receiver's S_OWN_STARTED when the frame started
+N_LI64 = 3
+L_POWER = 0  # [mW] received power
+L_ACTIVE = 1  # [mW] power of the other frames on air at the receiver when this one started
+L_CUM0 = 2  # [mW] receiver's F_CUM_POWER when this frame started (before adding it)
+N_LF64 = 3
+
+# -- outputs -----------------------------------------------------------------------------------------------------
+TX_FRAME, TX_ID, TX_GEN, TX_START, TX_END, TX_LF, TX_ROW = 0, 1, 2, 3, 4, 5, 6
+N_TXO = 7
+RX_FRAME, RX_SENDER, RX_ROW, RX_GEN, RX_END, RX_OUTCOME, RX_INTEREST = 0, 1, 2, 3, 4, 5, 6
+N_RXO_I = 7
+RXF_POWER = 0  # then the 6 content columns
+N_RXO_F = 7
+
+# -- counters (C) --------------------------------------------------------------------------------------------------
+C_ACTIVE = 0  # frames on air
+C_LINKS = 1  # used rows of the link buffer
+C_RAND = 2  # next unused 32-bit half of the random block
+C_TX_OUT = 3
+C_RX_OUT = 4
+C_WIN_OUT = 5
+C_WIN_END = 6  # [ns] end of the current CBR window
+N_C = 7
+
+_U32 = 1.0 / 4294967296.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _quantile(table: np.ndarray, row: int, u: float) -> float:
+    # Inverse transform on a midpoint-tabulated quantile function with linear interpolation.
+    k = table.shape[1]
+    pos = u * k - 0.5
+    if pos <= 0.0:
+        return table[row, 0]
+    i = int(pos)
+    if i >= k - 1:
+        return table[row, k - 1]
+    f = pos - i
+    return table[row, i] + f * (table[row, i + 1] - table[row, i])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _sense_start(si: np.ndarray, r: int, t: np.int64, cca_ns: np.int64, slot_ns: np.int64) -> None:
+    # The medium becomes busy at station r: freeze a countdown it has not finished yet.
+    if si[r, S_SENSE] == 0:
+        si[r, S_BUSY_SINCE] = t
+        if si[r, S_PENDING] == 1 and si[r, S_START] != INF_NS and si[r, S_START] > t + cca_ns:
+            anchor = si[r, S_ANCHOR]
+            if t > anchor:
+                done = (t - anchor) // slot_ns
+                si[r, S_BO] = max(0, si[r, S_BO] - done)
+            si[r, S_START] = INF_NS
+    si[r, S_SENSE] += 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _sense_end(si: np.ndarray, sf: np.ndarray, r: int, t: np.int64, aifs_ns: np.int64, slot_ns: np.int64) -> None:
+    si[r, S_SENSE] -= 1
+    if si[r, S_SENSE] == 0:
+        sf[r, F_BUSY_ACC] += t - si[r, S_BUSY_SINCE]
+        si[r, S_IDLE_SINCE] = t
+        if si[r, S_PENDING] == 1:
+            anchor = max(si[r, S_READY], t) + aifs_ns
+            si[r, S_ANCHOR] = anchor
+            si[r, S_START] = anchor + si[r, S_BO] * slot_ns
+
+
+@njit(cache=True, error_model="numpy")
+def advance(
+    t_now: np.int64, si: np.ndarray, sf: np.ndarray, x: np.ndarray, y: np.ndarray,
+    ti: np.ndarray, tf: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarray, rnd: np.ndarray,
+    grid_x0: float, grid_y0: float, cell_m: float, ncx: np.int64, ncy: np.int64,
+    cell_start: np.ndarray, cell_items: np.ndarray,
+    int_ptr: np.ndarray, int_rx: np.ndarray,
+    tx_out: np.ndarray, rx_out_i: np.ndarray, rx_out_f: np.ndarray, win_out: np.ndarray, win_t: np.ndarray,
+    scratch_code: np.ndarray, scratch_row: np.ndarray, scratch_power: np.ndarray,
+    cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray, gain_q: np.ndarray,
+    tx_mw: float, min_d2: float, radius2: float,
+    sens_mw: float, cs_mw: float, noise_mw: float, capture_lin: float,
+    aifs_ns: np.int64, slot_ns: np.int64, cca_ns: np.int64, window_ns: np.int64, emit_all: bool,
+) -> int:
+    """Advance the medium to ``t_now``; returns ``DONE`` or what ran short (see module docstring)."""
+    n = si.shape[0]
+    # Compact the link buffer down to the links of the frames still on air (ordered by their position).
+    if ctr[C_ACTIVE] == 0:
+        ctr[C_LINKS] = 0
+    else:
+        na = ctr[C_ACTIVE]
+        order = np.argsort(ti[:na, T_LINK_LO])
+        dst = 0
+        for k in range(na):
+            j = order[k]
+            lo = ti[j, T_LINK_LO]
+            hi = ti[j, T_LINK_HI]
+            if lo != dst:
+                for q in range(hi - lo):
+                    li[dst + q, :] = li[lo + q, :]
+                    lf[dst + q, :] = lf[lo + q, :]
+            ti[j, T_LINK_LO] = dst
+            ti[j, T_LINK_HI] = dst + hi - lo
+            dst += hi - lo
+        ctr[C_LINKS] = dst
+    # Stations with a waiting frame.
+    pend = np.empty(n, np.int64)
+    npend = 0
+    for i in range(n):
+        if si[i, S_PENDING] == 1:
+            pend[npend] = i
+            npend += 1
+
+    while True:
+        # Next end, window boundary, start (ties in that order).
+        te = INF_NS
+        je = -1
+        for j in range(ctr[C_ACTIVE]):
+            if ti[j, T_END] < te:
+                te = ti[j, T_END]
+                je = j
+        ts = INF_NS
+        ps = -1
+        for p in range(npend):
+            s = si[pend[p], S_START]
+            if s < ts:
+                ts = s
+                ps = p
+        tw = ctr[C_WIN_END]
+
+        if je >= 0 and te <= t_now and te <= tw and te <= ts:
+            # ---- a frame ends: resolve its links --------------------------------------------------------------
+            need = ti[je, T_LINK_HI] - ti[je, T_LINK_LO]
+            src = ti[je, T_ROW]
+            if src >= 0:
+                need += int_ptr[src + 1] - int_ptr[src]
+            if ctr[C_RX_OUT] + need > rx_out_i.shape[0]:
+                return NEED_RX_OUT
+            if src >= 0:
+                si[src, S_OWN_ACTIVE] = 0
+                _sense_end(si, sf, src, te, aifs_ns, slot_ns)
+            for q in range(ti[je, T_LINK_LO], ti[je, T_LINK_HI]):
+                r = li[q, L_RX]
+                if r < 0:
+                    continue
+                pw = lf[q, L_POWER]
+                si[r, S_NLINKS] -= 1
+                if si[r, S_NLINKS] == 0:
+                    sf[r, F_CUR_POWER] = 0.0  # no drift of the running sum across busy periods
+                else:
+                    sf[r, F_CUR_POWER] -= pw
+                if pw >= cs_mw:
+                    _sense_end(si, sf, r, te, aifs_ns, slot_ns)
+                if li[q, L_HD0] == 1 or si[r, S_OWN_STARTED] > li[q, L_HD_COUNT]:
+                    code = HALF_DUPLEX
+                elif pw < sens_mw:
+                    code = BELOW_SENSITIVITY
+                else:
+                    interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
+                    code = RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
+                scratch_code[r] = code
+                scratch_power[r] = pw
+                if emit_all:
+                    o = ctr[C_RX_OUT]
+                    _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, code, 0, pw)
+                    scratch_row[r] = o
+                    ctr[C_RX_OUT] = o + 1
+            if src >= 0:
+                for q in range(int_ptr[src], int_ptr[src + 1]):
+                    r = int_rx[q]
+                    if scratch_code[r] >= 0 and scratch_row[r] >= 0:
+                        rx_out_i[scratch_row[r], RX_INTEREST] = 1
+                        continue
+                    o = ctr[C_RX_OUT]
+                    if scratch_code[r] >= 0:
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r], 1, scratch_power[r])
+                    else:  # beyond the cut-off radius: nothing arrives
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, BELOW_SENSITIVITY, 1, 0.0)
+                    ctr[C_RX_OUT] = o + 1
+            for q in range(ti[je, T_LINK_LO], ti[je, T_LINK_HI]):
+                r = li[q, L_RX]
+                if r >= 0:
+                    scratch_code[r] = -1
+                    scratch_row[r] = -1
+            last = ctr[C_ACTIVE] - 1
+            if je != last:
+                ti[je, :] = ti[last, :]
+                tf[je, :] = tf[last, :]
+            ctr[C_ACTIVE] = last
+
+        elif tw <= t_now and tw <= ts:
+            # ---- a CBR window closes --------------------------------------------------------------------------
+            w = ctr[C_WIN_OUT]
+            if w >= win_out.shape[0]:
+                return NEED_WIN_OUT
+            w_start = tw - window_ns
+            for i in range(n):
+                if si[i, S_SENSE] > 0:
+                    sf[i, F_BUSY_ACC] += tw - si[i, S_BUSY_SINCE]
+                    si[i, S_BUSY_SINCE] = tw
+                span = tw - max(w_start, si[i, S_MEAS_SINCE])
+                win_out[w, i] = sf[i, F_BUSY_ACC] / span if span > 0 else np.nan
+                sf[i, F_BUSY_ACC] = 0.0
+            win_t[w] = tw
+            ctr[C_WIN_OUT] = w + 1
+            ctr[C_WIN_END] = tw + window_ns
+
+        elif ps >= 0 and ts <= t_now:
+            # ---- a frame starts ---------------------------------------------------------------------------------
+            src = pend[ps]
+            if ctr[C_RAND] + n > 2 * rnd.shape[0]:  # two 32-bit uniforms per 64-bit draw
+                return NEED_RANDOM
+            if ctr[C_LINKS] + n > li.shape[0]:
+                return NEED_LINKS
+            if ctr[C_ACTIVE] >= ti.shape[0]:
+                return NEED_ACTIVE
+            if ctr[C_TX_OUT] >= tx_out.shape[0]:
+                return NEED_TX_OUT
+            npend -= 1
+            pend[ps] = pend[npend]
+            si[src, S_PENDING] = 0
+            si[src, S_START] = INF_NS
+            j = ctr[C_ACTIVE]
+            ctr[C_ACTIVE] = j + 1
+            end = ts + si[src, S_AIR]
+            ti[j, T_ROW] = src
+            ti[j, T_ID] = si[src, S_ID]
+            ti[j, T_FRAME] = si[src, S_FRAME]
+            ti[j, T_GEN] = si[src, S_GEN]
+            ti[j, T_START] = ts
+            ti[j, T_END] = end
+            ti[j, T_LF] = si[src, S_LF]
+            for c in range(N_CONTENT):
+                tf[j, c] = sf[src, F_CONTENT + c]
+            o = ctr[C_TX_OUT]
+            tx_out[o, TX_FRAME] = si[src, S_FRAME]
+            tx_out[o, TX_ID] = si[src, S_ID]
+            tx_out[o, TX_GEN] = si[src, S_GEN]
+            tx_out[o, TX_START] = ts
+            tx_out[o, TX_END] = end
+            tx_out[o, TX_LF] = si[src, S_LF]
+            tx_out[o, TX_ROW] = src
+            ctr[C_TX_OUT] = o + 1
+            si[src, S_OWN_ACTIVE] = 1
+            si[src, S_OWN_STARTED] += 1
+            _sense_start(si, src, ts, cca_ns, slot_ns)
+            # Links to every station within the cut-off radius.
+            lo = ctr[C_LINKS]
+            nl = lo
+            rp = ctr[C_RAND]
+            xs = x[src]
+            ys = y[src]
+            cx = min(max(int((xs - grid_x0) / cell_m), 0), ncx - 1)
+            cy = min(max(int((ys - grid_y0) / cell_m), 0), ncy - 1)
+            for gy in range(max(cy - 1, 0), min(cy + 2, ncy)):
+                for gx in range(max(cx - 1, 0), min(cx + 2, ncx)):
+                    cell = gy * ncx + gx
+                    for k in range(cell_start[cell], cell_start[cell + 1]):
+                        r = cell_items[k]
+                        if r == src:
+                            continue
+                        dx = x[r] - xs
+                        dy = y[r] - ys
+                        d2 = dx * dx + dy * dy
+                        if d2 > radius2:
+                            continue
+                        d2 = max(d2, min_d2)
+                        c = 0
+                        while d2 >= cls_lim2[c]:
+                            c += 1
+                        law = d2 * d2 if cls_exp4[c] == 1 else d2  # d^4 beyond the breakpoint, else d^2
+                        mean = tx_mw / (cls_coef[c] * law)
+                        half = np.uint64(32 * (rp & 1))
+                        u = float(np.int64((rnd[rp >> 1] >> half) & np.uint64(0xFFFFFFFF))) * _U32
+                        rp += 1
+                        pw = mean * _quantile(gain_q, c, u)
+                        li[nl, L_RX] = r
+                        li[nl, L_HD0] = si[r, S_OWN_ACTIVE]
+                        li[nl, L_HD_COUNT] = si[r, S_OWN_STARTED]
+                        lf[nl, L_POWER] = pw
+                        lf[nl, L_ACTIVE] = sf[r, F_CUR_POWER]
+                        lf[nl, L_CUM0] = sf[r, F_CUM_POWER]
+                        nl += 1
+                        sf[r, F_CUR_POWER] += pw
+                        sf[r, F_CUM_POWER] += pw
+                        si[r, S_NLINKS] += 1
+                        if pw >= cs_mw:
+                            _sense_start(si, r, ts, cca_ns, slot_ns)
+            ctr[C_RAND] = rp
+            ctr[C_LINKS] = nl
+            ti[j, T_LINK_LO] = lo
+            ti[j, T_LINK_HI] = nl
+        else:
+            return DONE
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _emit(rx_out_i: np.ndarray, rx_out_f: np.ndarray, o: int, ti: np.ndarray, tf: np.ndarray, j: int, r: int,
+          te: np.int64, code: int, interest: int, power: float) -> None:
+    rx_out_i[o, RX_FRAME] = ti[j, T_FRAME]
+    rx_out_i[o, RX_SENDER] = ti[j, T_ID]
+    rx_out_i[o, RX_ROW] = r
+    rx_out_i[o, RX_GEN] = ti[j, T_GEN]
+    rx_out_i[o, RX_END] = te
+    rx_out_i[o, RX_OUTCOME] = code
+    rx_out_i[o, RX_INTEREST] = interest
+    rx_out_f[o, RXF_POWER] = power
+    for c in range(N_CONTENT):
+        rx_out_f[o, 1 + c] = tf[j, c]
+
+
+def build_grid(x: np.ndarray, y: np.ndarray, radius_m: float) -> tuple[float, float, float, int, int, np.ndarray,
+                                                                           np.ndarray]:
+    """A uniform grid over the stations with cells of at least ``radius_m`` (a fixed-radius spatial index: the
+    3x3 cells around a sender hold every station within the radius). Returns ``(x0, y0, cell_m, ncx, ncy,
+    cell_start, cell_items)`` in CSR form."""
+    n = len(x)
+    if n == 0:
+        return 0.0, 0.0, 1.0, 1, 1, np.zeros(2, np.int64), np.empty(0, np.int64)
+    x0, y0 = float(x.min()), float(y.min())
+    span_x, span_y = float(x.max()) - x0, float(y.max()) - y0
+    cell = max(radius_m, 1e-3)
+    # Never more cells than a few per station: a larger cell is still correct, just less selective.
+    while (span_x / cell + 1.0) * (span_y / cell + 1.0) > 4 * n + 16:
+        cell *= 2.0
+    ncx = int(span_x / cell) + 1
+    ncy = int(span_y / cell) + 1
+    cx = np.minimum(((x - x0) / cell).astype(np.int64), ncx - 1)
+    cy = np.minimum(((y - y0) / cell).astype(np.int64), ncy - 1)
+    key = cy * ncx + cx
+    items = np.argsort(key, kind="stable")
+    start = np.zeros(ncx * ncy + 1, np.int64)
+    np.cumsum(np.bincount(key, minlength=ncx * ncy), out=start[1:])
+    return x0, y0, cell, ncx, ncy, start, items

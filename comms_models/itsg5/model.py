@@ -1,0 +1,522 @@
+"""The ETSI ITS-G5 channel model: CA basic service, 802.11p access, propagation, interference and DCC.
+
+Per channel step (``step(t_ns, estimate, interest)``):
+
+1. The shared medium advances from the previous step to ``t_ns`` (``access.advance``): queued frames contend
+   (EDCA best effort), start, are received or lost at every station within the cut-off radius, and the busy time
+   of each station is accumulated into 100 ms CBR windows. Frames still on air, and receptions still in the
+   receivers' processing, carry over to later steps.
+2. Each closed CBR window updates DCC (``dcc.Dcc``), which sets ``T_GenCam_DCC`` (etsi mode) or acts as a
+   gatekeeper dropping CAMs closer than ``T_off`` to the previous one (fixed_rate mode).
+3. The CA basic service checks its rules (``generation.CamGeneration``); a generated CAM carries what the
+   vehicle believes (``estimate``), converted to WGS84 and quantised exactly as the codec would
+   (``quantise.quantise_si``), and enters the MAC queue after the transmit processing delay.
+4. Receptions whose receiver-side processing completes by ``t_ns`` are returned.
+
+A station is a robot (station id = robot id). Randomness comes only from ``orchestrator.rng.stream(seed, "v2x",
+...)``: per-link fading and shadowing ("radio"), backoff ("mac"), processing delays ("latency"), the codec sample
+("codec") and each station's start offset (its robot id), so the same seed gives bit-identical results.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from orchestrator.rng import stream
+from orchestrator.robots import RobotSpec
+
+from ..base import OUTCOMES, CommsModel, Deliveries, Interest, empty_deliveries
+from . import access as ax
+from .codec import CamCodec, build_cam, generation_delta_time, read_cam, timestamp_its
+from .dcc import Dcc
+from .generation import CamGeneration
+from .geo import LocalProjection
+from .params import ItsG5Params
+from .pcap import PcapWriter, cam_frame, frame_length_80211
+from .quantise import quantise_si, to_etsi
+from .radio import airtime_ns, build_tables, dbm_to_mw, mw_to_dbm
+
+_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
+_OUTCOME_NAMES = np.asarray(OUTCOMES, dtype=object)
+_CURVATURE_MIN_SPEED_MPS = 0.1  # below this, yaw_rate / v is meaningless: curvature sent as unavailable
+_CODEC_CHECK_KEYS = ("latitude", "longitude", "heading", "speed", "drive_direction",
+                     "longitudinal_acceleration", "yaw_rate", "curvature")
+
+
+def _grow(arr: np.ndarray, rows: int, fill: float | int | None = None) -> np.ndarray:
+    """A copy of ``arr`` with at least ``rows`` rows (doubling), new rows set to ``fill`` when given."""
+    new_rows = max(rows, 2 * arr.shape[0], 16)
+    out = np.empty((new_rows, *arr.shape[1:]), arr.dtype)
+    out[: arr.shape[0]] = arr
+    if fill is not None:
+        out[arr.shape[0]:] = fill
+    return out
+
+
+class ItsG5Channel(CommsModel):
+    """ETSI ITS-G5 CAM exchange over a shared 802.11p channel (see the module docstring)."""
+
+    Params: ClassVar[type[ItsG5Params]] = ItsG5Params
+
+    def __init__(self, params: Mapping[str, Any], seed: int, out_dir: Any = None) -> None:
+        super().__init__(params, seed, out_dir)
+        cfg = ItsG5Params.model_validate(dict(params))
+        self.cfg = cfg
+        self.generation = CamGeneration(cfg.generation)
+        self.dcc = Dcc(cfg.dcc)
+        self.tables = build_tables(cfg.radio)
+        self.projection = LocalProjection(cfg.origin_lat_deg, cfg.origin_lon_deg)
+        self.codec = CamCodec()
+        self._rng_radio = stream(seed, "v2x", "radio")
+        self._rng_mac = stream(seed, "v2x", "mac")
+        self._rng_latency = stream(seed, "v2x", "latency")
+        self._rng_codec = stream(seed, "v2x", "codec")
+        # Frame sizes from the real encoder, one per variant (with / without the low-frequency container).
+        self.cam_bytes = {lf: len(self._encode_dummy(lf)) for lf in (False, True)}
+        self.frame_bytes = {lf: frame_length_80211(n, cfg.security_bytes) for lf, n in self.cam_bytes.items()}
+        self.airtime_ns = {lf: airtime_ns(n) for lf, n in self.frame_bytes.items()}
+
+        r, m = cfg.radio, cfg.mac
+        self._radius2 = self.tables.radius_m**2
+        self._sens_mw = float(dbm_to_mw(r.sensitivity_dbm))
+        self._cs_mw = float(dbm_to_mw(r.cs_threshold_dbm))
+        self._noise_mw = float(dbm_to_mw(r.noise_floor_dbm))
+        self._capture = float(10.0 ** (r.capture_threshold_db / 10.0))
+        self._aifs_ns = round(m.aifs_s * 1e9)
+        self._slot_ns = round(m.slot_s * 1e9)
+        self._cca_ns = round(m.cca_time_s * 1e9)
+        self._window_ns = round(cfg.dcc.cbr_window_s * 1e9)
+        self._emit_all = cfg.trace == "all" or cfg.deliver == "all"
+
+        # Stations (rows in spawn order) and the medium.
+        self._ids = np.empty(0, np.int64)
+        self._si = np.empty((0, ax.N_SI64), np.int64)
+        self._sf = np.empty((0, ax.N_SF64), np.float64)
+        self._scratch_code = np.empty(0, np.int64)
+        self._scratch_row = np.empty(0, np.int64)
+        self._scratch_power = np.empty(0, np.float64)
+        self._last_admitted = np.empty(0, np.int64)
+        self._ti = np.empty((64, ax.N_TI64), np.int64)
+        self._tf = np.empty((64, ax.N_CONTENT), np.float64)
+        self._li = np.empty((4096, ax.N_LI64), np.int64)
+        self._lf = np.empty((4096, ax.N_LF64), np.float64)
+        self._ctr = np.zeros(ax.N_C, np.int64)
+        self._ctr[ax.C_WIN_END] = self._window_ns
+        self._rnd = np.empty(0, np.uint64)
+        self._tx_out = np.empty((256, ax.N_TXO), np.int64)
+        self._rx_out_i = np.empty((1024, ax.N_RXO_I), np.int64)
+        self._rx_out_f = np.empty((1024, ax.N_RXO_F), np.float64)
+        self._win_out = np.empty((2, 0), np.float64)
+        self._win_t = np.empty(2, np.int64)
+        self._next_frame = 0
+        self._interest_key: tuple[Any, int] | None = None
+        self._int_ptr = np.zeros(1, np.int64)
+        self._int_rx = np.empty(0, np.int64)
+        self._roster_version = 0
+
+        self._pending_rx: Deliveries = empty_deliveries()
+        self._records: list[dict[str, np.ndarray]] = []
+        self._wire: dict[int, tuple[bytes, dict[str, int]]] = {}  # frame serial -> CAM bytes, fields (pcap)
+        self._pcap: PcapWriter | None = None
+        if out_dir is not None and cfg.pcap and cfg.pcap_max_frames > 0:
+            self._pcap = PcapWriter(Path(out_dir) / "v2x.pcap", start_utc_s=cfg.start_utc_s)
+        self._pcap_budget = cfg.pcap_max_frames if self._pcap is not None else 0
+        self._cbr_sum = 0.0
+        self._cbr_count = 0
+        self._cbr_max = 0.0
+        self._counts = dict.fromkeys(OUTCOMES, 0)
+        self._interest_counts = dict.fromkeys(OUTCOMES, 0)
+        self._codec_checked = 0
+
+    # -- stations ------------------------------------------------------------------------------------------------
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        """Append a station per robot; each starts its CA service U[0, start_jitter_s) after its spawn time."""
+        if not robots:
+            return
+        jitter_s = self.cfg.generation.start_jitter_s
+        spawn_ns = np.asarray([spec.spawn_ns for spec in robots], np.int64)
+        offsets = np.asarray(
+            [round(stream(self.seed, "v2x", spec.id).uniform(0.0, jitter_s) * 1e9) if jitter_s > 0 else 0
+             for spec in robots], np.int64)
+        n = len(robots)
+        rows = np.zeros((n, ax.N_SI64), np.int64)
+        rows[:, ax.S_START] = ax.INF_NS
+        rows[:, ax.S_IDLE_SINCE] = spawn_ns
+        rows[:, ax.S_MEAS_SINCE] = spawn_ns
+        rows[:, ax.S_ID] = [spec.id for spec in robots]
+        self._ids = np.concatenate([self._ids, rows[:, ax.S_ID]])
+        self._si = np.concatenate([self._si, rows])
+        self._sf = np.concatenate([self._sf, np.zeros((n, ax.N_SF64))])
+        self._scratch_code = np.concatenate([self._scratch_code, np.full(n, -1, np.int64)])
+        self._scratch_row = np.concatenate([self._scratch_row, np.full(n, -1, np.int64)])
+        self._scratch_power = np.concatenate([self._scratch_power, np.zeros(n)])
+        self._last_admitted = np.concatenate([self._last_admitted, np.full(n, -1, np.int64)])
+        self._win_out = np.empty((self._win_out.shape[0], len(self._ids)), np.float64)
+        self.generation.spawn(spawn_ns + offsets)
+        self.dcc.spawn(n)
+        self._roster_version += 1
+
+    def despawn(self, robot_ids: Sequence[int]) -> None:
+        """Remove stations; their frames on air finish, their queued frames and pending receptions vanish."""
+        gone = np.isin(self._ids, np.asarray(list(robot_ids), np.int64))
+        if not gone.any():
+            return
+        keep = ~gone
+        new_row = np.where(keep, np.cumsum(keep) - 1, -1)
+        na, nl = int(self._ctr[ax.C_ACTIVE]), int(self._ctr[ax.C_LINKS])
+        rows = self._ti[:na, ax.T_ROW]
+        self._ti[:na, ax.T_ROW] = np.where(rows >= 0, new_row[np.maximum(rows, 0)], -1)
+        rx = self._li[:nl, ax.L_RX]
+        self._li[:nl, ax.L_RX] = np.where(rx >= 0, new_row[np.maximum(rx, 0)], -1)
+        for frame in self._si[gone & (self._si[:, ax.S_PENDING] == 1), ax.S_FRAME]:
+            self._wire.pop(int(frame), None)
+        removed_ids = self._ids[gone]
+        for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_scratch_power", "_last_admitted"):
+            setattr(self, name, getattr(self, name)[keep])
+        self._win_out = np.empty((self._win_out.shape[0], len(self._ids)), np.float64)
+        self.generation.despawn(keep)
+        self.dcc.despawn(keep)
+        alive = ~np.isin(self._pending_rx["receiver"], removed_ids)
+        self._pending_rx = {k: v[alive] for k, v in self._pending_rx.items()}
+        self._roster_version += 1
+
+    # -- the step ---------------------------------------------------------------------------------------------------
+    def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
+        """Advance the channel to ``t_ns``; return the receptions completed in (previous step, t_ns]."""
+        ids = np.asarray(estimate["id"], np.int64)
+        if len(ids) != len(self._ids) or not np.array_equal(ids, self._ids):
+            raise ValueError(
+                f"itsg5: estimate rows (ids {ids[:8].tolist()}...) do not match the spawned stations "
+                f"({self._ids[:8].tolist()}...); spawn/despawn every robot before stepping"
+            )
+        t_ns = int(t_ns)
+        x = np.ascontiguousarray(estimate["x"], np.float64)
+        y = np.ascontiguousarray(estimate["y"], np.float64)
+        self._update_interest(interest)
+        self._advance_medium(t_ns, x, y)
+        self._generate(t_ns, estimate, x, y)
+        return self._release(t_ns)
+
+    def _update_interest(self, interest: Interest) -> None:
+        key = (interest, self._roster_version)
+        if self._interest_key is not None and self._interest_key[0] is interest and \
+                self._interest_key[1] == self._roster_version:
+            return
+        self._interest_key = key
+        n = len(self._ids)
+        order = np.argsort(self._ids, kind="stable")
+        sorted_ids = self._ids[order]
+
+        def rows(wanted: np.ndarray) -> np.ndarray:
+            wanted = np.asarray(wanted, np.int64)
+            if n == 0:
+                return np.full(len(wanted), -1, np.int64)
+            pos = np.minimum(np.searchsorted(sorted_ids, wanted), n - 1)
+            return np.where(sorted_ids[pos] == wanted, order[pos], -1)
+
+        s_rows, r_rows = rows(interest.senders), rows(interest.receivers)
+        ok = (s_rows >= 0) & (r_rows >= 0)
+        s_rows, r_rows = s_rows[ok], r_rows[ok]
+        by_sender = np.argsort(s_rows, kind="stable")
+        self._int_rx = r_rows[by_sender].astype(np.int64)
+        self._int_ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(s_rows, minlength=n), out=self._int_ptr[1:])
+
+    def _advance_medium(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> None:
+        t = self.tables
+        x0, y0, cell, ncx, ncy, cell_start, cell_items = ax.build_grid(x, y, t.radius_m)
+        n = len(self._ids)
+        ctr = self._ctr
+        ctr[ax.C_TX_OUT] = ctr[ax.C_RX_OUT] = ctr[ax.C_WIN_OUT] = 0
+        while True:
+            status = ax.advance(
+                np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr, self._rnd,
+                x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr, self._int_rx,
+                self._tx_out, self._rx_out_i, self._rx_out_f, self._win_out, self._win_t,
+                self._scratch_code, self._scratch_row, self._scratch_power,
+                t.class_limit_m2, t.class_coef, t.class_exp4, t.gain_q,
+                t.tx_mw, t.min_d2, self._radius2, self._sens_mw, self._cs_mw, self._noise_mw, self._capture,
+                np.int64(self._aifs_ns), np.int64(self._slot_ns), np.int64(self._cca_ns),
+                np.int64(self._window_ns), self._emit_all,
+            )
+            if status == ax.DONE:
+                break
+            if status == ax.NEED_RANDOM:
+                self._rnd = self._rng_radio.bit_generator.random_raw(max(65536, 8 * n))
+                ctr[ax.C_RAND] = 0
+            elif status == ax.NEED_LINKS:
+                self._li = _grow(self._li, int(ctr[ax.C_LINKS]) + n)
+                self._lf = _grow(self._lf, int(ctr[ax.C_LINKS]) + n)
+            elif status == ax.NEED_ACTIVE:
+                self._ti = _grow(self._ti, int(ctr[ax.C_ACTIVE]) + 1)
+                self._tf = _grow(self._tf, int(ctr[ax.C_ACTIVE]) + 1)
+            elif status == ax.NEED_TX_OUT:
+                self._tx_out = _grow(self._tx_out, int(ctr[ax.C_TX_OUT]) + 1)
+            elif status == ax.NEED_RX_OUT:
+                need = int(ctr[ax.C_RX_OUT]) + n + len(self._int_rx) + 1
+                self._rx_out_i = _grow(self._rx_out_i, need)
+                self._rx_out_f = _grow(self._rx_out_f, need)
+            elif status == ax.NEED_WIN_OUT:
+                self._collect_windows()
+                ctr[ax.C_WIN_OUT] = 0
+        self._collect_windows()
+        self._collect_tx()
+        self._collect_rx()
+
+    def _collect_windows(self) -> None:
+        for w in range(int(self._ctr[ax.C_WIN_OUT])):
+            cbr = self._win_out[w]
+            self.dcc.update(cbr)
+            measured = cbr[~np.isnan(cbr)]
+            if len(measured):
+                self._cbr_sum += float(measured.sum())
+                self._cbr_count += len(measured)
+                self._cbr_max = max(self._cbr_max, float(measured.max()))
+
+    def _collect_tx(self) -> None:
+        k = int(self._ctr[ax.C_TX_OUT])
+        if k == 0:
+            return
+        out = self._tx_out[:k]
+        self._counts["sent"] += k
+        self._records.append({
+            "t_ns": out[:, ax.TX_START].copy(),
+            "event": np.full(k, "tx", dtype=object),
+            "sender": out[:, ax.TX_ID].copy(),
+            "receiver": np.full(k, -1, np.int64),
+            "generated_ns": out[:, ax.TX_GEN].copy(),
+            "latency_s": (out[:, ax.TX_START] - out[:, ax.TX_GEN]) / 1e9,
+            "rx_power_dbm": np.full(k, np.nan),
+            "outcome": np.full(k, "sent", dtype=object),
+        })
+        if self._wire:
+            for frame, start in zip(out[:, ax.TX_FRAME].tolist(), out[:, ax.TX_START].tolist(), strict=True):
+                entry = self._wire.pop(frame, None)
+                if entry is not None and self._pcap is not None:
+                    self._write_pcap(start, entry)
+
+    def _collect_rx(self) -> None:
+        k = int(self._ctr[ax.C_RX_OUT])
+        if k == 0:
+            return
+        oi, of = self._rx_out_i[:k], self._rx_out_f[:k]
+        code = oi[:, ax.RX_OUTCOME]
+        interest = oi[:, ax.RX_INTEREST] == 1
+        received = code == ax.RECEIVED
+        delay = np.zeros(k, np.int64)
+        n_rx = int(received.sum())
+        if n_rx:
+            delay[received] = np.round(self.cfg.latency.rx_processing.draw(self._rng_latency, n_rx) * 1e9)
+        t_rx = oi[:, ax.RX_END] + delay
+        receiver = self._ids[oi[:, ax.RX_ROW]]
+        for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
+            self._counts[OUTCOMES[c]] += int(cnt)
+        for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
+            self._interest_counts[OUTCOMES[c]] += int(cnt)
+        rec = slice(None) if self.cfg.trace == "all" else interest
+        power = of[rec, ax.RXF_POWER]
+        with np.errstate(divide="ignore"):
+            power_dbm = np.where(power > 0.0, mw_to_dbm(power), np.nan)
+        gen = oi[rec, ax.RX_GEN]
+        self._records.append({
+            "t_ns": t_rx[rec],
+            "event": np.full(len(gen), "rx", dtype=object),
+            "sender": oi[rec, ax.RX_SENDER].copy(),
+            "receiver": receiver[rec],
+            "generated_ns": gen.copy(),
+            "latency_s": np.where(received[rec], (t_rx[rec] - gen) / 1e9, np.nan),
+            "rx_power_dbm": power_dbm,
+            "outcome": _OUTCOME_NAMES[code[rec]],
+        })
+        deliver = received if self.cfg.deliver == "all" else received & interest
+        if deliver.any():
+            new: Deliveries = {
+                "receiver": receiver[deliver],
+                "sender": oi[deliver, ax.RX_SENDER].copy(),
+                "generated_ns": oi[deliver, ax.RX_GEN].copy(),
+                "received_ns": t_rx[deliver],
+            }
+            for c, name in enumerate(_CONTENT):
+                new[name] = of[deliver, 1 + c].copy()
+            self._pending_rx = {name: np.concatenate([self._pending_rx[name], new[name]]) for name in new}
+
+    def _release(self, t_ns: int) -> Deliveries:
+        pending = self._pending_rx
+        due = pending["received_ns"] <= t_ns
+        if not due.any():
+            return empty_deliveries()
+        order = np.argsort(pending["received_ns"][due], kind="stable")
+        out = {name: col[due][order] for name, col in pending.items()}
+        if due.all():
+            self._pending_rx = empty_deliveries()
+        else:
+            self._pending_rx = {name: col[~due] for name, col in pending.items()}
+        return out
+
+    # -- generation ------------------------------------------------------------------------------------------------
+    def _generate(self, t_ns: int, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> None:
+        if len(self._ids) == 0:
+            return
+        yaw = np.asarray(estimate["yaw"], np.float64)
+        v = np.asarray(estimate["v"], np.float64)
+        t_off = self.dcc.t_off_ns(self.airtime_ns[False])
+        send, with_lf = self.generation.check(t_ns, x, y, yaw, v, t_off)
+        if not send.any():
+            return
+        if self.cfg.generation.mode == "fixed_rate" and self.cfg.dcc.mode != "off":
+            # DCC gatekeeper (TS 102 687): the application ignores DCC, so frames too close are dropped.
+            last = self._last_admitted
+            blocked = send & (last >= 0) & (t_ns - last < t_off)
+            if blocked.any():
+                self._record_drops(t_ns, self._ids[blocked], np.full(int(blocked.sum()), t_ns, np.int64))
+                send &= ~blocked
+                if not send.any():
+                    return
+        rows = np.flatnonzero(send)
+        self._last_admitted[rows] = t_ns
+        self._enqueue(t_ns, rows, with_lf[rows], estimate, x, y, yaw, v)
+
+    def _content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
+                 yaw: np.ndarray, v: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """SI values of the CAMs of ``rows`` and the quantised local-frame values receivers decode."""
+        lat, lon = self.projection.to_geodetic(x[rows], y[rows])
+        vv = v[rows]
+        yaw_rate = np.asarray(estimate["yaw_rate"], np.float64)[rows]
+        moving = np.abs(vv) >= _CURVATURE_MIN_SPEED_MPS
+        curvature = np.where(moving, yaw_rate / np.where(moving, vv, 1.0), np.nan)
+        si = {"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows], "v": vv,
+              "a": np.asarray(estimate["a"], np.float64)[rows], "yaw_rate": yaw_rate, "curvature": curvature}
+        q = quantise_si(si)
+        qx, qy = self.projection.to_local(q["lat_deg"], q["lon_deg"])
+        return si, {"x": qx, "y": qy, "yaw": q["yaw"], "v": q["v"], "a": q["a"], "yaw_rate": q["yaw_rate"]}
+
+    def _enqueue(self, t_ns: int, rows: np.ndarray, with_lf: np.ndarray, estimate: Mapping[str, np.ndarray],
+                 x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray) -> None:
+        k = len(rows)
+        si_vals, content = self._content(rows, estimate, x, y, yaw, v)
+        frames = np.arange(self._next_frame, self._next_frame + k, dtype=np.int64)
+        self._next_frame += k
+        ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(self._rng_latency, k) * 1e9).astype(np.int64)
+        backoff = self._rng_mac.integers(0, self.cfg.mac.cw + 1, size=k)
+        si, sf = self._si, self._sf
+        # A newer CAM replaces one still waiting for the medium (one frame per station queue).
+        replaced = si[rows, ax.S_PENDING] == 1
+        if replaced.any():
+            old = si[rows[replaced], ax.S_FRAME]
+            for frame in old.tolist():
+                self._wire.pop(frame, None)
+            self._record_drops(t_ns, self._ids[rows[replaced]], si[rows[replaced], ax.S_GEN])
+        idle = si[rows, ax.S_SENSE] == 0
+        anchor = np.maximum(ready, si[rows, ax.S_IDLE_SINCE]) + self._aifs_ns
+        si[rows, ax.S_PENDING] = 1
+        si[rows, ax.S_READY] = ready
+        si[rows, ax.S_ANCHOR] = anchor
+        si[rows, ax.S_START] = np.where(idle, anchor + backoff * self._slot_ns, ax.INF_NS)
+        si[rows, ax.S_BO] = backoff
+        si[rows, ax.S_FRAME] = frames
+        si[rows, ax.S_GEN] = t_ns
+        si[rows, ax.S_AIR] = np.where(with_lf, self.airtime_ns[True], self.airtime_ns[False])
+        si[rows, ax.S_LF] = with_lf
+        for c, name in enumerate(_CONTENT):
+            sf[rows, ax.F_CONTENT + c] = content[name]
+        self._wire_frames(t_ns, rows, frames, with_lf, si_vals)
+
+    def _record_drops(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray) -> None:
+        k = len(senders)
+        self._counts["dcc_dropped"] += k
+        self._records.append({
+            "t_ns": np.full(k, t_ns, np.int64),
+            "event": np.full(k, "tx", dtype=object),
+            "sender": senders.astype(np.int64),
+            "receiver": np.full(k, -1, np.int64),
+            "generated_ns": np.asarray(generated_ns, np.int64),
+            "latency_s": np.full(k, np.nan),
+            "rx_power_dbm": np.full(k, np.nan),
+            "outcome": np.full(k, "dcc_dropped", dtype=object),
+        })
+
+    # -- the real codec: captures and the consistency sample ----------------------------------------------------------
+    def _wire_frames(self, t_ns: int, rows: np.ndarray, frames: np.ndarray, with_lf: np.ndarray,
+                     si_vals: dict[str, np.ndarray]) -> None:
+        rate = self.cfg.codec_sample_rate
+        sample = self._rng_codec.random(len(rows)) < rate if rate > 0 else np.zeros(len(rows), bool)
+        capture = np.zeros(len(rows), bool)
+        if self._pcap_budget > 0:
+            take = min(self._pcap_budget, len(rows))
+            capture[:take] = True
+            self._pcap_budget -= take
+        todo = np.flatnonzero(sample | capture)
+        if len(todo) == 0:
+            return
+        etsi = to_etsi({key: val[todo] for key, val in si_vals.items()})
+        gdt = generation_delta_time(t_ns, self.cfg.start_utc_s)
+        for j, i in enumerate(todo.tolist()):
+            fields = {key: int(col[j]) for key, col in etsi.items()}
+            fields["curvature_calculation_mode"] = 0  # yawRateUsed: curvature = yaw rate / speed
+            station = int(self._ids[rows[i]])
+            data = self.codec.encode(build_cam(station, self.cfg.station_type, gdt, fields, bool(with_lf[i])))
+            if len(data) != self.cam_bytes[bool(with_lf[i])]:
+                raise RuntimeError(f"itsg5: CAM of station {station} encodes to {len(data)} bytes, the airtime "
+                                   f"assumes {self.cam_bytes[bool(with_lf[i])]}")
+            if sample[i]:
+                self._check_codec(station, data, fields)
+            if capture[i]:
+                fields["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + t_ns // 1_000_000))
+                self._wire[int(frames[i])] = (data, fields | {"station": station})
+
+    def _check_codec(self, station: int, data: bytes, fields: dict[str, int]) -> None:
+        """The decoded wire values must equal what the model delivers (``quantise_si`` of the same input)."""
+        decoded = read_cam(self.codec.decode(data))
+        bad = {key: (fields[key], decoded[key]) for key in _CODEC_CHECK_KEYS if decoded.get(key) != fields[key]}
+        if bad:
+            raise RuntimeError(f"itsg5: CAM of station {station} decodes differently from its quantised values: {bad}")
+        self._codec_checked += 1
+
+    def _write_pcap(self, start_ns: int, entry: tuple[bytes, dict[str, int]]) -> None:
+        assert self._pcap is not None
+        data, f = entry
+        frame = cam_frame(f["station"], f["latitude"], f["longitude"], f["speed"], f["heading"], data, f["t_ms"],
+                          self.cfg.station_type)
+        self._pcap.write(start_ns, frame)
+
+    def _encode_dummy(self, low_frequency: bool) -> bytes:
+        fields = {"latitude": 0, "longitude": 0, "heading": 0, "speed": 0, "drive_direction": 0,
+                  "longitudinal_acceleration": 0, "yaw_rate": 0, "curvature": 0, "curvature_calculation_mode": 0}
+        return self.codec.encode(build_cam(0, self.cfg.station_type, 0, fields, low_frequency))
+
+    # -- outputs ------------------------------------------------------------------------------------------------------
+    def drain_records(self) -> dict[str, np.ndarray]:
+        """Every transmission ("sent" at its start on air, "dcc_dropped" when discarded) and the receptions of the
+        interest pairs (all links with ``trace: all``) since the last call; see ``CommsModel.drain_records``."""
+        chunks, self._records = self._records, []
+        names = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome")
+        if not chunks:
+            dtypes = (np.int64, object, np.int64, np.int64, np.int64, np.float64, np.float64, object)
+            return {name: np.empty(0, dt) for name, dt in zip(names, dtypes, strict=True)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in names}
+
+    def metrics(self) -> dict[str, Any]:
+        """``cbr_mean`` / ``cbr_max`` over every station and 100 ms window, frame counts, and the packet delivery
+        ratio of the interest pairs."""
+        ic = self._interest_counts
+        attempts = sum(v for k, v in ic.items() if k not in ("sent", "dcc_dropped"))
+        return {
+            "cbr_mean": self._cbr_sum / self._cbr_count if self._cbr_count else 0.0,
+            "cbr_max": self._cbr_max,
+            "cams_sent": self._counts["sent"],
+            "cams_dcc_dropped": self._counts["dcc_dropped"],
+            "interest_outcomes": {k: v for k, v in ic.items() if k not in ("sent", "dcc_dropped")},
+            "pdr_interest": ic["received"] / attempts if attempts else math.nan,
+            "codec_checked": self._codec_checked,
+            "frame_bytes": {"hf": self.frame_bytes[False], "lf": self.frame_bytes[True]},
+        }
+
+    def finalize(self) -> None:
+        """Close the capture."""
+        if self._pcap is not None:
+            self._pcap.close()

@@ -1,0 +1,213 @@
+"""Parameters of the ITS-G5 channel: the scenario's ``channel:`` block when ``type: itsg5``.
+
+Defaults follow the standards the model implements: CA basic service (ETSI EN 302 637-2, 6.1.3), reactive DCC
+(ETSI TS 102 687, tables A.1/A.2), IEEE 802.11p / ETSI EN 302 663 at 6 Mbit/s on a 10 MHz channel, and the
+measured highway propagation model summarised in the project's reference notes. Everything is SI; the unit is
+part of every field name.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    """Unknown keys are errors; a parameter set is immutable once validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- delay distributions ---------------------------------------------------------------------------------------
+class ConstantDelay(_Strict):
+    """A fixed delay."""
+
+    dist: Literal["constant"] = Field("constant", description="distribution name")
+    value_s: float = Field(0.0, ge=0.0, le=10.0, description="[s] the delay")
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` delays in seconds."""
+        return np.full(n, self.value_s)
+
+
+class UniformDelay(_Strict):
+    """A delay uniform in [low_s, high_s]."""
+
+    dist: Literal["uniform"] = Field("uniform", description="distribution name")
+    low_s: float = Field(ge=0.0, le=10.0, description="[s] smallest delay")
+    high_s: float = Field(ge=0.0, le=10.0, description="[s] largest delay")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> UniformDelay:
+        if self.high_s < self.low_s:
+            raise ValueError(f"high_s ({self.high_s}) must not be below low_s ({self.low_s})")
+        return self
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` delays in seconds."""
+        return rng.uniform(self.low_s, self.high_s, n)
+
+
+class NormalDelay(_Strict):
+    """A normally distributed delay, clipped below at ``min_s`` (a processing time is never negative)."""
+
+    dist: Literal["normal"] = Field("normal", description="distribution name")
+    mean_s: float = Field(ge=0.0, le=10.0, description="[s] mean delay")
+    std_s: float = Field(ge=0.0, le=10.0, description="[s] standard deviation")
+    min_s: float = Field(0.0, ge=0.0, description="[s] lower clip")
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` delays in seconds."""
+        return np.maximum(rng.normal(self.mean_s, self.std_s, n), self.min_s)
+
+
+Delay = Annotated[ConstantDelay | UniformDelay | NormalDelay, Field(discriminator="dist")]
+
+
+# -- blocks ------------------------------------------------------------------------------------------------------
+class GenerationParams(_Strict):
+    """When a station generates a CAM (EN 302 637-2, 6.1.3) or, in ``fixed_rate`` mode, at a constant rate."""
+
+    mode: Literal["etsi", "fixed_rate"] = Field(
+        "etsi", description="'etsi': the CA basic service's generation rules; 'fixed_rate': every 1/fixed_rate_hz"
+    )
+    fixed_rate_hz: float = Field(10.0, gt=0.0, le=1000.0, description="[Hz] CAM rate in fixed_rate mode")
+    t_gen_cam_min_s: float = Field(0.1, gt=0.0, description="[s] T_GenCamMin, shortest CAM interval")
+    t_gen_cam_max_s: float = Field(1.0, gt=0.0, description="[s] T_GenCamMax, longest CAM interval")
+    t_check_s: float | None = Field(
+        None, gt=0.0, description="[s] T_CheckCamGen; None: at every channel step (must not exceed T_GenCamMin)"
+    )
+    n_gen_cam: int = Field(3, ge=1, description="N_GenCam: consecutive time-triggered CAMs before T_GenCamMax")
+    heading_threshold_deg: float = Field(4.0, ge=0.0, description="[deg] heading change trigger")
+    position_threshold_m: float = Field(4.0, ge=0.0, description="[m] position change trigger")
+    speed_threshold_mps: float = Field(0.5, ge=0.0, description="[m/s] speed change trigger")
+    lf_interval_s: float = Field(0.5, gt=0.0, description="[s] minimum interval of the low-frequency container")
+    start_jitter_s: float = Field(
+        0.1, ge=0.0, description="[s] a station's first check is delayed by U[0, start_jitter_s) after its spawn "
+        "(unsynchronised clocks); drawn from the station's own stream"
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GenerationParams:
+        if self.t_gen_cam_max_s < self.t_gen_cam_min_s:
+            raise ValueError("t_gen_cam_max_s must not be below t_gen_cam_min_s")
+        if self.t_check_s is not None and self.t_check_s > self.t_gen_cam_min_s:
+            raise ValueError("t_check_s must not exceed t_gen_cam_min_s (EN 302 637-2, 6.1.3)")
+        return self
+
+
+class LatencyParams(_Strict):
+    """Processing delays outside the radio: sampling to MAC queue (tx), end of frame to application (rx)."""
+
+    tx_processing: Delay = Field(
+        default_factory=lambda: UniformDelay(low_s=0.001, high_s=0.003),
+        description="[s] from the vehicle-data sample (generation time) to the frame entering the MAC queue",
+    )
+    rx_processing: Delay = Field(
+        default_factory=lambda: UniformDelay(low_s=0.001, high_s=0.003),
+        description="[s] from the end of a frame on air to the application receiving the decoded CAM",
+    )
+
+
+class RadioParams(_Strict):
+    """Physical layer and propagation at 5.9 GHz, 10 MHz channel, 6 Mbit/s (EN 302 663)."""
+
+    tx_power_dbm: float = Field(23.0, le=40.0, description="[dBm] transmit power (EIRP)")
+    sensitivity_dbm: float = Field(
+        -85.0, description="[dBm] weakest frame decoded (reference's -85 dBm, giving its dual-slope PDR figures)"
+    )
+    cs_threshold_dbm: float = Field(
+        -85.0, description="[dBm] energy-detection level: channel sensed busy (backoff freezes, CBR counts)"
+    )
+    noise_floor_dbm: float = Field(-98.0, description="[dBm] thermal noise plus noise figure over 10 MHz")
+    capture_threshold_db: float = Field(
+        6.0, description="[dB] SINR needed to decode a frame against the sum of overlapping interferers"
+    )
+    path_loss: Literal["dual_slope", "free_space"] = Field(
+        "dual_slope", description="'free_space': 47.86 + 20 log10 d; 'dual_slope': exponent 2 below "
+        "breakpoint_m, 4 beyond, with log-normal shadowing"
+    )
+    breakpoint_m: float = Field(100.0, gt=0.0, description="[m] dual-slope breakpoint")
+    shadowing_near_db: float = Field(5.6, ge=0.0, description="[dB] shadowing std dev below the breakpoint")
+    shadowing_far_db: float = Field(8.1, ge=0.0, description="[dB] shadowing std dev beyond the breakpoint")
+    fading: Literal["nakagami", "none"] = Field("nakagami", description="fast fading of each frame on each link")
+    nakagami_m: Literal["distance_table", "simple"] = Field(
+        "distance_table", description="'distance_table': m = 3.01/1.18/1.94/1.86/0.45/0.32 with limits "
+        "4.7/11.7/28.9/71.6/177.3 m; 'simple': 1.5 below 80 m, 0.75 beyond"
+    )
+    min_distance_m: float = Field(1.0, gt=0.0, description="[m] distances below this count as this (near field)")
+    cutoff_power_dbm: float = Field(
+        -110.0, description="[dBm] links whose mean received power is below this are ignored entirely (not even "
+        "as interference); sets the radius of the spatial index"
+    )
+
+
+class MacParams(_Strict):
+    """EDCA access category best effort, broadcast (IEEE 802.11p; EN 302 663)."""
+
+    aifs_s: float = Field(110e-6, ge=0.0, description="[s] AIFS = SIFS 32 us + AIFSN 6 * slot 13 us")
+    slot_s: float = Field(13e-6, gt=0.0, description="[s] slot time")
+    cw: int = Field(15, ge=0, description="contention window (backoff uniform in 0..cw slots; never doubles)")
+    cca_time_s: float = Field(
+        8e-6, ge=0.0, description="[s] time to detect another frame's preamble: stations whose backoff ends "
+        "within it transmit as well"
+    )
+
+
+class LimericParams(_Strict):
+    """Adaptive DCC (LIMERIC, TS 102 687 v1.2.1, 5.4)."""
+
+    alpha: float = Field(0.016, gt=0.0, lt=1.0, description="memory factor a")
+    beta: float = Field(0.0012, gt=0.0, description="gain b")
+    cbr_target: float = Field(0.68, gt=0.0, lt=1.0, description="target channel busy ratio")
+    delta_min: float = Field(0.0006, gt=0.0, description="smallest duty cycle")
+    delta_max: float = Field(0.03, gt=0.0, description="largest duty cycle (also the initial value)")
+    g_plus: float = Field(0.0005, description="largest increase per update")
+    g_minus: float = Field(-0.00025, description="largest decrease per update (negative)")
+    period_s: float = Field(0.2, gt=0.0, description="[s] update period (a multiple of the CBR window)")
+
+
+class DccParams(_Strict):
+    """Decentralised congestion control (TS 102 687)."""
+
+    mode: Literal["reactive", "adaptive", "off"] = Field(
+        "reactive", description="'reactive': state machine over CBR (table); 'adaptive': LIMERIC; 'off'"
+    )
+    table: Literal["A.1", "A.2"] = Field(
+        "A.1", description="reactive table: A.1 for frames up to 1 ms on air, A.2 for frames up to 500 us"
+    )
+    cbr_window_s: float = Field(0.1, gt=0.0, description="[s] CBR measurement window (also the DCC evaluation)")
+    limeric: LimericParams = Field(default_factory=LimericParams, description="adaptive DCC parameters")
+
+
+class ItsG5Params(_Strict):
+    """The ``channel:`` block of a scenario with ``type: itsg5``."""
+
+    generation: GenerationParams = Field(default_factory=GenerationParams, description="CAM generation")
+    latency: LatencyParams = Field(default_factory=LatencyParams, description="processing delays")
+    radio: RadioParams = Field(default_factory=RadioParams, description="physical layer and propagation")
+    mac: MacParams = Field(default_factory=MacParams, description="channel access (EDCA best effort)")
+    dcc: DccParams = Field(default_factory=DccParams, description="congestion control")
+    security_bytes: int = Field(
+        0, ge=0, le=2000, description="[byte] security envelope per frame (signed with certificate: ~140)"
+    )
+    station_type: int = Field(5, ge=0, le=255, description="CDD StationType (5 passenger car)")
+    pcap: bool = Field(True, description="write out_dir/v2x.pcap with the frames on air (needs out_dir)")
+    pcap_max_frames: int = Field(10_000, ge=0, description="frames written to the capture at most")
+    codec_sample_rate: float = Field(
+        0.01, ge=0.0, le=1.0, description="fraction of CAMs also run through the real encoder and decoder, "
+        "checking that receivers see what the wire carries"
+    )
+    trace: Literal["interest", "all"] = Field(
+        "interest", description="rx rows of trace/v2x.parquet: only the pairs the applications read, or all links"
+    )
+    deliver: Literal["interest", "all"] = Field(
+        "interest", description="receptions returned to the applications: their pairs only, or every reception"
+    )
+    start_utc_s: float = Field(
+        1_704_067_200.0, description="[s] UTC (POSIX seconds) at simulation time zero, for generationDeltaTime"
+    )
+    origin_lat_deg: float = Field(51.4934, ge=-90.0, le=90.0, description="[deg] WGS84 latitude of local (0, 0)")
+    origin_lon_deg: float = Field(7.4136, ge=-180.0, le=180.0, description="[deg] WGS84 longitude of local (0, 0)")
