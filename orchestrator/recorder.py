@@ -1,8 +1,8 @@
 """Records the vehicles' trace (``trace/vehicles.parquet``) as an observer of the scheduler.
 
 Published port values are immutable (see the scheduler), so an instant costs one list append of references; columns
-are assembled with one ``np.stack`` per field when a chunk is written (every ``chunk_steps`` samples or when the
-roster changes). The file is closed on every exit path, so a failed run leaves a readable trace up to the failure.
+are assembled with one ``np.concatenate`` per field when a chunk is written (every ``chunk_rows`` rows or when
+the roster changes). The file is closed on every exit path, so a failed run leaves a readable trace up to the failure.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ _PORTS = ("state", "estimate", "commands")
 class VehicleRecorder(BaseObserver):
     """Samples ``state``, ``estimate`` and ``commands`` every ``period_ns`` (on instants where ``trigger`` ran)."""
 
-    def __init__(self, path: Path, period_ns: int, trigger: str = "physics", chunk_steps: int = 4096) -> None:
+    def __init__(self, path: Path, period_ns: int, trigger: str = "physics", chunk_rows: int = 262_144) -> None:
         self.path = Path(path)
         self.period_ns = period_ns
         self.trigger = trigger
-        self.chunk_steps = chunk_steps
+        self.chunk_rows = chunk_rows  # rows (instants x robots) per row group: bounds memory at any fleet size
         self._table = ParquetAppender(self.path, flush_rows=0)
         self._next_ns = 0
         self._ids: np.ndarray | None = None
@@ -66,7 +66,7 @@ class VehicleRecorder(BaseObserver):
             self.flush()
         self._ids = state["id"]
         self._samples.append((t_ns, state, bus.get("estimate"), bus.get("commands")))
-        if len(self._samples) >= self.chunk_steps:
+        if len(self._samples) * len(self._ids) >= self.chunk_rows:
             self.flush()
 
     def flush(self) -> None:

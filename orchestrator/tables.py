@@ -1,7 +1,14 @@
-"""Append-only Parquet tables written in row groups, so a crash loses at most the rows not yet flushed."""
+"""Append-only Parquet tables written in row groups by a background thread.
+
+Columns are assembled, compressed and written off the simulation thread (numpy concatenation and Arrow's
+compression release the GIL), so on a machine with a spare core recording costs the run little wall time. The
+queue is bounded, which bounds memory; ``close`` drains it and re-raises any writer error.
+"""
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,7 +18,7 @@ import pyarrow.parquet as pq
 
 
 class ParquetAppender:
-    """Collects column chunks and writes a row group every ``flush_rows`` rows (and on ``flush``/``close``)."""
+    """Collects column chunks; ``flush`` hands them to the writer thread as one row group."""
 
     def __init__(self, path: Path, flush_rows: int = 200_000) -> None:
         self.path = Path(path)
@@ -19,8 +26,9 @@ class ParquetAppender:
         self.flush_rows = flush_rows
         self._chunks: list[Mapping[str, np.ndarray]] = []
         self._pending = 0
-        self._writer: pq.ParquetWriter | None = None
-        self._schema: pa.Schema | None = None
+        self._queue: queue.Queue[list[Mapping[str, np.ndarray]] | None] = queue.Queue(maxsize=2)
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
         self.rows_written = 0
 
     def append(self, columns: Mapping[str, np.ndarray]) -> None:
@@ -34,30 +42,76 @@ class ParquetAppender:
             self.flush()
 
     def flush(self) -> None:
-        """Write what is queued as one row group (the footer follows on ``close``, which runs also after a
-        failed run)."""
+        """Hand what is queued to the writer thread as one row group."""
         if not self._chunks:
             return
-        names = list(self._chunks[0])
-        arrays = {name: np.concatenate([np.asarray(c[name]) for c in self._chunks]) for name in names}
-        table = pa.table({name: _to_arrow(col) for name, col in arrays.items()})
-        if self._writer is None:
-            self._schema = table.schema
-            self._writer = pq.ParquetWriter(self.path, self._schema, compression="zstd")
-        self._writer.write_table(table.cast(self._schema))
-        self.rows_written += table.num_rows
-        self._chunks.clear()
-        self._pending = 0
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._write_loop, name=f"parquet:{self.path.name}", daemon=True)
+            self._thread.start()
+        chunks, self._chunks, self._pending = self._chunks, [], 0
+        self._queue.put(chunks)
+
+    def _write_loop(self) -> None:
+        writer: pq.ParquetWriter | None = None
+        schema: pa.Schema | None = None
+        while True:
+            chunks = self._queue.get()
+            if chunks is None:
+                break
+            if self._error is not None:
+                continue  # keep draining so the producer never blocks
+            try:
+                names = list(chunks[0])
+                table = pa.table({name: _to_arrow(_concat([c[name] for c in chunks])) for name in names})
+                if writer is None:
+                    schema = table.schema
+                    writer = pq.ParquetWriter(self.path, schema, compression="zstd")
+                writer.write_table(table.cast(schema))
+                self.rows_written += table.num_rows
+            except BaseException as exc:  # reported by close()
+                self._error = exc
+        if writer is not None:
+            writer.close()
 
     def close(self) -> None:
-        """Flush and close; an empty table still leaves no file behind."""
+        """Flush, wait for the writer and close the file (its footer makes it readable); raise a writer error."""
         self.flush()
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise RuntimeError(f"writing {self.path} failed: {self._error}") from self._error
 
 
-def _to_arrow(column: np.ndarray) -> pa.Array:
+class Categorical:
+    """A string column held as small integer codes into a fixed list of names (cheap to build per step)."""
+
+    def __init__(self, codes: np.ndarray, names: tuple[str, ...]) -> None:
+        self.codes = codes
+        self.names = names
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def categorical(codes: np.ndarray, names: tuple[str, ...]) -> Categorical:
+    """A string column from codes: ``categorical(np.array([0, 1, 1]), ("tx", "rx"))``."""
+    return Categorical(codes, names)
+
+
+def _concat(parts: list) -> np.ndarray | Categorical:
+    if isinstance(parts[0], Categorical):
+        names = parts[0].names
+        if any(p.names != names for p in parts):
+            raise ValueError("categorical chunks of one column must share their names")
+        return Categorical(np.concatenate([p.codes for p in parts]), names)
+    return np.concatenate([np.asarray(p) for p in parts])
+
+
+def _to_arrow(column: np.ndarray | Categorical) -> pa.Array:
+    if isinstance(column, Categorical):
+        return pa.DictionaryArray.from_arrays(pa.array(column.codes, pa.int8()), pa.array(column.names, pa.string()))
     if column.dtype == object:
         return pa.array(column.tolist(), type=pa.string()).dictionary_encode()
     return pa.array(column)

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 
 from comms_models import COMMS_MODELS
-from comms_models.base import CommsModel, Interest
+from comms_models.base import OUTCOMES, CommsModel, Interest
 from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.ports import DELIVERY_FIELDS, units
 from orchestrator.robots import RobotSpec
-from orchestrator.tables import ParquetAppender
+from orchestrator.tables import ParquetAppender, categorical
 
 
 class V2XFederate(Federate):
@@ -32,6 +32,7 @@ class V2XFederate(Federate):
         self._interest = Interest(np.empty(0, np.int64), np.empty(0, np.int64))
         self._trace: ParquetAppender | None = None
         self._deliveries: list[Mapping[str, np.ndarray]] = []
+        self._pending_rows = 0
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
         params = dict(self.channel_config)
@@ -72,7 +73,8 @@ class V2XFederate(Federate):
             records = self.model.drain_records()
             if records is None:
                 self._deliveries.append(deliveries)  # published values are immutable: keep the reference
-                if len(self._deliveries) >= 4096:
+                self._pending_rows += len(deliveries["receiver"])
+                if self._pending_rows >= 262_144:
                     self._flush_deliveries()
             else:
                 self._trace.append(records)
@@ -83,20 +85,22 @@ class V2XFederate(Federate):
         'received' row per delivery."""
         if not self._deliveries:
             return
-        rx = {k: np.concatenate([d[k] for d in self._deliveries]) for k in ("sender", "receiver", "generated_ns",
-                                                                             "received_ns")}
-        self._deliveries = []
-        tx_keys = np.unique(np.stack([rx["generated_ns"], rx["sender"]]), axis=1)
-        n_rx, n_tx = len(rx["receiver"]), tx_keys.shape[1]
-        self._trace.append({
-            "t_ns": np.concatenate([tx_keys[0], rx["received_ns"]]),
-            "event": np.array(["tx"] * n_tx + ["rx"] * n_rx, dtype=object),
-            "sender": np.concatenate([tx_keys[1], rx["sender"]]),
+        chunks, self._deliveries, self._pending_rows = self._deliveries, [], 0
+        rx = {k: np.concatenate([d[k] for d in chunks]) for k in ("sender", "receiver", "generated_ns", "received_ns")}
+        senders = [np.unique(d["sender"]) for d in chunks]
+        tx_sender = np.concatenate(senders)
+        tx_time = np.concatenate([np.full(len(s), d["generated_ns"][0] if len(d["generated_ns"]) else 0, np.int64)
+                                  for s, d in zip(senders, chunks, strict=True)])
+        n_rx, n_tx = len(rx["receiver"]), len(tx_sender)
+        self._trace.append({  # type: ignore[union-attr]
+            "t_ns": np.concatenate([tx_time, rx["received_ns"]]),
+            "event": categorical(np.repeat(np.array([0, 1], np.int8), [n_tx, n_rx]), ("tx", "rx")),
+            "sender": np.concatenate([tx_sender, rx["sender"]]),
             "receiver": np.concatenate([np.full(n_tx, -1, np.int64), rx["receiver"]]),
-            "generated_ns": np.concatenate([tx_keys[0], rx["generated_ns"]]),
+            "generated_ns": np.concatenate([tx_time, rx["generated_ns"]]),
             "latency_s": np.concatenate([np.zeros(n_tx), (rx["received_ns"] - rx["generated_ns"]) / 1e9]),
             "rx_power_dbm": np.full(n_tx + n_rx, np.nan),
-            "outcome": np.array(["sent"] * n_tx + ["received"] * n_rx, dtype=object),
+            "outcome": categorical(np.repeat(np.array([0, 1], np.int8), [n_tx, n_rx]), OUTCOMES),
         })
 
     def finalize(self) -> None:
