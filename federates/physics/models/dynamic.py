@@ -10,7 +10,9 @@ and 13.x for the longitudinal forces)::
 with slip angles ``alpha_f = atan((vy + a r)/vx) - d``, ``alpha_r = atan((vy - b r)/vx)`` and the tyre models of
 ``tyres.py`` (``linear | fiala | fiala_unsaturated | pacejka``, per robot). Axle loads include the static split and
 the longitudinal load transfer ``m ax h / L`` (``ax`` from the previous sub-step, so no algebraic loop). Longitudinal
-axle forces come from the drive/brake actuator (``actuators.py``) and are limited per axle by the friction ellipse.
+axle forces come from the drive/brake actuator (``actuators.py``: its lagged acceleration is the demanded ``dvx/dt``, with road loads,
+the drag of the front lateral force and the ``vy r`` coupling fed forward) and are limited per axle by the friction
+ellipse.
 
 Reference point. The exposed state (``x, y, yaw, v, a, yaw_rate, steer``) is the REAR-AXLE point, as in the
 kinematic model. The rear-axle velocity in the body frame is ``(vx, vy - b r)``; the pose is integrated with it
@@ -192,15 +194,22 @@ def _step_kernel(s, p, cmd_speed, cmd_accel, cmd_steer, cmd_yaw_rate, mode, dt):
             ar = math.atan(ur / vxs)
             fyf, kf = lateral_force_stiffness(code, af, fzf, p[i, 5], mu, p[i, 8], p[i, 9], p[i, 10], p[i, 11])
             fyr, kr = lateral_force_stiffness(code, ar, fzr, p[i, 6], mu, p[i, 12], p[i, 13], p[i, 14], p[i, 15])
-            # drive / brake demand: actuator acceleration plus feed-forward of the road loads
+            # drive / brake demand: the actuator acceleration is dvx/dt, so the demand feeds forward the road loads,
+            # the drag of the front lateral force and the body-frame coupling vy r (as a wheel-speed based speed
+            # controller would), leaving the friction limits as the only cause of error
             f_res = resistance_force(vx, m, p[i, 35], p[i, 36], p[i, 37])
-            f_req = m * a_act + f_res
+            # below the blend speed the tyre forces are not meaningful (slip angles of a crawling wheel): their
+            # longitudinal effect fades out with the same weight as the lateral dynamics
+            w0 = min(max((vx - v_lo) / (v_hi - v_lo), 0.0), 1.0)
+            fyf_drag = w0 * fyf * sin_d
+            f_req = m * (a_act - vy * r) + f_res + fyf_drag
+            # front forces act along the steered wheel: divide by cos(d) so that the body-x force is the demand
             if f_req > 0.0:
                 f_req = drive_force_limit(f_req, vx, p[i, 31], p[i, 32])
-                fx_dem_f = (1.0 - p[i, 33]) * f_req
+                fx_dem_f = (1.0 - p[i, 33]) * f_req / cos_d
                 fx_dem_r = p[i, 33] * f_req
             else:
-                fx_dem_f = p[i, 34] * f_req
+                fx_dem_f = p[i, 34] * f_req / cos_d
                 fx_dem_r = (1.0 - p[i, 34]) * f_req
             # friction limits per axle: clamp Fx, then friction-ellipse scaling of (Fx, Fy)
             if code == 3:
@@ -227,7 +236,7 @@ def _step_kernel(s, p, cmd_speed, cmd_accel, cmd_steer, cmd_yaw_rate, mode, dt):
                     fyr /= er
                     kr /= er
             fy_front = fyf * cos_d + fxf * sin_d
-            fx_body = fxf * cos_d - fyf * sin_d + fxr - f_res
+            fx_body = fxf * cos_d - w0 * fyf * sin_d + fxr - f_res
             f_vy = (fy_front + fyr) / m - vx * r
             f_r = (a_cg * fy_front - b_cg * fyr) / izz
             # linearly implicit Euler on (vy, r); Jacobian from the (non-negative) local stiffness
