@@ -20,11 +20,22 @@ PortData = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Input:
-    """An input port. ``delayed`` inputs see the value published before the current instant, which is how a
-    feedback cycle (physics -> control -> physics) is broken: the commands act from the next step on."""
+    """An input port.
+
+    ``delayed`` inputs see the value published before the current instant, which is how a feedback cycle
+    (physics -> control -> physics) is broken: the commands act from the next step on.
+    ``queued`` inputs are for event ports (receptions, messages): the federate receives the list of every value
+    published on the port since its own previous step, in publication order, so a consumer slower than its
+    producer loses nothing. A plain input only sees the latest value (state ports: the newest state is all
+    that matters)."""
 
     port: str
     delayed: bool = False
+    queued: bool = False
+
+    def __post_init__(self) -> None:
+        if self.delayed and self.queued:
+            raise ValueError(f"input '{self.port}': queued inputs cannot also be delayed")
 
 
 @dataclass(frozen=True)

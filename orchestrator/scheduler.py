@@ -65,6 +65,7 @@ class _Slot:
     next_ns: int | None = None
     inputs: tuple[tuple[str, bool], ...] = ()
     declared: frozenset[str] = frozenset()
+    queues: dict[str, list] | None = None  # queued input port -> values published since this federate's last step
 
 
 def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
@@ -127,6 +128,7 @@ class Scheduler:
         self._pending: list[tuple[int, int, str, object]] = []  # (time, sequence, kind, payload)
         self._sequence = 0
         self._set_up = False
+        self._subscribers: dict[str, list[list]] = {}
 
     # -- building -------------------------------------------------------------------------------------------
     def add(self, federate: Federate) -> Federate:
@@ -173,11 +175,17 @@ class Scheduler:
             meta = metas[name]
             slot = _Slot(
                 by_name[name], meta, rank,
-                inputs=tuple((i.port, i.delayed) for i in meta.inputs),
+                inputs=tuple((i.port, i.delayed) for i in meta.inputs if not i.queued),
                 declared=frozenset(meta.outputs),
+                queues={i.port: [] for i in meta.inputs if i.queued} or None,
             )
             slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
             self._slots.append(slot)
+        # port -> the queues of its queued consumers, filled whenever the port is written
+        self._subscribers: dict[str, list[list]] = {}
+        for slot in self._slots:
+            for port, queue in (slot.queues or {}).items():
+                self._subscribers.setdefault(port, []).append(queue)
         self._set_up = True
 
     # -- running --------------------------------------------------------------------------------------------
@@ -259,6 +267,7 @@ class Scheduler:
         bus = self.bus
         slots = self._slots
         observers = self._observers
+        subscribers = self._subscribers
         end_ns = self.end_ns
         while True:
             t_ns = self._next_grant()
@@ -274,6 +283,10 @@ class Scheduler:
                     continue
                 fed = slot.federate
                 inputs = {port: (previous if delayed else bus).get(port) for port, delayed in slot.inputs}
+                if slot.queues:
+                    for port, queue in slot.queues.items():
+                        inputs[port] = queue.copy()
+                        queue.clear()
                 try:
                     outputs = fed.step(t_ns, inputs)
                 except Exception as exc:
@@ -285,6 +298,10 @@ class Scheduler:
                             fed.name, t_ns, SchedulerError(f"wrote undeclared ports {sorted(undeclared)}")
                         )
                     bus.update(outputs)
+                    if subscribers:
+                        for port, value in outputs.items():
+                            for queue in subscribers.get(port, ()):
+                                queue.append(value)
                 stepped.append(fed.name)
                 meta = slot.meta
                 if meta.period_ns is not None:

@@ -121,7 +121,7 @@ class ControlFederate(Federate):
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._end_ns = ctx.end_ns
         return FederateMeta(
-            inputs=(Input("estimate"), Input("cam_rx")),
+            inputs=(Input("estimate"), Input("cam_rx", queued=True)),
             outputs=("commands",),
             period_ns=self.period_ns,
             units=units(
@@ -223,7 +223,8 @@ class ControlFederate(Federate):
         n = len(self._ids)
         if est is None or not np.array_equal(est["id"], self._ids):
             raise RuntimeError("estimate rows do not match the control federate's robots")
-        self._receive(inputs.get("cam_rx"))
+        for rx in inputs.get("cam_rx") or ():  # every reception since the last control step, oldest first
+            self._receive(rx)
         accel = np.zeros(n)
         yaw_rate = self._yaw_rate_cmd  # held where a law does not speak (no data yet, stopped)
         stop = np.zeros(n, bool)

@@ -207,3 +207,18 @@ def test_undeclared_output_is_an_error():
     sched.add(Liar("liar", []))
     with pytest.raises(FederateError, match="undeclared ports"):
         sched.run()
+
+
+def test_queued_input_receives_every_value_since_its_last_step():
+    #   radio (every 10 ms) --rx (queued)--> app (every 30 ms)
+    log: list = []
+    sched = Scheduler(end_ns=60 * MS)
+    app = sched.add(Probe("app", log, [Input("rx", queued=True), Input("state")], period_ns=30 * MS))
+    sched.add(Probe("radio", log, [], ["rx", "state"], period_ns=10 * MS))
+    sched.run()
+    app_inputs = [entry[2] for entry in log if isinstance(entry[0], int) and entry[1] == "app"]
+    assert [[v[2] for v in step["rx"]] for step in app_inputs] == [[0], [10 * MS, 20 * MS, 30 * MS],
+                                                                   [40 * MS, 50 * MS, 60 * MS]]
+    # a plain input only sees the latest value
+    assert [step["state"][2] for step in app_inputs] == [0, 30 * MS, 60 * MS]
+    assert app.count == 3
