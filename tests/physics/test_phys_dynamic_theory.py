@@ -80,7 +80,7 @@ def test_crossover_speed_changes_the_lateral_velocity_response() -> None:
 
 
 def test_constant_yaw_rate_command_is_reached() -> None:
-    m, p = make("g35_sedan", ["linear", "fiala", "pacejka"], 15.0, dt=0.01, mode="speed_yaw_rate")
+    m, _ = make("g35_sedan", ["linear", "fiala", "pacejka"], 15.0, dt=0.01, mode="speed_yaw_rate")
     for _ in range(800):
         m.step(commands(3, speed=15.0, yaw_rate=0.1))
     np.testing.assert_allclose(m.state["yaw_rate"], 0.1, rtol=0.02)

@@ -113,7 +113,8 @@ def test_steering_rate_and_angle_limits() -> None:
 
 
 def test_road_loads_and_drivetrain() -> None:
-    assert act.resistance_force(20.0, 1500.0, 0.01, 0.7, 1.2) == pytest.approx(0.01 * 1500 * 9.81 + 0.5 * 1.2 * 0.7 * 400)
+    want = 0.01 * 1500 * 9.81 + 0.5 * 1.2 * 0.7 * 400
+    assert act.resistance_force(20.0, 1500.0, 0.01, 0.7, 1.2) == pytest.approx(want)
     assert act.resistance_force(0.0, 1500.0, 0.01, 0.7, 1.2) == 0.0
     assert act.drive_force_limit(10_000.0, 20.0, 6000.0, 100_000.0) == pytest.approx(5000.0)
     assert act.drive_force_limit(10_000.0, 5.0, 6000.0, 100_000.0) == pytest.approx(6000.0)

@@ -10,9 +10,9 @@ and 13.x for the longitudinal forces)::
 with slip angles ``alpha_f = atan((vy + a r)/vx) - d``, ``alpha_r = atan((vy - b r)/vx)`` and the tyre models of
 ``tyres.py`` (``linear | fiala | fiala_unsaturated | pacejka``, per robot). Axle loads include the static split and
 the longitudinal load transfer ``m ax h / L`` (``ax`` from the previous sub-step, so no algebraic loop). Longitudinal
-axle forces come from the drive/brake actuator (``actuators.py``: its lagged acceleration is the demanded ``dvx/dt``, with road loads,
-the drag of the front lateral force and the ``vy r`` coupling fed forward) and are limited per axle by the friction
-ellipse.
+axle forces come from the drive/brake actuator (``actuators.py``: its lagged acceleration is the demanded
+``dvx/dt``, with road loads, the drag of the front lateral force and the ``vy r`` coupling fed forward) and are
+limited per axle by the friction ellipse.
 
 Reference point. The exposed state (``x, y, yaw, v, a, yaw_rate, steer``) is the REAR-AXLE point, as in the
 kinematic model. The rear-axle velocity in the body frame is ``(vx, vy - b r)``; the pose is integrated with it
