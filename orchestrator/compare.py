@@ -130,13 +130,10 @@ def _differences(summary: dict[str, dict[str, Any]], channels: list[str]) -> dic
 
 
 # -- report -----------------------------------------------------------------------------------------------------
-def _first_follower(run: dict[str, Any], out: Path) -> tuple[int, int] | None:
-    resolved = out / "scenario.resolved.yaml"
-    names = run.get("robot_names", {})
-    if len(names) < 2 or not resolved.exists():
-        return None
-    ids = sorted(int(k) for k in names)
-    return ids[1], ids[0]  # first follower of the first platoon and its leader
+def _chain(run: dict[str, Any], n: int = 3) -> list[tuple[int, int]]:
+    """(follower, predecessor) ids along the first platoon, up to ``n`` links."""
+    ids = sorted(int(k) for k in run.get("robot_names", {}))
+    return [(ids[i], ids[i - 1]) for i in range(1, min(len(ids), n + 1))]
 
 
 def _write_html(out: Path, comparison: dict[str, Any]) -> None:
@@ -151,12 +148,11 @@ def _write_html(out: Path, comparison: dict[str, Any]) -> None:
     columns = [*channels, *(f"{c} - {channels[0]}" for c in channels[1:])]
     sections.append(("Platoon metrics (worst follower)", table(rows, columns, first="metric")))
     traces = {c: _read_traces(out / c) for c in channels}
-    pair = _first_follower(comparison["runs"][channels[0]]["run"], out / channels[0])
-    if pair is not None:
-        follower, leader = pair
-        path = _plot_received_speed(plots_dir, traces, channels, follower, leader)
-        if path:
-            sections.append(("Leader speed as the first follower received it", image(path)))
+    links = _chain(comparison["runs"][channels[0]]["run"])
+    if links:
+        path = _plot_received_speed(plots_dir, traces, channels, links)
+        sections.append(("Predecessor speed as each follower received it, against the truth", image(path)))
+        follower, leader = links[0]
         path = _plot_histograms(plots_dir, traces, channels, follower, leader)
         if path:
             sections.append(("Latency and inter-reception interval (leader -> first follower)", image(path)))
@@ -168,28 +164,30 @@ def _write_html(out: Path, comparison: dict[str, Any]) -> None:
     (out / "comparison.html").write_text(page("coopsim: channel comparison", sections, meta), encoding="utf-8")
 
 
-def _plot_received_speed(plots_dir: Path, traces: dict[str, Any], channels: list[str], follower: int,
-                         leader: int) -> Path | None:
-    fig, ax = plt.subplots(figsize=(8, 4))
-    truth_drawn = False
-    for c in channels:
-        vehicles = traces[c].get("vehicles")
-        if vehicles is None:
-            continue
-        series = split_by_robot(vehicles)
-        if not truth_drawn and leader in series:
-            s = series[leader]
-            ax.plot(s.t_ns / 1e9, s.cols["v"], color="k", lw=2.0, alpha=0.35, label="leader speed (truth)")
-            truth_drawn = True
-        if follower in series and "pred_v" in series[follower].cols:
-            s = series[follower]
-            ax.step(s.t_ns / 1e9, s.cols["pred_v"], where="post", lw=1.0, label=f"received via {c}")
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("speed [m/s]")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+def _plot_received_speed(plots_dir: Path, traces: dict[str, Any], channels: list[str],
+                         links: list[tuple[int, int]]) -> Path:
+    """One panel per link: the predecessor's true speed and the speed the follower's controller held, per
+    channel (delay, update rate and quantisation steps show as the staircase)."""
+    fig, axes = plt.subplots(len(links), 1, figsize=(8, 2.6 * len(links)), sharex=True, squeeze=False)
+    series = {c: split_by_robot(traces[c]["vehicles"]) for c in channels if "vehicles" in traces[c]}
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (follower, pred) in zip(axes[:, 0], links, strict=True):
+        for k, (c, s) in enumerate(series.items()):
+            color = colors[k % len(colors)]
+            if pred in s:
+                ax.plot(s[pred].t_ns / 1e9, s[pred].cols["v"], color=color, lw=2.5, alpha=0.3,
+                        label=f"truth ({c} run)")
+            if follower in s and "pred_v" in s[follower].cols:
+                f = s[follower]
+                ax.step(f.t_ns / 1e9, f.cols["pred_v"], where="post", color=color, lw=1.0,
+                        label=f"received via {c}")
+        ax.set_ylabel(f"v of robot {pred} [m/s]", fontsize=8)
+        ax.set_title(f"as received by robot {follower}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[-1, 0].set_xlabel("time [s]")
     fig.tight_layout()
-    path = plots_dir / "received_leader_speed.png"
+    path = plots_dir / "received_predecessor_speed.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -14,7 +14,7 @@ from federates.physics.federate import vehicle_params
 
 from .registry import Registry
 from .robots import RobotSpec
-from .scenario.model import Scenario, Vehicle, VehicleEntry
+from .scenario.model import BLOCK_KEYS, Scenario, Vehicle, VehicleEntry
 from .scheduler import Scheduler
 from .timebase import seconds_to_ns
 
@@ -60,7 +60,8 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
         is_leader = position == 0
         controller = {**base_controller, **(entry.controller or {})}
         if entry.controller and entry.controller.get("type", controller["type"]) != base_controller["type"]:
-            controller = {"period_s": base_controller["period_s"], **entry.controller}
+            controller = {"period_s": base_controller["period_s"], "predict": base_controller["predict"],
+                          **entry.controller}
         vehicle_cfg = vehicle.model_dump()
         params = vehicle_params({"vehicle": vehicle_cfg})
         v0 = float(PROFILES[scenario.leader.profile](np.zeros(1), scenario.leader.params)[0][0])
@@ -124,7 +125,7 @@ def _entries(scenario: Scenario) -> list[tuple[str, VehicleEntry, Vehicle]]:
 def _initial_spacing(controller: dict[str, Any], v: float, params: dict[str, Any], pred: dict[str, float]) -> float:
     """Rear-axle distance that makes the follower's spacing error zero at the start."""
     law_cls = CONTROLLERS.get(controller["type"])
-    law = law_cls(law_cls.Params(**{k: v for k, v in controller.items() if k not in ("type", "period_s")}))
+    law = law_cls(law_cls.Params(**{k: v for k, v in controller.items() if k not in BLOCK_KEYS}))
     gap = float(law.desired_gap(np.array([v]))[0])
     if getattr(law_cls, "gap_reference", "axle") == "bumper":
         gap += pred["rear_overhang_m"] + params["length_m"] - params["rear_overhang_m"]

@@ -35,6 +35,7 @@ class _Group:
 
     law: Controller
     ids: list[int] = field(default_factory=list)
+    predict: bool = False
 
 
 @njit(cache=True)
@@ -89,6 +90,21 @@ class _Received:
             np.asarray(rx["receiver"], np.int64), np.asarray(rx["sender"], np.int64),
             np.asarray(rx["generated_ns"], np.int64), fields, row_of_id, wanted_sender, self.generated_ns, self.held,
         )
+
+
+def predict_ctrv(sample: Mapping[str, np.ndarray], age_s: np.ndarray) -> dict[str, np.ndarray]:
+    """Received states moved forward by their age with constant turn rate and velocity (the CTRV motion model):
+    x += v/w (sin(th + w dt) - sin th), y += v/w (cos th - cos(th + w dt)), th += w dt; straight for w -> 0."""
+    dt = np.where(np.isfinite(age_s) & (age_s > 0), age_s, 0.0)
+    v, w, th = sample["v"], sample["yaw_rate"], sample["yaw"]
+    dth = w * dt
+    small = np.abs(dth) < 1e-6
+    safe_w = np.where(small, 1.0, w)
+    dx = np.where(small, v * dt * np.cos(th + 0.5 * dth), v / safe_w * (np.sin(th + dth) - np.sin(th)))
+    dy = np.where(small, v * dt * np.sin(th + 0.5 * dth), v / safe_w * (np.cos(th) - np.cos(th + dth)))
+    out = dict(sample)
+    out["x"], out["y"], out["yaw"] = sample["x"] + dx, sample["y"] + dy, th + dth
+    return out
 
 
 class ControlFederate(Federate):
@@ -176,11 +192,12 @@ class ControlFederate(Federate):
         cfg = dict(spec.config["controller"])
         kind = cfg.pop("type")
         cfg.pop("period_s", None)
-        key = kind + json.dumps(cfg, sort_keys=True)
+        predict = cfg.pop("predict", "none") == "ctrv"
+        key = kind + json.dumps(cfg, sort_keys=True) + str(predict)
         group = self._groups.get(key)
         if group is None:
             law_cls = CONTROLLERS.get(kind)
-            group = self._groups[key] = _Group(law_cls(law_cls.Params(**cfg)))
+            group = self._groups[key] = _Group(law_cls(law_cls.Params(**cfg)), predict=predict)
         if hasattr(group.law, "add_rows"):
             group.law.add_rows(1)
         return group
@@ -237,6 +254,9 @@ class ControlFederate(Federate):
             ego = {name: est[name][rows] for name in _EGO_FIELDS}
             pred = self._pred.rows(rows)
             leader = self._leader.rows(rows)
+            if group.predict:
+                pred = predict_ctrv(pred, (t_ns - self._pred.generated_ns[rows]) / NS_PER_S)
+                leader = predict_ctrv(leader, (t_ns - self._leader.generated_ns[rows]) / NS_PER_S)
             have = np.isfinite(pred["x"])
             out = group.law.compute(ego, pred, leader, {}, self.dt)
             a = np.where(have, out["accel"], 0.0)

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import Problem, ScenarioError, format_path
-from .model import Scenario
+from .model import BLOCK_KEYS, Scenario
 from .yamlmarks import Loc, line_of, load_with_lines
 
 _TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locations
@@ -65,7 +65,7 @@ def with_defaults(scenario: Scenario) -> Scenario:
 
     block = scenario.controller.model_dump()
     law = CONTROLLERS.get(block["type"]).Params(**_law_params(block))
-    controller = ControllerBlock(type=block["type"], period_s=block["period_s"], **law.model_dump(mode="json"))
+    controller = ControllerBlock(**{k: block[k] for k in BLOCK_KEYS}, **law.model_dump(mode="json"))
     channel = scenario.channel
     params_model = getattr(COMMS_MODELS.get(channel.type), "Params", None)
     if params_model is not None:
@@ -233,7 +233,7 @@ def _check_laws_and_channel(
 
 
 def _law_params(block: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in block.items() if k not in ("type", "period_s")}
+    return {k: v for k, v in block.items() if k not in BLOCK_KEYS}
 
 
 def _validate_params(

@@ -110,13 +110,22 @@ class Driver(Strict):
         return value
 
 
+BLOCK_KEYS = ("type", "period_s", "predict")
+"""Keys of the controller block that belong to the control federate, not to the law."""
+
+
 class ControllerBlock(BaseModel):
-    """The followers' control law; keys besides ``type`` and ``period_s`` are the law's parameters."""
+    """The followers' control law; keys besides ``BLOCK_KEYS`` are the law's parameters."""
 
     model_config = ConfigDict(extra="allow")
 
     type: str = Field("ela_cacc", description="control law")
     period_s: float = Field(0.02, gt=0, description="[s] control period (zero-order hold between steps)")
+    predict: Literal["none", "ctrv"] = Field(
+        "none",
+        description="how received predecessor/leader data is used: as received (none), or predicted to the "
+        "control instant with constant turn rate and velocity from its generation time (ctrv)",
+    )
 
     @field_validator("type")
     @classmethod
