@@ -64,11 +64,11 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
                           **entry.controller}
         vehicle_cfg = vehicle.model_dump()
         params = vehicle_params({"vehicle": vehicle_cfg})
-        v0 = float(PROFILES[scenario.leader.profile](np.zeros(1), scenario.leader.params)[0][0])
+        v0 = _start_speed(scenario)
         initial = entry.initial.model_dump() if entry.initial else {}
         v_init = initial.get("v") if initial.get("v") is not None else v0
         if is_leader:
-            pose = {"x": 0.0, "y": -platoon * scenario.platoon.lateral_spacing_m, "yaw": 0.0}
+            pose = _leader_start(scenario, platoon)
         else:
             spacing = _initial_spacing(controller, v_init, params, pred_pose)
             pose = {"x": pred_pose["x"] - spacing, "y": pred_pose["y"], "yaw": pred_pose["yaw"]}
@@ -81,7 +81,7 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
             "dims": {k: params[k] for k in ("length_m", "width_m", "rear_overhang_m", "wheelbase_m")},
         }
         if is_leader:
-            config["driver"] = scenario.leader.model_dump()
+            config["driver"] = scenario.leader.model_dump(mode="json")
         else:
             config["controller"] = controller
         specs.append(
@@ -98,6 +98,25 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
             )
         )
     return specs
+
+
+def _start_speed(scenario: Scenario) -> float:
+    """Initial speed of every robot: the leader's profile at t = 0 (a waypoint leader starts at rest)."""
+    if scenario.leader.profile == "waypoints":
+        return 0.0
+    return float(PROFILES[scenario.leader.profile](np.zeros(1), scenario.leader.params)[0][0])
+
+
+def _leader_start(scenario: Scenario, platoon: int) -> dict[str, float]:
+    """Leaders start at the origin heading east (profiles) or on the first waypoint heading along the first
+    segment (paths); platoons side by side, ``lateral_spacing_m`` apart to the right of the heading."""
+    x0, y0, yaw = 0.0, 0.0, 0.0
+    path = scenario.leader.path
+    if scenario.leader.profile == "waypoints" and path is not None:
+        (x0, y0), (x1, y1) = path.waypoints[0], path.waypoints[1]
+        yaw = float(np.arctan2(y1 - y0, x1 - x0))
+    offset = platoon * scenario.platoon.lateral_spacing_m
+    return {"x": x0 + offset * np.sin(yaw), "y": y0 - offset * np.cos(yaw), "yaw": yaw}
 
 
 def _entries(scenario: Scenario) -> list[tuple[str, VehicleEntry, Vehicle]]:
@@ -138,7 +157,7 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     robots = expand_robots(scenario)
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
     step_ns = seconds_to_ns(scenario.step_s)
-    physics = FEDERATE_KINDS.get("physics")("physics", step_ns)
+    physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics)
     v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump())
     control = FEDERATE_KINDS.get("control")("control", seconds_to_ns(scenario.controller.period_s))
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}

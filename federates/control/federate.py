@@ -130,6 +130,8 @@ class ControlFederate(Federate):
         self._drivers: dict[int, str] = {}  # leader id -> key of its driver table
         self._driver_tables: dict[str, np.ndarray] = {}  # key -> (3, ticks) array of v, w, a on the control grid
         self._driver_rows: list[tuple[np.ndarray, np.ndarray]] = []
+        self._path_drivers: dict[str, _Group] = {}
+        self._path_rows: list[tuple[_Group, np.ndarray]] = []
         self._end_ns = 0
         self._row_of_id = np.full(1, -1, np.int64)
         self._group_rows: list[tuple[_Group, np.ndarray]] = []
@@ -160,8 +162,11 @@ class ControlFederate(Federate):
             self._desired_gap = np.append(self._desired_gap, np.nan)
             self._pred_id = np.append(self._pred_id, -1 if spec.predecessor is None else spec.predecessor)
             self._leader_id = np.append(self._leader_id, -1 if spec.leader is None else spec.leader)
-            if spec.predecessor is None:
-                self._drivers[spec.id] = self._driver_table(spec.config.get("driver", {"profile": "constant"}))
+            driver = spec.config.get("driver", {"profile": "constant"})
+            if spec.predecessor is None and driver.get("profile") == "waypoints":
+                self._path_driver_for(driver).ids.append(spec.id)
+            elif spec.predecessor is None:
+                self._drivers[spec.id] = self._driver_table(driver)
             else:
                 self._group_for(spec).ids.append(spec.id)
         self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
@@ -172,7 +177,7 @@ class ControlFederate(Federate):
     def despawn(self, robot_ids: Sequence[int]) -> None:
         gone = set(int(r) for r in robot_ids)
         keep = np.array([int(i) not in gone for i in self._ids], bool)
-        for group in self._groups.values():
+        for group in [*self._groups.values(), *self._path_drivers.values()]:
             removed_rows = [k for k, rid in enumerate(group.ids) if rid in gone]
             if removed_rows and hasattr(group.law, "remove_rows"):
                 group.law.remove_rows(np.asarray(removed_rows))
@@ -202,6 +207,17 @@ class ControlFederate(Federate):
             group.law.add_rows(1)
         return group
 
+    def _path_driver_for(self, driver: Mapping[str, Any]) -> _Group:
+        """The waypoint-following driver group of leaders sharing one path."""
+        from controllers.pure_pursuit import WaypointDriver, WaypointDriverParams
+
+        key = "path" + json.dumps(driver["path"], sort_keys=True)
+        group = self._path_drivers.get(key)
+        if group is None:
+            group = self._path_drivers[key] = _Group(WaypointDriver(WaypointDriverParams(**driver["path"])))
+        group.law.add_rows(1)
+        return group
+
     def _driver_table(self, driver: Mapping[str, Any]) -> str:
         """Key of the precomputed (v, w, a) table of a driver: profiles depend on time only, so they are evaluated
         once for every control tick of the run instead of once per step."""
@@ -219,6 +235,9 @@ class ControlFederate(Federate):
         self._row_of_id[self._ids] = np.arange(len(self._ids))
         self._group_rows = [
             (g, self._row_of_id[np.asarray(g.ids, np.int64)]) for g in self._groups.values() if g.ids
+        ]
+        self._path_rows = [
+            (g, self._row_of_id[np.asarray(g.ids, np.int64)]) for g in self._path_drivers.values() if g.ids
         ]
         by_table: dict[str, list[int]] = {}
         for rid, key in self._drivers.items():
@@ -250,6 +269,11 @@ class ControlFederate(Federate):
             self._speed_cmd[rows] = table[0, tick]
             yaw_rate[rows] = table[1, tick]
             accel[rows] = table[2, tick]
+        for group, rows in self._path_rows:
+            out = group.law.compute({name: est[name][rows] for name in _EGO_FIELDS}, {}, {}, {}, self.dt)
+            self._speed_cmd[rows] = out["speed"]
+            yaw_rate[rows] = out["yaw_rate"]
+            accel[rows] = out["accel"]
         for group, rows in self._group_rows:
             ego = {name: est[name][rows] for name in _EGO_FIELDS}
             pred = self._pred.rows(rows)

@@ -17,6 +17,7 @@ from orchestrator.registry import Registry
 from orchestrator.robots import RobotSpec
 from orchestrator.timebase import ns_to_seconds
 
+from .config import PhysicsConfig
 from .presets import preset
 
 VEHICLE_MODELS = Registry(
@@ -41,9 +42,10 @@ def vehicle_params(config: Mapping[str, Any]) -> dict[str, Any]:
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
 
-    def __init__(self, name: str, step_ns: int) -> None:
+    def __init__(self, name: str, step_ns: int, config: PhysicsConfig | None = None) -> None:
         super().__init__(name)
         self.step_ns = step_ns
+        self.config = config or PhysicsConfig()
         self.dt = ns_to_seconds(step_ns)
         self._groups: dict[str, Any] = {}  # model name -> VehicleModel
         self._model_of: list[str] = []  # per row, the model name

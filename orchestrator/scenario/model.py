@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from controllers.profiles import PROFILES, ProfileParams
+from controllers.pure_pursuit import WaypointDriverParams
+from federates.physics.config import PhysicsConfig
 
 
 class Strict(BaseModel):
@@ -33,7 +35,7 @@ class Vehicle(Strict):
 
     preset: str = Field("auna_rc_1to10", description="vehicle preset (federates/physics/presets.py)")
     model: str = Field("kinematic", description="vehicle model: kinematic | dynamic")
-    params: dict[str, float | str] = Field(default_factory=dict, description="overrides of preset values")
+    params: dict[str, Any] = Field(default_factory=dict, description="overrides of preset values")
 
     @field_validator("preset")
     @classmethod
@@ -96,18 +98,27 @@ class Platoon(Strict):
 
 
 class Driver(Strict):
-    """The leaders' driving: a synthetic input profile (controllers.md)."""
+    """The leaders' driving: a synthetic input profile (controllers.md), or ``profile: waypoints`` with a
+    ``path`` followed by pure pursuit."""
 
-    profile: str = Field("s_curve", description="leader input profile")
+    profile: str = Field("s_curve", description="leader input profile, or 'waypoints'")
     params: ProfileParams = Field(default_factory=ProfileParams)
+    path: WaypointDriverParams | None = Field(None, description="the track for profile 'waypoints'")
 
     @field_validator("profile")
     @classmethod
     def _known_profile(cls, value: str) -> str:
-        if value not in PROFILES:
-            raise ValueError(f"unknown profile '{value}'{_did_you_mean(value, PROFILES)}; allowed: "
-                             f"{', '.join(sorted(PROFILES))}")
+        allowed = [*PROFILES, "waypoints"]
+        if value not in allowed:
+            raise ValueError(f"unknown profile '{value}'{_did_you_mean(value, allowed)}; allowed: "
+                             f"{', '.join(sorted(allowed))}")
         return value
+
+    @model_validator(mode="after")
+    def _path_for_waypoints(self) -> Driver:
+        if self.profile == "waypoints" and self.path is None:
+            raise ValueError("profile 'waypoints' needs a 'path' with at least two waypoints")
+        return self
 
 
 BLOCK_KEYS = ("type", "period_s", "predict")
@@ -156,12 +167,6 @@ class ChannelBlock(BaseModel):
             raise ValueError(f"unknown channel '{value}'{_did_you_mean(value, names)}; allowed: "
                              f"{', '.join(names)}")
         return value
-
-
-class Physics(Strict):
-    """What the controllers see of their own vehicle."""
-
-    estimate: Literal["ground_truth"] = Field("ground_truth", description="state estimate the controllers use")
 
 
 class Origin(Strict):
@@ -214,7 +219,7 @@ class Scenario(Strict):
     leader: Driver = Field(default_factory=Driver)
     controller: ControllerBlock = Field(default_factory=ControllerBlock)
     channel: ChannelBlock = Field(default_factory=ChannelBlock)
-    physics: Physics = Field(default_factory=Physics)
+    physics: PhysicsConfig = Field(default_factory=PhysicsConfig)
     outputs: Outputs = Field(default_factory=Outputs)
     federates: list[ExtraFederate] = Field(default_factory=list)
 

@@ -1,0 +1,57 @@
+"""The scenario's ``physics`` block: what the controllers see of their own vehicle, sensor noise, collisions."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OdometryConfig(_Strict):
+    """Wheel odometry integrated to a dead-reckoning pose (drifts with slip, noise and scale errors)."""
+
+    noise_rel: float = Field(0.01, ge=0, description="white noise per step, relative to the distance [-]")
+    noise_abs_m: float = Field(0.0, ge=0, description="white noise per step, absolute [m]")
+    scale_error_std: float = Field(0.0, ge=0, description="per-wheel scale-factor error, drawn once per robot [-]")
+    heading_source: Literal["wheels", "imu"] = Field("imu", description="heading from wheel difference or IMU")
+
+
+class ImuConfig(_Strict):
+    """Yaw-rate gyro."""
+
+    yaw_rate_noise_std: float = Field(0.005, ge=0, description="[rad/s] white noise")
+    yaw_rate_bias_std: float = Field(0.0, ge=0, description="[rad/s] constant bias drawn once per robot")
+
+
+class GnssConfig(_Strict):
+    """GNSS-like absolute pose, fused with odometry when ``estimate: odometry_gnss``."""
+
+    period_s: float = Field(0.1, gt=0, description="[s] between fixes")
+    pos_std_m: float = Field(0.5, ge=0, description="[m] position noise")
+    yaw_std_rad: float = Field(0.05, ge=0, description="[rad] heading noise")
+
+
+class RangeConfig(_Strict):
+    """Forward range sensor towards the vehicle ahead (ACC, CACC fallback)."""
+
+    max_range_m: float = Field(50.0, gt=0)
+    fov_rad: float = Field(0.35, gt=0, le=6.2832, description="full opening angle [rad]")
+    range_noise_std_m: float = Field(0.1, ge=0)
+    range_rate_noise_std_mps: float = Field(0.05, ge=0)
+
+
+class PhysicsConfig(_Strict):
+    """What the physics federate simulates besides the vehicle bodies."""
+
+    estimate: Literal["ground_truth", "odometry", "odometry_gnss"] = Field(
+        "ground_truth", description="the state estimate the controllers use"
+    )
+    odometry: OdometryConfig = Field(default_factory=OdometryConfig)
+    imu: ImuConfig = Field(default_factory=ImuConfig)
+    gnss: GnssConfig = Field(default_factory=GnssConfig)
+    range_sensor: RangeConfig = Field(default_factory=RangeConfig)
+    stop_on_collision: bool = Field(False, description="end the run at the first collision (else record and go on)")
