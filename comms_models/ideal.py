@@ -5,10 +5,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.robots import RobotSpec
+from orchestrator.timebase import seconds_to_ns
 
 from .base import CommsModel, Deliveries, Interest
+
+
+class Outage(BaseModel):
+    """A time window in which nothing is delivered (to every receiver, or to the listed robot ids)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start_s: float = Field(ge=0, description="[s] first instant without deliveries")
+    end_s: float = Field(gt=0, description="[s] deliveries resume at this time")
+    receivers: list[int] | None = Field(None, description="robot ids cut off (default: all)")
+
+
+class IdealParams(BaseModel):
+    """Parameters of the ideal channel: only scheduled outages, for testing degradation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outages: list[Outage] = Field(default_factory=list)
 
 _FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 
@@ -20,8 +40,14 @@ class IdealChannel(CommsModel):
     the interested senders are computed once per change of robots or interest, not per step.
     """
 
+    Params = IdealParams
+
     def __init__(self, params: Mapping, seed: int, out_dir: object = None) -> None:
         super().__init__(params, seed, out_dir)
+        self._outages = [
+            (seconds_to_ns(o.start_s), seconds_to_ns(o.end_s), None if o.receivers is None else np.asarray(o.receivers))
+            for o in IdealParams(**self.params).outages
+        ]
         self._ids: list[int] = []
         self._cache: tuple[Interest, np.ndarray, np.ndarray] | None = None
 
@@ -38,12 +64,16 @@ class IdealChannel(CommsModel):
         if self._cache is None or self._cache[0] is not interest:
             row_of = {rid: row for row, rid in enumerate(self._ids)}
             alive = np.array([int(s) in row_of for s in interest.senders], bool)
-            rows = np.array([row_of[int(s)] for s in interest.senders[alive]], np.int64)
+            rows = np.array([row_of.get(int(s), -1) for s in interest.senders], np.int64)  # -1: sender gone
             self._cache = (interest, alive, rows)
         return self._cache[1], self._cache[2]
 
     def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
         alive, rows = self._rows(interest)
+        for start, end, receivers in self._outages:
+            if start <= t_ns < end:
+                alive = alive & (False if receivers is None else ~np.isin(interest.receivers, receivers))
+        rows = rows[alive]
         now = np.full(len(rows), t_ns, dtype=np.int64)
         out: Deliveries = {
             "receiver": interest.receivers[alive],

@@ -49,13 +49,19 @@ def l2_norm(y: np.ndarray, dt: float) -> float:
 
 
 def signed_path_distance(points: np.ndarray, path: np.ndarray) -> np.ndarray:
-    """Signed distance from each point to a polyline (positive: left of the direction of travel).
+    """Signed distance from each point to a polyline (positive: left of the direction of travel)."""
+    return path_projection(points, path)[0]
+
+
+def path_projection(points: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Signed distance from each point to a polyline (positive: left of the direction of travel) and the index of
+    the nearest path vertex.
 
     The nearest vertex is found with a k-d tree; the distance is then taken to the better of its two adjacent
     segments, so densely sampled paths give the exact perpendicular distance.
     """
     if len(path) < 2:
-        return np.full(len(points), np.nan)
+        return np.full(len(points), np.nan), np.zeros(len(points), np.int64)
     _, idx = cKDTree(path).query(points)
     best = np.full(len(points), np.inf)
     signed = np.zeros(len(points))
@@ -71,7 +77,7 @@ def signed_path_distance(points: np.ndarray, path: np.ndarray) -> np.ndarray:
         better = d < best
         best = np.where(better, d, best)
         signed = np.where(better, np.sign(cross) * d, signed)
-    return signed
+    return signed, idx
 
 
 def _path_with_tail(series: Series, tail_m: float) -> np.ndarray:
@@ -104,11 +110,16 @@ def platoon_metrics(
     followers: dict[str, dict[str, Any]] = {}
     spacing_l2: dict[int, float] = {}
     accel_l2: dict[int, float] = {}
+    accel_linf: dict[int, float] = {}
+    speed_l2: dict[int, float] = {}
+    _linf_of: dict[int, float | None] = {}
     dt_of = {}
     for rid, s in series.items():
         dt = float(np.median(np.diff(s.t_ns))) / 1e9 if len(s.t_ns) > 1 else 0.0
         dt_of[rid] = dt
         accel_l2[rid] = l2_norm(s.cols["a"], dt)
+        accel_linf[rid] = float(np.max(np.abs(s.cols["a"]))) if len(s.t_ns) else 0.0
+        speed_l2[rid] = l2_norm(s.cols["v"] - s.cols["v"][0], dt)  # deviation from the robot's initial speed
     for robot in robots:
         if robot.predecessor is None or robot.id not in series or robot.predecessor not in series:
             continue
@@ -130,6 +141,8 @@ def platoon_metrics(
         points = np.column_stack([me.cols["x"], me.cols["y"]])
         tail = float(np.max(axle_gap)) + 1.0
         lateral = signed_path_distance(points, _path_with_tail(pred, tail))
+        leader_series = series.get(robot.leader) if robot.leader is not None else None
+        to_leader = _leader_path_metrics(points, leader_series, tail * (robot.position_in_platoon + 1))
         colliding = bumper_gap <= 0.0
         collisions = int(np.count_nonzero(colliding[1:] & ~colliding[:-1]) + (1 if colliding[:1].any() else 0))
         entry: dict[str, Any] = {
@@ -140,9 +153,16 @@ def platoon_metrics(
             "min_gap_m": float(np.min(bumper_gap)),
             "l2_ratio_spacing_error": _ratio(spacing_l2.get(robot.id), spacing_l2.get(robot.predecessor)),
             "l2_ratio_acceleration": _ratio(accel_l2.get(robot.id), accel_l2.get(robot.predecessor)),
+            "linf_ratio_spacing_error": _ratio(_linf(error), _linf_of.get(robot.predecessor)),
+            "l2_ratio_speed_deviation": _ratio(speed_l2.get(robot.id), speed_l2.get(robot.predecessor)),
+            "linf_ratio_acceleration": _ratio(accel_linf.get(robot.id), accel_linf.get(robot.predecessor)),
+            **to_leader,
+            "min_ttc_s": _min_ttc(bumper_gap, me.t_ns[im]),
             "collisions": collisions,
             "aoi_mean_s": _mean_finite(me.cols.get("pred_age_s")),
+            **_degradation(me),
         }
+        _linf_of[robot.id] = _linf(error)
         if v2x is not None:
             entry.update(link_metrics(v2x, receiver=robot.id, sender=robot.predecessor))
         followers[robot.name] = entry
@@ -153,6 +173,52 @@ def platoon_metrics(
                 "lateral_m": lateral[im],
             }
     return {"followers": followers, "run": _run_summary(followers)}
+
+
+def _linf(y: np.ndarray) -> float | None:
+    y = y[np.isfinite(y)]
+    return float(np.max(np.abs(y))) if len(y) else None
+
+
+def _leader_path_metrics(points: np.ndarray, leader: Series | None, tail_m: float) -> dict[str, float | None]:
+    """Lateral deviation from the leader's driven path, and corner cutting: the mean offset towards the inside of
+    the turn where the leader drives an arc (|curvature| > 0.02 1/m), positive when cutting inwards."""
+    if leader is None:
+        return {"lateral_deviation_leader_rms_m": None, "lateral_deviation_leader_max_m": None,
+                "corner_cutting_m": None}
+    path = _path_with_tail(leader, tail_m)
+    signed, idx = path_projection(points, path)
+    n_tail = len(path) - len(leader.t_ns)
+    v = leader.cols["v"]
+    curvature = np.where(v > 0.05, leader.cols["yaw_rate"] / np.maximum(v, 0.05), 0.0)
+    k_at = np.concatenate([np.zeros(n_tail), curvature])[idx]
+    on_arc = np.abs(k_at) > 0.02
+    inward = signed * np.sign(k_at)
+    return {
+        "lateral_deviation_leader_rms_m": _rms(signed),
+        "lateral_deviation_leader_max_m": float(np.max(np.abs(signed))),
+        "corner_cutting_m": float(np.mean(inward[on_arc])) if on_arc.any() else None,
+    }
+
+
+def _min_ttc(bumper_gap: np.ndarray, t_ns: np.ndarray) -> float | None:
+    """Smallest time to collision gap / closing speed over the samples where the gap closes."""
+    if len(bumper_gap) < 2:
+        return None
+    closing = -np.diff(bumper_gap) / (np.diff(t_ns) / 1e9)
+    gap = bumper_gap[1:]
+    mask = (closing > 1e-6) & (gap > 0)
+    return float(np.min(gap[mask] / closing[mask])) if mask.any() else None
+
+
+def _degradation(me: Series) -> dict[str, float | int]:
+    """Time spent degraded (CACC fallen back to ACC) and the number of mode switches."""
+    degraded = me.cols.get("degraded")
+    if degraded is None or len(degraded) < 2:
+        return {"time_degraded_s": 0.0, "fallback_switches": 0}
+    flag = np.nan_to_num(degraded) > 0.5
+    dt = np.diff(me.t_ns) / 1e9
+    return {"time_degraded_s": float(np.sum(dt[flag[:-1]])), "fallback_switches": int(np.count_nonzero(np.diff(flag)))}
 
 
 def link_metrics(v2x: Columns, receiver: int, sender: int) -> dict[str, Any]:

@@ -31,6 +31,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("pred_x", "commands", "pred_x"),
     ("pred_y", "commands", "pred_y"),
     ("pred_v", "commands", "pred_v"),
+    ("degraded", "commands", "degraded"),
 )
 _PORTS = ("state", "estimate", "commands")
 

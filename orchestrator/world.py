@@ -158,7 +158,10 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
     step_ns = seconds_to_ns(scenario.step_s)
     physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics)
-    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump())
+    channel = scenario.channel.model_dump()
+    if "origin_lat_deg" in channel:  # the channel's geodetic frame is the scenario's origin
+        channel["origin_lat_deg"], channel["origin_lon_deg"] = scenario.origin.lat_deg, scenario.origin.lon_deg
+    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, channel)
     control = FEDERATE_KINDS.get("control")("control", seconds_to_ns(scenario.controller.period_s))
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:

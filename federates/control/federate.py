@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from controllers import CONTROLLERS
-from controllers.base import Controller
+from controllers.base import Arrays, Controller
 from controllers.conversions import integrate_speed, yaw_rate_to_steer
 from controllers.profiles import PROFILES, ProfileParams
 from federates.physics.federate import vehicle_params
@@ -36,6 +36,57 @@ class _Group:
     law: Controller
     ids: list[int] = field(default_factory=list)
     predict: bool = False
+    lateral: Any = None  # PurePursuit on the predecessor's received path, for laws that do not steer
+    fallback: Any = None  # _Fallback: CACC -> ACC on the range sensor when predecessor data goes stale
+
+    def add_row(self, robot_id: int) -> None:
+        self.ids.append(robot_id)
+        for part in (self.law, self.lateral, self.fallback):
+            if part is not None and hasattr(part, "add_rows"):
+                part.add_rows(1)
+
+    def remove_rows(self, rows: np.ndarray) -> None:
+        for part in (self.law, self.lateral, self.fallback):
+            if part is not None and hasattr(part, "remove_rows"):
+                part.remove_rows(rows)
+
+
+class _Fallback:
+    """Graceful degradation of one group (controllers.fallback.FallbackPolicy deciding, controllers.acc.Acc acting
+    on the robot's own range sensor). The ACC's cruise part holds the speed the robot had when it degraded, so a
+    degraded follower never speeds up beyond it when its sensor sees nothing."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        from controllers.acc import Acc, AccParams
+        from controllers.fallback import FallbackParams, FallbackPolicy
+
+        cfg = dict(config)
+        self.acc = Acc(AccParams(**cfg.pop("acc", {})))
+        self.policy = FallbackPolicy(FallbackParams(**cfg))
+        self.hold_speed = np.empty(0)
+
+    def add_rows(self, n: int) -> None:
+        self.policy.add_rows(n)
+        self.hold_speed = np.append(self.hold_speed, np.full(n, np.nan))
+
+    def remove_rows(self, rows: np.ndarray) -> None:
+        self.policy.remove_rows(rows)
+        self.hold_speed = np.delete(self.hold_speed, rows)
+
+    def apply(self, t_s: float, age_s: np.ndarray, ego: Arrays, pred: Arrays, sensors: Arrays, dt: float,
+              accel: np.ndarray) -> np.ndarray:
+        """Mode per row (0 CACC, 1 ACC); degraded rows get the ACC command written into ``accel``."""
+        mode = self.policy.update(t_s, age_s, dt)
+        degraded = mode == 1
+        self.hold_speed = np.where(degraded & np.isnan(self.hold_speed), ego["v"], self.hold_speed)
+        self.hold_speed = np.where(degraded, self.hold_speed, np.nan)
+        if degraded.any():
+            u_acc = self.acc.compute(ego, pred, {}, sensors, dt)["accel"]
+            kp = self.acc.params.cruise.kp  # type: ignore[attr-defined]
+            u_hold = kp * (np.nan_to_num(self.hold_speed) - ego["v"])
+            accel[degraded] = np.minimum(u_acc, u_hold)[degraded]
+        return mode
+
 
 
 @njit(cache=True)
@@ -122,6 +173,7 @@ class ControlFederate(Federate):
         self._speed_cmd = np.empty(0)
         self._yaw_rate_cmd = np.empty(0)
         self._desired_gap = np.empty(0)
+        self._degraded = np.empty(0, bool)
         self._pred_id = np.empty(0, np.int64)
         self._leader_id = np.empty(0, np.int64)
         self._pred = _Received()
@@ -139,13 +191,13 @@ class ControlFederate(Federate):
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._end_ns = ctx.end_ns
         return FederateMeta(
-            inputs=(Input("estimate"), Input("cam_rx", queued=True)),
+            inputs=(Input("estimate"), Input("cam_rx", queued=True), Input("range")),
             outputs=("commands",),
             period_ns=self.period_ns,
             units=units(
                 "commands",
                 {**COMMAND_FIELDS, "pred_age_s": "s", "desired_gap_m": "m", "pred_x": "m", "pred_y": "m",
-                 "pred_v": "m/s"},
+                 "pred_v": "m/s", "degraded": "-"},
             ),
         )
 
@@ -160,15 +212,16 @@ class ControlFederate(Federate):
             self._speed_cmd = np.append(self._speed_cmd, float(spec.config.get("initial", {}).get("v", 0.0)))
             self._yaw_rate_cmd = np.append(self._yaw_rate_cmd, 0.0)
             self._desired_gap = np.append(self._desired_gap, np.nan)
+            self._degraded = np.append(self._degraded, False)
             self._pred_id = np.append(self._pred_id, -1 if spec.predecessor is None else spec.predecessor)
             self._leader_id = np.append(self._leader_id, -1 if spec.leader is None else spec.leader)
             driver = spec.config.get("driver", {"profile": "constant"})
             if spec.predecessor is None and driver.get("profile") == "waypoints":
-                self._path_driver_for(driver).ids.append(spec.id)
+                self._path_driver_for(driver).ids.append(spec.id)  # rows added by _path_driver_for
             elif spec.predecessor is None:
                 self._drivers[spec.id] = self._driver_table(driver)
             else:
-                self._group_for(spec).ids.append(spec.id)
+                self._group_for(spec).add_row(spec.id)
         self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
         self._pred.add(len(robots))
         self._leader.add(len(robots))
@@ -179,15 +232,14 @@ class ControlFederate(Federate):
         keep = np.array([int(i) not in gone for i in self._ids], bool)
         for group in [*self._groups.values(), *self._path_drivers.values()]:
             removed_rows = [k for k, rid in enumerate(group.ids) if rid in gone]
-            if removed_rows and hasattr(group.law, "remove_rows"):
-                group.law.remove_rows(np.asarray(removed_rows))
+            if removed_rows:
+                group.remove_rows(np.asarray(removed_rows))
             group.ids = [rid for rid in group.ids if rid not in gone]
         for rid in gone:
             self._drivers.pop(rid, None)
         self._specs = [s for s, k in zip(self._specs, keep, strict=True) if k]
-        for name in ("_ids", "_wheelbase", "_max_steer", "_max_speed", "_speed_cmd", "_yaw_rate_cmd", "_desired_gap",
-            "_pred_id", "_leader_id",
-        ):
+        for name in ("_ids", "_wheelbase", "_max_steer", "_max_speed", "_speed_cmd", "_yaw_rate_cmd",
+                     "_desired_gap", "_degraded", "_pred_id", "_leader_id"):
             setattr(self, name, getattr(self, name)[keep])
         self._pred.remove(keep)
         self._leader.remove(keep)
@@ -198,13 +250,20 @@ class ControlFederate(Federate):
         kind = cfg.pop("type")
         cfg.pop("period_s", None)
         predict = cfg.pop("predict", "none") == "ctrv"
-        key = kind + json.dumps(cfg, sort_keys=True) + str(predict)
+        lateral_cfg = cfg.pop("lateral", None) or {}
+        fallback_cfg = cfg.pop("fallback", None)
+        key = kind + json.dumps([cfg, predict, lateral_cfg, fallback_cfg], sort_keys=True)
         group = self._groups.get(key)
         if group is None:
             law_cls = CONTROLLERS.get(kind)
-            group = self._groups[key] = _Group(law_cls(law_cls.Params(**cfg)), predict=predict)
-        if hasattr(group.law, "add_rows"):
-            group.law.add_rows(1)
+            law = law_cls(law_cls.Params(**cfg))
+            lateral = None
+            if not law_cls.steers:
+                from controllers.pure_pursuit import PurePursuit, PurePursuitParams
+
+                lateral = PurePursuit(PurePursuitParams(**lateral_cfg))
+            fallback = _Fallback(fallback_cfg) if fallback_cfg else None
+            group = self._groups[key] = _Group(law, predict=predict, lateral=lateral, fallback=fallback)
         return group
 
     def _path_driver_for(self, driver: Mapping[str, Any]) -> _Group:
@@ -215,7 +274,8 @@ class ControlFederate(Federate):
         group = self._path_drivers.get(key)
         if group is None:
             group = self._path_drivers[key] = _Group(WaypointDriver(WaypointDriverParams(**driver["path"])))
-        group.law.add_rows(1)
+        group.add_row(-1)  # ids are filled by the caller
+        group.ids.pop()
         return group
 
     def _driver_table(self, driver: Mapping[str, Any]) -> str:
@@ -274,25 +334,9 @@ class ControlFederate(Federate):
             self._speed_cmd[rows] = out["speed"]
             yaw_rate[rows] = out["yaw_rate"]
             accel[rows] = out["accel"]
+        sensors_all = self._sensors(inputs.get("range"), est)
         for group, rows in self._group_rows:
-            ego = {name: est[name][rows] for name in _EGO_FIELDS}
-            pred = self._pred.rows(rows)
-            leader = self._leader.rows(rows)
-            if group.predict:
-                pred = predict_ctrv(pred, (t_ns - self._pred.generated_ns[rows]) / NS_PER_S)
-                leader = predict_ctrv(leader, (t_ns - self._leader.generated_ns[rows]) / NS_PER_S)
-            have = np.isfinite(pred["x"])
-            out = group.law.compute(ego, pred, leader, {}, self.dt)
-            a = np.where(have, out["accel"], 0.0)
-            accel[rows] = a
-            if "stop" in out:
-                stop[rows] = out["stop"] & have
-            if "yaw_rate" in out:
-                yaw_rate[rows] = np.where(have & ~stop[rows], out["yaw_rate"], yaw_rate[rows])
-            curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
-            self._desired_gap[rows] = group.law.desired_gap(ego["v"], curvature)
-            follower_speed = integrate_speed(self._speed_cmd[rows], a, self.dt, self._max_speed[rows])
-            self._speed_cmd[rows] = np.where(stop[rows], 0.0, follower_speed)
+            self._control_group(group, rows, t_ns, est, sensors_all, accel, yaw_rate, stop)
         steer = yaw_rate_to_steer(yaw_rate, self._speed_cmd, self._wheelbase, self._max_steer)
         age = np.where(self._pred.generated_ns >= 0, (t_ns - self._pred.generated_ns) / NS_PER_S, np.nan)
         return {
@@ -307,8 +351,57 @@ class ControlFederate(Federate):
                 "pred_x": self._pred.values["x"].copy(),
                 "pred_y": self._pred.values["y"].copy(),
                 "pred_v": self._pred.values["v"].copy(),
+                "degraded": self._degraded.astype(np.float64),
             }
         }
+
+    def _sensors(self, range_port: Mapping[str, np.ndarray] | None, est: Mapping[str, np.ndarray]) -> dict:
+        """What on-board sensors measure per robot row: the range sensor's gap to the vehicle ahead and its rate
+        (bumper to bumper). Without a range sensor, NaN (laws then act on V2X data alone)."""
+        n = len(self._ids)
+        if range_port is not None and range_port["id"] is not None and len(range_port["id"]) == n:
+            return {"gap_m": np.asarray(range_port["range_m"], float),
+                    "gap_rate_mps": np.asarray(range_port["range_rate_mps"], float)}
+        return {"gap_m": np.full(n, np.nan), "gap_rate_mps": np.full(n, np.nan)}
+
+    def _control_group(self, group: _Group, rows: np.ndarray, t_ns: int, est: Mapping[str, np.ndarray],
+                       sensors_all: Mapping[str, np.ndarray], accel: np.ndarray, yaw_rate: np.ndarray,
+                       stop: np.ndarray) -> None:
+        """One vectorised call of a group's law, with prediction, lateral path following and fallback."""
+        ego = {name: est[name][rows] for name in _EGO_FIELDS}
+        pred = self._pred.rows(rows)
+        leader = self._leader.rows(rows)
+        pred_age = (t_ns - self._pred.generated_ns[rows]) / NS_PER_S
+        pred_age = np.where(self._pred.generated_ns[rows] >= 0, pred_age, np.inf)
+        if group.predict:
+            pred = predict_ctrv(pred, pred_age)
+            leader = predict_ctrv(leader, (t_ns - self._leader.generated_ns[rows]) / NS_PER_S)
+        pred["age_s"] = pred_age
+        sensors = {name: values[rows] for name, values in sensors_all.items()}
+        have = np.isfinite(pred["x"])
+        out = group.law.compute(ego, pred, leader, sensors, self.dt)
+        # steering laws need the predecessor's pose: without any, hold speed and yaw rate
+        a = np.where(have, out["accel"], 0.0) if group.law.steers else np.array(out["accel"], dtype=float)
+        w = out.get("yaw_rate")
+        if group.lateral is not None:
+            lateral = group.lateral.compute(ego, pred, leader, sensors, self.dt)
+            w = np.where(lateral["has_path"], lateral["yaw_rate"], yaw_rate[rows])
+        degraded = np.zeros(len(rows), bool)
+        if group.fallback is not None:
+            degraded = group.fallback.apply(t_ns / NS_PER_S, pred_age, ego, pred, sensors, self.dt, a) == 1
+        if "degraded" in out:
+            degraded |= np.asarray(out["degraded"], bool)
+        self._degraded[rows] = degraded
+        accel[rows] = a
+        if "stop" in out:
+            stop[rows] = out["stop"] & have & ~degraded
+        if w is not None:
+            usable = (have | (group.lateral is not None)) & ~stop[rows]
+            yaw_rate[rows] = np.where(usable, w, yaw_rate[rows])
+        curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
+        self._desired_gap[rows] = group.law.desired_gap(ego["v"], curvature)
+        follower_speed = integrate_speed(self._speed_cmd[rows], a, self.dt, self._max_speed[rows])
+        self._speed_cmd[rows] = np.where(stop[rows], 0.0, follower_speed)
 
     def gap_reference(self, robot_id: int) -> str:
         """How a follower's law measures its gap: "axle" (rear axle to rear axle) or "bumper"."""

@@ -10,8 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from controllers.acc import AccParams
+from controllers.fallback import FallbackParams
 from controllers.profiles import PROFILES, ProfileParams
-from controllers.pure_pursuit import WaypointDriverParams
+from controllers.pure_pursuit import PurePursuitParams, WaypointDriverParams
 from federates.physics.config import PhysicsConfig
 
 
@@ -121,8 +123,14 @@ class Driver(Strict):
         return self
 
 
-BLOCK_KEYS = ("type", "period_s", "predict")
+BLOCK_KEYS = ("type", "period_s", "predict", "lateral", "fallback")
 """Keys of the controller block that belong to the control federate, not to the law."""
+
+
+class FallbackBlock(FallbackParams):
+    """Graceful degradation: CACC -> ACC on the robot's own range sensor when predecessor data is stale."""
+
+    acc: AccParams = Field(default_factory=AccParams, description="the ACC used while degraded (time gap ...)")
 
 
 class ControllerBlock(BaseModel):
@@ -137,6 +145,10 @@ class ControllerBlock(BaseModel):
         description="how received predecessor/leader data is used: as received (none), or predicted to the "
         "control instant with constant turn rate and velocity from its generation time (ctrv)",
     )
+    lateral: PurePursuitParams | None = Field(
+        None, description="pure pursuit on the predecessor's received path, for laws that do not steer"
+    )
+    fallback: FallbackBlock | None = Field(None, description="CACC -> ACC degradation (off when absent)")
 
     @field_validator("type")
     @classmethod
