@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_platoon.py                       # the 4-robot platoon, 40 s
     .venv/bin/python bench/bench_platoon.py --robots 1000 --platoon-size 8 --no-trace
-    .venv/bin/python bench/bench_platoon.py --channel itsg5
+    .venv/bin/python bench/bench_platoon.py --channel itsg5 --robots 1000 --platoon-size 8 --no-trace \
+        --set channel.generation.mode=fixed_rate --set channel.generation.fixed_rate_hz=10
 
 Each configuration is run once to load compiled kernels (reported as "cold") and then ``--repeat`` times
 (reported as the best "warm" run). Wall time covers the scheduler run only (setup and reports excluded);
@@ -56,6 +57,8 @@ def main() -> None:
     parser.add_argument("--no-trace", action="store_true", help="do not record the vehicles trace")
     parser.add_argument("--with-outputs", action="store_true", help="time run_scenario with all outputs")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                        help="any scenario override, e.g. channel.generation.mode=fixed_rate")
     args = parser.parse_args()
 
     overrides = [f"vehicles.count={args.robots}", f"channel.type={args.channel}"]
@@ -65,6 +68,7 @@ def main() -> None:
         overrides.append(f"duration_s={args.duration}")
     if args.physics:
         overrides.append(f"vehicles.template.model={args.physics}")
+    overrides += args.overrides
     scenario = load_scenario(args.scenario, overrides)
     steps = round(scenario.duration_s / scenario.step_s) + 1
     cold = once(scenario, not args.no_trace, args.with_outputs)
@@ -74,7 +78,8 @@ def main() -> None:
           f"Python {platform.python_version()}")
     print(f"scenario     : {scenario.name}, {args.robots} robots, platoons of {scenario.platoon.size or args.robots}, "
           f"channel {args.channel}, {scenario.duration_s:g} s at {scenario.step_s * 1e3:g} ms, "
-          f"trace {'off' if args.no_trace else 'on'}{', all outputs' if args.with_outputs else ''}")
+          f"trace {'off' if args.no_trace else 'on'}{', all outputs' if args.with_outputs else ''}"
+          f"{''.join(' --set ' + o for o in args.overrides)}")
     print(f"cold run     : {cold:.3f} s wall ({scenario.duration_s / cold:.1f}x real time)")
     print(f"warm run     : {warm:.3f} s wall, {steps / warm:,.0f} steps/s, "
           f"{scenario.duration_s / warm:.1f}x real time")
