@@ -48,7 +48,10 @@ def _parser() -> argparse.ArgumentParser:
 
     cmp_ = sub.add_parser("compare", help="run one scenario once per channel on the same seed and compare")
     scenario_args(cmp_)
-    cmp_.add_argument("--channels", default="ideal,itsg5", help="comma-separated channel types (default: %(default)s)")
+    variants = cmp_.add_mutually_exclusive_group()
+    variants.add_argument("--channels", help="comma-separated channel types (default: ideal,itsg5)")
+    variants.add_argument("--fidelity", help="comma-separated fidelities: theory (unicycles, ground truth, ideal "
+                          "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
     cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
     cmp_.add_argument("--jobs", type=int, default=0, help="parallel processes (default: one per core)")
     cmp_.add_argument("--quiet", action="store_true", help="no progress output")
@@ -99,12 +102,17 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         out = args.out or Path("runs") / scenario.name
         return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err)
     if args.command == "compare":
-        from .compare import compare_channels
+        from .compare import compare_channels, compare_fidelities
 
-        channels = [c.strip() for c in args.channels.split(",") if c.strip()]
         out = args.out or Path("runs") / f"{scenario.name}-compare"
-        result = compare_channels(scenario, channels, out, seed=args.seed, jobs=args.jobs,
-                                  source=str(args.scenario), console=None if args.quiet else err)
+        common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario),
+                  "console": None if args.quiet else err}
+        if args.fidelity:
+            fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
+            result = compare_fidelities(scenario, fidelities, out, **common)
+        else:
+            channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
+            result = compare_channels(scenario, channels, out, **common)
         _print_comparison(result, console)
         console.print(f"report: {out / 'comparison.html'}")
         return EXIT_OK if result["ok"] else EXIT_FAILED
@@ -151,12 +159,12 @@ def _num(value: Any) -> str:
 
 
 def _print_comparison(result: dict[str, Any], console: Console) -> None:
-    table = Table(title="ideal vs realistic channel (same scenario, same seed)")
+    table = Table(title=f"{' vs '.join(result['variants'])} (same scenario, same seed)")
     table.add_column("metric (worst follower)")
-    for channel in result["channels"]:
-        table.add_column(channel, justify="right")
+    for variant in result["variants"]:
+        table.add_column(variant, justify="right")
     for key, values in result["summary"].items():
-        table.add_row(key, *(_num(values.get(c)) for c in result["channels"]))
+        table.add_row(key, *(_num(values.get(c)) for c in result["variants"]))
     console.print(table)
 
 

@@ -1,4 +1,9 @@
-"""Run one scenario once per channel model on the same seed and compare (``coopsim compare``)."""
+"""Run one scenario in several variants on the same seed and compare (``coopsim compare``).
+
+Variants are either channel models (``--channels ideal,itsg5``: everything else identical) or fidelities
+(``--fidelity theory,full``: unicycles with ground truth over an ideal channel, against dynamic vehicles with
+odometry-based estimates over ITS-G5).
+"""
 
 from __future__ import annotations
 
@@ -41,10 +46,39 @@ def with_channel(scenario: Scenario, channel: str) -> Scenario:
     return scenario.model_copy(update={"channel": block})
 
 
+FIDELITIES: dict[str, dict[str, str]] = {
+    # the controllers' design model: unicycles, exact state, ideal channel (the leader's inputs arrive unchanged)
+    "theory": {"model": "unicycle", "physics.estimate": "ground_truth", "channel.type": "ideal",
+               "controller.predict": "none"},
+    # the physical robot: dynamic single track with tyres, odometry-based estimate, ITS-G5 CAMs
+    "full": {"model": "dynamic", "physics.estimate": "odometry", "channel.type": "itsg5"},
+}
+
+
+def with_fidelity(scenario: Scenario, fidelity: str) -> Scenario:
+    """The scenario at a fidelity of ``FIDELITIES`` (the vehicle model is set for every robot)."""
+    from .scenario.loader import override_scenario
+
+    try:
+        settings = FIDELITIES[fidelity]
+    except KeyError:
+        raise ValueError(f"unknown fidelity '{fidelity}'; allowed: {', '.join(FIDELITIES)}") from None
+    overrides = [f"{k}={v}" for k, v in settings.items() if k != "model"]
+    if isinstance(scenario.vehicles, list):
+        overrides += [f"vehicles[{i}].vehicle.model={settings['model']}" for i in range(len(scenario.vehicles))]
+    else:
+        overrides.append(f"vehicles.template.model={settings['model']}")
+        overrides += [f"vehicles.overrides.{name}.vehicle.model={settings['model']}"
+                      for name, entry in scenario.vehicles.overrides.items() if entry.vehicle is not None]
+    if settings["channel.type"] == scenario.channel.type:
+        overrides.remove(f"channel.type={settings['channel.type']}")
+    return override_scenario(scenario, overrides)
+
+
 def _run_one(args: tuple[Scenario, str, Path, int | None, str]) -> dict[str, Any]:
-    scenario, channel, out, seed, source = args
-    result = run_scenario(with_channel(scenario, channel), out / channel, seed=seed, source=source)
-    return {"channel": channel, "ok": result.ok, "run": result.run_info, "metrics": result.metrics}
+    scenario, name, out, seed, source = args
+    result = run_scenario(scenario, out / name, seed=seed, source=source)
+    return {"variant": name, "ok": result.ok, "run": result.run_info, "metrics": result.metrics}
 
 
 def compare_channels(
@@ -56,30 +90,59 @@ def compare_channels(
     source: str = "<scenario>",
     console: Any = None,
 ) -> dict[str, Any]:
-    """Run every channel (in parallel processes when cores allow) and write comparison.json/.html."""
+    """Run the scenario once per channel model and write comparison.json/.html."""
+    variants = {c: with_channel(scenario, c) for c in channels}
+    return compare_variants(scenario, variants, out, "channel", seed, jobs, source, console)
+
+
+def compare_fidelities(
+    scenario: Scenario,
+    fidelities: list[str],
+    out: Path,
+    seed: int | None = None,
+    jobs: int = 0,
+    source: str = "<scenario>",
+    console: Any = None,
+) -> dict[str, Any]:
+    """Run the scenario once per fidelity (``FIDELITIES``) and write comparison.json/.html."""
+    variants = {f: with_fidelity(scenario, f) for f in fidelities}
+    return compare_variants(scenario, variants, out, "fidelity", seed, jobs, source, console)
+
+
+def compare_variants(
+    scenario: Scenario,
+    variants: dict[str, Scenario],
+    out: Path,
+    kind: str,
+    seed: int | None = None,
+    jobs: int = 0,
+    source: str = "<scenario>",
+    console: Any = None,
+) -> dict[str, Any]:
+    """Run every variant (in parallel processes when cores allow) on the same seed; write comparison files."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seed = scenario.seed if seed is None else seed
-    for channel in channels:
-        with_channel(scenario, channel)  # fail early on an unknown channel name
+    channels = list(variants)
     workers = min(len(channels), jobs or os.cpu_count() or 1)
-    tasks = [(scenario, c, out, seed, source) for c in channels]
+    tasks = [(variants[c], c, out, seed, source) for c in channels]
     results: dict[str, dict[str, Any]] = {}
     if workers > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             for res in pool.map(_run_one, tasks):
-                results[res["channel"]] = res
+                results[res["variant"]] = res
                 _say(console, res)
     else:
         for task in tasks:
             res = _run_one(task)
-            results[res["channel"]] = res
+            results[res["variant"]] = res
             _say(console, res)
     summary = _summary(results, channels)
     comparison = {
         "scenario": scenario.name,
         "seed": seed,
-        "channels": channels,
+        "kind": kind,
+        "variants": channels,
         "ok": all(r["ok"] for r in results.values()),
         "summary": summary,
         "differences": _differences(summary, channels),
@@ -95,7 +158,7 @@ def _say(console: Any, res: dict[str, Any]) -> None:
         return
     run = res["run"]
     status = "ok" if res["ok"] else f"FAILED: {run.get('error', {}).get('message')}"
-    console.print(f"  {res['channel']:>8}: {status} ({run['sim_time_s']:.1f} s simulated in "
+    console.print(f"  {res['variant']:>8}: {status} ({run['sim_time_s']:.1f} s simulated in "
                   f"{run['wall_time_s']:.2f} s)", highlight=False)
 
 
@@ -137,7 +200,7 @@ def _chain(run: dict[str, Any], n: int = 3) -> list[tuple[int, int]]:
 
 
 def _write_html(out: Path, comparison: dict[str, Any]) -> None:
-    channels = comparison["channels"]
+    channels = comparison["variants"]
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
     sections = []
@@ -160,8 +223,42 @@ def _write_html(out: Path, comparison: dict[str, Any]) -> None:
         followers = comparison["runs"][c]["metrics"].get("followers", {})
         cols = [k for k in SUMMARY_KEYS if any(f.get(k) is not None for f in followers.values())]
         sections.append((f"Followers with channel {c}", table(followers, cols)))
-    meta = f"scenario <b>{comparison['scenario']}</b> · seed {comparison['seed']} · channels {', '.join(channels)}"
-    (out / "comparison.html").write_text(page("coopsim: channel comparison", sections, meta), encoding="utf-8")
+    overlay = _plot_overlay(plots_dir, traces, channels)
+    if overlay is not None:
+        sections.insert(1, ("Trajectories and speeds of all vehicles, overlaid", image(overlay)))
+    meta = (f"scenario <b>{comparison['scenario']}</b> · seed {comparison['seed']} · "
+            f"{comparison['kind']}: {', '.join(channels)}")
+    title = f"coopsim: {comparison['kind']} comparison"
+    (out / "comparison.html").write_text(page(title, sections, meta), encoding="utf-8")
+
+
+def _plot_overlay(plots_dir: Path, traces: dict[str, Any], variants: list[str]) -> Path | None:
+    """Every vehicle's path and speed, one line style per variant, one colour per robot."""
+    series = {v: split_by_robot(traces[v]["vehicles"]) for v in variants if "vehicles" in traces[v]}
+    if not series:
+        return None
+    fig, (ax_xy, ax_v) = plt.subplots(1, 2, figsize=(11, 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = ["-", "--", ":", "-."]
+    for k, (variant, robots) in enumerate(series.items()):
+        for j, (rid, s) in enumerate(sorted(robots.items())[:8]):
+            color, style = colors[j % len(colors)], styles[k % len(styles)]
+            label = f"robot {rid} ({variant})"
+            ax_xy.plot(s.cols["x"], s.cols["y"], style, color=color, lw=1.1, label=label)
+            ax_v.plot(s.t_ns / 1e9, s.cols["v"], style, color=color, lw=1.1, label=label)
+    ax_xy.set_xlabel("x east [m]")
+    ax_xy.set_ylabel("y north [m]")
+    ax_xy.set_aspect("equal", adjustable="datalim")
+    ax_v.set_xlabel("time [s]")
+    ax_v.set_ylabel("speed [m/s]")
+    for ax in (ax_xy, ax_v):
+        ax.grid(alpha=0.3)
+    ax_v.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    path = plots_dir / "overlay_trajectories_speeds.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _plot_received_speed(plots_dir: Path, traces: dict[str, Any], channels: list[str],
@@ -226,4 +323,5 @@ def _plot_histograms(plots_dir: Path, traces: dict[str, Any], channels: list[str
     return path
 
 
-__all__ = ["compare_channels", "fmt", "with_channel"]
+__all__ = ["FIDELITIES", "compare_channels", "compare_fidelities", "compare_variants", "fmt", "with_channel",
+           "with_fidelity"]

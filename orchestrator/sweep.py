@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import hashlib
 import html
 import itertools
@@ -211,6 +212,7 @@ def _run_one(task: tuple[int, int, Scenario, str, int, str, tuple[str, ...]]) ->
         record["error"] = info.get("error")
         return record
     followers = result.metrics.get("followers", {})
+    record["available"] = sorted({k for f in followers.values() for k in f})
     record["worst"] = {m: worst_over_followers(followers, m) for m in metrics}
     record["followers"] = {name: {m: f.get(m) for m in metrics} for name, f in followers.items()}
     collisions = worst_over_followers(followers, "collisions")
@@ -397,6 +399,7 @@ def sweep(
             _say(console, record, names[record["point"]], done[0], len(tasks))
 
     records = _execute(tasks, jobs, report)
+    available = {k for r in records for k in r.pop("available", ())}
     by_point: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(points))}
     for record in sorted(records, key=lambda r: (r["point"], r["replicate"])):
         by_point[record["point"]].append(record)
@@ -421,6 +424,9 @@ def sweep(
         "aggregation": ("worst follower per run (max, min for gaps and pdr)"
                         + (f"; mean and sample std over {seeds} seeds" if replicated else "")),
         "ok": all(p["status"] == "ok" for p in result_points),
+        # metrics no run reported (a misspelt name), with the closest name the runs did report
+        "missing_metrics": {m: next(iter(difflib.get_close_matches(m, sorted(available), n=1)), None)
+                            for m in metrics if available and m not in available},
         "points": result_points,
         "min_stable": min_stable(result_points, stable_param, tolerance) if stable_param else None,
     }
@@ -596,8 +602,6 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
     2 bad input, reported before any run)."""
     from rich.console import Console
 
-    from .report import FOLLOWER_COLUMNS
-
     source = str(args.scenario)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     err = Console(stderr=True)
@@ -605,10 +609,6 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
         if not metrics:
             raise ScenarioError(source, [Problem("", "--metrics: no metric named")])
         params = [parse_param(item) for item in args.params]
-        for m in metrics:
-            if m not in FOLLOWER_COLUMNS:  # not fatal: metrics.json may hold metrics newer than this list
-                err.print(f"warning: '{m}' is not a known follower metric ({', '.join(FOLLOWER_COLUMNS)})",
-                          highlight=False, markup=False)
         base = parse_scenario(*_read_scenario(args.scenario, source), args.overrides)
         out = args.out or Path("runs") / f"{base.name}-sweep"
         result = sweep(args.scenario, params, out, metrics=metrics, seeds=args.seeds, seed=args.seed,
@@ -645,6 +645,9 @@ def print_sweep_summary(result: dict[str, Any], console: Any) -> None:
                     *(_num(p["metrics"][m]["worst"], p["metrics"][m].get("std")) for m in result["metrics"]),
                     stable, status)
     console.print(tbl)
+    for m, close in result.get("missing_metrics", {}).items():
+        hint = f" (did you mean '{close}'?)" if close else ""
+        console.print(f"warning: no run reported the metric '{m}'{hint}", highlight=False, markup=False)
     ms = result["min_stable"]
     if not ms:
         console.print("smallest string-stable value: no swept parameter is numeric", highlight=False)

@@ -55,6 +55,13 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[st
     return with_defaults(scenario)
 
 
+def override_scenario(scenario: Scenario, overrides: Iterable[str], source: str = "<scenario>") -> Scenario:
+    """A validated scenario with ``path=value`` overrides applied (validated again, defaults resolved)."""
+    data = scenario.model_dump(mode="json", exclude_none=True)
+    text = yaml.safe_dump(data, sort_keys=False)
+    return parse_scenario(text, source, list(overrides))
+
+
 def with_defaults(scenario: Scenario) -> Scenario:
     """The scenario with the law's and the channel's parameter defaults written out, so that the resolved scenario
     says every value the run used."""

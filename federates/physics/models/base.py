@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-InputMode = Literal["speed_steer", "accel_steer", "speed_yaw_rate"]
+InputMode = Literal["speed_steer", "accel_steer", "speed_yaw_rate", "accel_yaw_rate"]
 
 
 class VehicleModel(ABC):
