@@ -229,7 +229,8 @@ def _execute(tasks: list[tuple[Any, ...]], jobs: int, on_done: Callable[[dict[st
             records.append(_run_one(task))
             on_done(records[-1])
         return records
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
         futures: dict[Future, tuple[Any, ...]] = {pool.submit(_run_one, t): t for t in tasks}
         for fut in as_completed(futures):
             task = futures[fut]
@@ -240,6 +241,10 @@ def _execute(tasks: list[tuple[Any, ...]], jobs: int, on_done: Callable[[dict[st
                           "error": {"type": type(exc).__name__, "message": str(exc) or repr(exc)}}
             records.append(record)
             on_done(record)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, do not start the queued runs
+        raise
+    pool.shutdown()
     return records
 
 

@@ -217,7 +217,9 @@ def test_longer_time_gap_never_amplifies_more_and_min_stable_end_to_end(tmp_path
 
 
 def test_a_misspelt_metric_is_flagged_with_the_closest_name(tmp_path):
-    result = sweep(PLATOON, [("controller.time_gap_s", [1.0])], tmp_path, overrides=SHORT,
+    # the scenario may also be given as YAML text
+    result = sweep(PLATOON.read_text(), [("controller.time_gap_s", [1.0])], tmp_path, overrides=SHORT,
                    metrics=["min_gap", "spacing_error_max_m"])
+    assert result["source"] == "<scenario>" and result["points"][0]["status"] == "ok"
     assert result["missing_metrics"] == {"min_gap": "min_gap_m"}
     assert result["points"][0]["metrics"]["min_gap"]["worst"] is None
