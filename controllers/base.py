@@ -51,6 +51,18 @@ class Controller(ABC):
         "bumper": bumper to bumper). Used for the spacing-error metric."""
         return np.zeros_like(v)
 
+    def spacing_error(self, ego: Arrays, pred: Arrays, dims: Mapping[str, float],
+                      pred_dims: Mapping[str, float]) -> np.ndarray:
+        """The law's own longitudinal spacing error from true states (for metrics): gap - desired gap, the gap
+        measured as ``gap_reference`` says. ``dims``: length_m, rear_overhang_m of the follower and predecessor."""
+        axle_gap = np.hypot(pred["x"] - ego["x"], pred["y"] - ego["y"])
+        curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
+        if self.gap_reference == "bumper":
+            gap = axle_gap - pred_dims["rear_overhang_m"] - (dims["length_m"] - dims["rear_overhang_m"])
+        else:
+            gap = axle_gap
+        return gap - self.desired_gap(ego["v"], curvature)
+
     @staticmethod
     def describe(params: Any) -> str:
         """One line for reports."""

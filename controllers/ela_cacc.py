@@ -18,6 +18,8 @@ corners by about D^2 / (2R).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 from pydantic import Field
@@ -94,6 +96,17 @@ class ElaCacc(Controller):
             p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w,
         )
         return {"accel": out_a, "yaw_rate": out_w, "stop": pred["v"] < p.min_speed_mps}
+
+    def spacing_error(self, ego: Arrays, pred: Arrays, dims: Any = None, pred_dims: Any = None) -> np.ndarray:
+        """The longitudinal component of the look-ahead error, z . e(th_i) (the error the law drives to zero
+        along the follower's heading), from true states."""
+        p: ElaCaccParams = self.params  # type: ignore[assignment]
+        D = p.standstill_m + p.time_gap_s * ego["v"]
+        k = np.where(pred["v"] > p.min_speed_mps, pred["yaw_rate"] / np.maximum(pred["v"], p.min_speed_mps), 0.0)
+        s = k * D * D / (1.0 + np.sqrt(1.0 + (k * D) ** 2)) if p.extended else np.zeros_like(D)
+        z1 = pred["x"] + s * np.sin(pred["yaw"]) - ego["x"] - D * np.cos(ego["yaw"])
+        z2 = pred["y"] - s * np.cos(pred["yaw"]) - ego["y"] - D * np.sin(ego["yaw"])
+        return z1 * np.cos(ego["yaw"]) + z2 * np.sin(ego["yaw"])
 
     def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
         """Rear-axle distance the law settles at: D = r + h v on a straight; on an arc of curvature k the extended

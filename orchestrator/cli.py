@@ -1,4 +1,4 @@
-"""The ``coopsim`` command line: run, compare, validate, schema, demo.
+"""The ``coopsim`` command line: run, compare, sweep, validate, schema, demo.
 
 Exit codes: 0 success, 1 a federate failed during the run (traces so far are kept), 2 bad input (scenario or
 arguments), with a message and no traceback.
@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="run directory (default: runs/<scenario name>)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    cmp_ = sub.add_parser("compare", help="run one scenario once per channel on the same seed and compare")
+    cmp_ = sub.add_parser("compare", help="run one scenario per channel (or fidelity) on the same seed and compare")
     scenario_args(cmp_)
     variants = cmp_.add_mutually_exclusive_group()
     variants.add_argument("--channels", help="comma-separated channel types (default: ideal,itsg5)")
@@ -60,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     scenario_args(val)
 
     sub.add_parser("schema", help="print the scenario JSON Schema (for editors)")
+
+    from .sweep import add_sweep_parser
+
+    add_sweep_parser(sub)
 
     demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5, report included")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
@@ -93,6 +97,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return EXIT_OK
     if args.command == "demo":
         return _demo(args.out, console, err)
+    if args.command == "sweep":
+        from .sweep import run_sweep_command
+
+        return run_sweep_command(args, console)
     scenario = load_scenario(args.scenario, args.overrides)
     if args.command == "validate":
         console.print(f"{args.scenario}: ok ({_count_robots(scenario)} robots, {scenario.duration_s:g} s, "

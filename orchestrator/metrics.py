@@ -100,11 +100,14 @@ def platoon_metrics(
     gap_reference: Mapping[int, str],
     v2x: Columns | None = None,
     series_out: dict[str, dict[str, np.ndarray]] | None = None,
+    spacing_error: Mapping[int, Any] | None = None,
 ) -> dict[str, Any]:
     """Per-follower metrics (keys of metrics.json ``followers``) and per-run aggregates.
 
     ``series_out``, when given, receives per follower name the time series behind the metrics (``t_s``,
-    ``spacing_error_m``, ``lateral_m``) for plots."""
+    ``spacing_error_m``, ``lateral_m``) for plots. ``spacing_error`` maps a follower id to its law's
+    ``spacing_error(ego, pred, dims, pred_dims)`` (the error the law itself regulates, from true states); without
+    it the error is the gap minus the recorded desired gap."""
     series = split_by_robot(trace)
     by_id = {r.id: r for r in robots}
     followers: dict[str, dict[str, Any]] = {}
@@ -134,7 +137,13 @@ def platoon_metrics(
         axle_gap = np.hypot(dx, dy)
         bumper_gap = axle_gap - pred_dims["rear_overhang_m"] - (dims["length_m"] - dims["rear_overhang_m"])
         gap = bumper_gap if gap_reference.get(robot.id, "axle") == "bumper" else axle_gap
-        error_series = gap - me.cols["desired_gap_m"][im]
+        law_error = (spacing_error or {}).get(robot.id)
+        if law_error is not None:
+            ego_cols = {k: me.cols[k][im] for k in ("x", "y", "yaw", "v", "yaw_rate")}
+            pred_cols = {k: pred.cols[k][ip] for k in ("x", "y", "yaw", "v", "yaw_rate")}
+            error_series = np.asarray(law_error(ego_cols, pred_cols, dims, pred_dims), dtype=float)
+        else:
+            error_series = gap - me.cols["desired_gap_m"][im]
         error = error_series[np.isfinite(error_series)]
         dt = dt_of[robot.id]
         spacing_l2[robot.id] = l2_norm(error, dt)

@@ -108,7 +108,9 @@ def run_scenario(
         control = world.federates["control"]
         gap_reference = {r.id: control.gap_reference(r.id) for r in world.robots if r.predecessor is not None}
         follower_series: dict[str, dict[str, np.ndarray]] = {}
-        metrics = platoon_metrics(traces["vehicles"], world.robots, gap_reference, traces.get("v2x"), follower_series)
+        laws = {r.id: control.law_of(r.id).spacing_error for r in world.robots if control.law_of(r.id) is not None}
+        metrics = platoon_metrics(traces["vehicles"], world.robots, gap_reference, traces.get("v2x"), follower_series,
+                                  laws)
         channel_metrics = world.federates["v2x"].metrics()
         if channel_metrics:
             metrics["channel"] = channel_metrics

@@ -403,6 +403,13 @@ class ControlFederate(Federate):
         follower_speed = integrate_speed(self._speed_cmd[rows], a, self.dt, self._max_speed[rows])
         self._speed_cmd[rows] = np.where(stop[rows], 0.0, follower_speed)
 
+    def law_of(self, robot_id: int) -> Controller | None:
+        """The control law instance a follower runs (None for leaders)."""
+        for group in self._groups.values():
+            if robot_id in group.ids:
+                return group.law
+        return None
+
     def gap_reference(self, robot_id: int) -> str:
         """How a follower's law measures its gap: "axle" (rear axle to rear axle) or "bumper"."""
         for group in self._groups.values():

@@ -163,3 +163,14 @@ def test_seed_drives_the_random_channel_and_nothing_else(tmp_path):
     assert a.run_info["digest"] != c.run_info["digest"]
     v2x_a, v2x_b = (tmp_path / run / "trace" / "v2x.parquet" for run in ("a", "b"))
     assert v2x_a.read_bytes() == v2x_b.read_bytes()  # bit-identical files, not only equal digests
+
+
+def test_cli_sweep_runs_the_grid_and_rejects_bad_paths(tmp_path):
+    proc = cli("sweep", str(PLATOON), "--param", "controller.time_gap_s=0.5,1.0", "--set", "duration_s=2",
+               "--set", "outputs.plots=false", "--set", "outputs.report=false", "--out", str(tmp_path / "sw"),
+               "--quiet", "--jobs", "2")
+    assert proc.returncode == 0, proc.stderr
+    sweep = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    assert len(sweep["points"]) == 2 and (tmp_path / "sw" / "sweep.csv").is_file()
+    proc = cli("sweep", str(PLATOON), "--param", "controller.time_gapp=0.5", "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2 and "time_gapp" in proc.stderr and "Traceback" not in proc.stderr
