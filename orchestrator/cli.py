@@ -65,6 +65,15 @@ def _parser() -> argparse.ArgumentParser:
 
     add_sweep_parser(sub)
 
+    vt = sub.add_parser("vehicle-test", help="handling tests of the dynamic model: plots and a metrics table")
+    vt.add_argument("kind", choices=("dlc", "constant-radius", "step-steer"),
+                    help="ISO 3888-1 double lane change, constant-radius ramp, or step steer")
+    vt.add_argument("--vehicle", default="g35_sedan", help="vehicle preset (default: %(default)s)")
+    vt.add_argument("--speed", type=float, default=20.0, help="test speed [m/s] (default: %(default)s)")
+    vt.add_argument("--tyre", default="linear,fiala,pacejka",
+                    help="comma-separated tyre models compared side by side (default: %(default)s)")
+    vt.add_argument("--out", type=Path, help="output directory (default: runs/vehicle-test-<kind>)")
+
     demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5, report included")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
     return parser
@@ -97,6 +106,8 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return EXIT_OK
     if args.command == "demo":
         return _demo(args.out, console, err)
+    if args.command == "vehicle-test":
+        return _vehicle_test(args, console)
     if args.command == "sweep":
         from .sweep import run_sweep_command
 
@@ -125,6 +136,37 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         console.print(f"report: {out / 'comparison.html'}")
         return EXIT_OK if result["ok"] else EXIT_FAILED
     raise AssertionError(args.command)
+
+
+def _vehicle_test(args: argparse.Namespace, console: Console) -> int:
+    from federates.physics.models.tyres import TYRE_MODELS
+    from federates.physics.presets import PRESETS
+    from federates.physics.vehicle_test import run_vehicle_test
+
+    tyres = [t.strip() for t in args.tyre.split(",") if t.strip()]
+    problems = []
+    if args.vehicle not in PRESETS:
+        problems.append(f"--vehicle: unknown preset '{args.vehicle}'; allowed: {', '.join(sorted(PRESETS))}")
+    for tyre in tyres:
+        if tyre not in TYRE_MODELS:
+            problems.append(f"--tyre: unknown tyre model '{tyre}'; allowed: {', '.join(TYRE_MODELS)}")
+    if not args.speed > 0:
+        problems.append(f"--speed: must be positive, got {args.speed}")
+    if problems:
+        print("error: " + "\nerror: ".join(problems), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out = args.out or Path("runs") / f"vehicle-test-{args.kind}"
+    result = run_vehicle_test(args.kind, args.vehicle, args.speed, tyres, out)
+    rows = result["rows"]
+    table = Table(title=f"{args.kind} · {args.vehicle} · {args.speed:g} m/s")
+    columns = sorted(rows[0], key=lambda c: c != "tyre_model") if rows else []  # tyre model first
+    for col in columns:
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(*(_num(row[c]) if not isinstance(row[c], str) else row[c] for c in columns))
+    console.print(table)
+    console.print(f"plots: {', '.join(result['plots'])}")
+    return EXIT_OK
 
 
 def _count_robots(scenario: Any) -> int:

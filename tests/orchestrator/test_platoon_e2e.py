@@ -174,3 +174,13 @@ def test_cli_sweep_runs_the_grid_and_rejects_bad_paths(tmp_path):
     assert len(sweep["points"]) == 2 and (tmp_path / "sw" / "sweep.csv").is_file()
     proc = cli("sweep", str(PLATOON), "--param", "controller.time_gapp=0.5", "--out", str(tmp_path / "bad"))
     assert proc.returncode == 2 and "time_gapp" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_vehicle_test_writes_plots_and_rejects_unknown_presets(tmp_path):
+    proc = cli("vehicle-test", "step-steer", "--vehicle", "g35_sedan", "--speed", "10", "--tyre", "linear,pacejka",
+               "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "linear" in proc.stdout and "pacejka" in proc.stdout
+    assert len(list(tmp_path.glob("*.png"))) >= 2
+    proc = cli("vehicle-test", "dlc", "--vehicle", "g36_sedan")
+    assert proc.returncode == 2 and "unknown preset 'g36_sedan'" in proc.stderr and "g35_sedan" in proc.stderr
