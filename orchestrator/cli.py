@@ -159,11 +159,12 @@ def _vehicle_test(args: argparse.Namespace, console: Console) -> int:
     result = run_vehicle_test(args.kind, args.vehicle, args.speed, tyres, out)
     rows = result["rows"]
     table = Table(title=f"{args.kind} · {args.vehicle} · {args.speed:g} m/s")
-    columns = sorted(rows[0], key=lambda c: c != "tyre_model") if rows else []  # tyre model first
-    for col in columns:
-        table.add_column(col, justify="right")
+    # one column per tyre model, one row per metric: stays readable in an 80-column terminal
+    table.add_column("metric")
     for row in rows:
-        table.add_row(*(_num(row[c]) if not isinstance(row[c], str) else row[c] for c in columns))
+        table.add_column(str(row.get("tyre_model", "")), justify="right")
+    for key in (k for k in (rows[0] if rows else {}) if k != "tyre_model"):
+        table.add_row(key, *(_num(row[key]) if not isinstance(row[key], str) else row[key] for row in rows))
     console.print(table)
     console.print(f"plots: {', '.join(result['plots'])}")
     return EXIT_OK
