@@ -25,6 +25,7 @@ class ImuConfig(_Strict):
 
     yaw_rate_noise_std: float = Field(0.005, ge=0, description="[rad/s] white noise")
     yaw_rate_bias_std: float = Field(0.0, ge=0, description="[rad/s] constant bias drawn once per robot")
+    accel_noise_std: float = Field(0.05, ge=0, description="[m/s^2] white noise of the longitudinal accelerometer")
 
 
 class GnssConfig(_Strict):
@@ -35,6 +36,13 @@ class GnssConfig(_Strict):
     yaw_std_rad: float = Field(0.05, ge=0, description="[rad] heading noise")
 
 
+class FusionConfig(_Strict):
+    """Process noise of the odometry + GNSS EKF (``estimate: odometry_gnss``)."""
+
+    odo_noise_rel: float = Field(0.02, gt=0, description="distance noise per step, relative to the distance [-]")
+    yaw_noise_per_m: float = Field(0.01, gt=0, description="[rad/m] heading noise per metre driven")
+
+
 class RangeConfig(_Strict):
     """Forward range sensor towards the vehicle ahead (ACC, CACC fallback)."""
 
@@ -42,6 +50,9 @@ class RangeConfig(_Strict):
     fov_rad: float = Field(0.35, gt=0, le=6.2832, description="full opening angle [rad]")
     range_noise_std_m: float = Field(0.1, ge=0)
     range_rate_noise_std_mps: float = Field(0.05, ge=0)
+    enabled: bool = Field(True, description="publish the `range` port")
+    period_s: float = Field(0.05, gt=0, description="[s] between measurements (20 Hz, a typical radar cycle); "
+                                                    "the port holds the last one in between")
 
 
 class PhysicsConfig(_Strict):
@@ -53,5 +64,7 @@ class PhysicsConfig(_Strict):
     odometry: OdometryConfig = Field(default_factory=OdometryConfig)
     imu: ImuConfig = Field(default_factory=ImuConfig)
     gnss: GnssConfig = Field(default_factory=GnssConfig)
+    fusion: FusionConfig = Field(default_factory=FusionConfig)
     range_sensor: RangeConfig = Field(default_factory=RangeConfig)
+    check_collisions: bool = Field(True, description="test the vehicle bodies for overlap every step")
     stop_on_collision: bool = Field(False, description="end the run at the first collision (else record and go on)")

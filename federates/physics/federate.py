@@ -1,7 +1,30 @@
-"""The physics federate: owns the robots' bodies, steps their vehicle models, publishes truth and estimate.
+"""The physics federate: owns the robots' bodies, steps their vehicle models, publishes truth, estimate, range and
+collisions.
 
 Robots appear here first (spawn), so every other federate's per-robot parts follow the rows this federate keeps.
-Vehicle models are grouped by name; with a single model (the usual case) the group arrays are the published arrays.
+Vehicle models are grouped by (model, input mode); each group steps its robots in one vectorised call. With a
+single group (the usual case) the group arrays are the published arrays and nothing is gathered or scattered.
+
+Ports (robot-indexed ones in roster order, ``id`` first):
+
+- ``state``: ground truth (``STATE_FIELDS``, rear-axle point).
+- ``estimate``: what the robot believes, the same fields. ``physics.estimate`` picks the source:
+  ``ground_truth`` (the state itself), ``odometry`` (dead reckoning from the rear wheels, slip included, heading
+  from the gyro or the wheels) or ``odometry_gnss`` (an EKF: odometry predicts every step, a GNSS fix corrects every
+  ``gnss.period_s``). With a sensor estimate, ``x, y, yaw`` come from the estimator, ``v`` is the odometric speed
+  of the last step, ``yaw_rate`` the gyro reading, ``a`` the longitudinal accelerometer (true ``a`` plus
+  ``imu.accel_noise_std`` white noise) and ``steer`` the steering actuator's position (a servo reports it).
+- ``range``: forward range sensor towards the nearest vehicle ahead, ``range_m`` [m] from the front bumper to its
+  rear bumper centre, ``range_rate_mps`` [m/s] (positive when opening), ``target`` (its robot id, -1 when nothing is
+  seen, then NaN range). Measured every ``range_sensor.period_s`` (and right after a roster change); the port holds
+  the last measurement in between.
+- ``collisions``: one row per new contact between two bodies (``t_ns``, robot ids ``a`` < ``b`` in row order), a
+  contact being new when the pair did not overlap at the previous step; published every step (empty when nothing
+  new). ``collisions`` (the attribute) keeps every event of the run.
+
+Randomness only comes from ``orchestrator.rng.stream(seed, <federate name>, <purpose>[, robot id])``: one stream
+per sensor for the per-step noise, one per robot for its constant errors (wheel scale factors, gyro bias), so a new
+robot never changes another robot's constants.
 """
 
 from __future__ import annotations
@@ -10,25 +33,39 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.ports import COMMAND_FIELDS, STATE_FIELDS, units
 from orchestrator.registry import Registry
+from orchestrator.rng import stream
 from orchestrator.robots import RobotSpec
-from orchestrator.timebase import ns_to_seconds
+from orchestrator.timebase import ns_to_seconds, seconds_to_ns
 
+from .collisions import colliding_pairs, near_pairs
 from .config import PhysicsConfig
 from .presets import preset
+from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor
 
 VEHICLE_MODELS = Registry(
     "vehicle model",
     {
         "kinematic": "federates.physics.models.kinematic:KinematicBicycle",
         "dynamic": "federates.physics.models.dynamic:DynamicSingleTrack",
+        "unicycle": "federates.physics.models.unicycle:Unicycle",
     },
 )
 
 _STATE_KEYS = tuple(STATE_FIELDS)
+RANGE_FIELDS: dict[str, str] = {"range_m": "m", "range_rate_mps": "m/s", "target": "robot id"}
+"""Fields of ``range`` besides ``id``."""
+COLLISION_FIELDS: dict[str, str] = {"t_ns": "ns", "a": "robot id", "b": "robot id"}
+"""Fields of ``collisions`` (event rows)."""
+_NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
+
+GroupKey = tuple[str, str]  # (vehicle model, input mode)
+_SCREEN_S = 0.1  # [s] horizon of the collision screening (see ``_check_collisions``)
+_SCREEN_SLACK = 1.5  # travel bound / (speed x time): covers side slip of the rear axle up to 1.1 v
 
 
 def vehicle_params(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -39,6 +76,132 @@ def vehicle_params(config: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
+def group_key(config: Mapping[str, Any]) -> GroupKey:
+    """The (model, input mode) a robot is stepped with: ``vehicle.model`` and the ``input_mode`` parameter."""
+    vehicle = config.get("vehicle", {})
+    mode = (vehicle.get("params", {}) or {}).get("input_mode", "speed_steer")
+    return str(vehicle.get("model", "kinematic")), str(mode)
+
+
+class CollisionError(RuntimeError):
+    """Two vehicle bodies overlap and the scenario asked to stop (``physics.stop_on_collision``)."""
+
+    def __init__(self, first: str, second: str, t_ns: int) -> None:
+        super().__init__(f"robots '{first}' and '{second}' collided at t = {t_ns / 1e9:.3f} s")
+        self.robot = f"{first}/{second}"  # FederateError reports it as the robot
+
+
+@njit(cache=True)
+def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov):  # pragma: no cover - compiled
+    """Nearest target per robot, the same test as ``RangeSensor``, with a per-sensor broad phase.
+
+    Sensors sit ``front`` ahead of the rear axle, targets ``rear`` behind it. Targets are sorted along the axis of
+    larger spread; each sensor only visits the targets whose key lies within the projection of its field of view (a
+    wedge of radius ``max_range``) on that axis, instead of every vehicle within ``max_range``: with a narrow field
+    of view across side-by-side platoons that is a few candidates each. Returns range [m], range rate [m/s], the
+    target's row and its id (-1 and NaN when nothing is seen).
+    """
+    n = x.shape[0]
+    rng_out = np.full(n, np.nan)
+    rate_out = np.full(n, np.nan)
+    row_out = np.full(n, -1, dtype=np.int64)
+    id_out = np.full(n, -1, dtype=np.int64)
+    if n < 2:
+        return rng_out, rate_out, row_out, id_out
+    c = np.cos(yaw)
+    s = np.sin(yaw)
+    sx = x + front * c
+    sy = y + front * s
+    tx = x - rear * c
+    ty = y - rear * s
+    along_x = (tx.max() - tx.min()) >= (ty.max() - ty.min())
+    key = tx if along_x else ty
+    order = np.argsort(key)
+    sorted_key = key[order]
+    ch = np.cos(half_fov)
+    sh = np.sin(half_fov)
+    # ahead (fwd > 0), |atan2(left, fwd)| <= half_fov is |left| <= tan(half_fov) fwd; always true from pi/2 on
+    tan_h = np.tan(half_fov) if half_fov < 0.5 * np.pi else np.inf
+    r2 = max_range * max_range
+    for i in range(n):
+        # projections on the axis of the wedge's two edges, and whether the axis direction (or its opposite) lies
+        # inside the wedge, give the wedge's extent along the axis
+        if along_x:
+            e1 = c[i] * ch - s[i] * sh
+            e2 = c[i] * ch + s[i] * sh
+            cos_axis = c[i]
+            origin = sx[i]
+        else:
+            e1 = s[i] * ch + c[i] * sh
+            e2 = s[i] * ch - c[i] * sh
+            cos_axis = s[i]
+            origin = sy[i]
+        hi = 1.0 if cos_axis >= ch else max(0.0, e1, e2)
+        lo = -1.0 if -cos_axis >= ch else min(0.0, e1, e2)
+        k0 = np.searchsorted(sorted_key, origin + lo * max_range - 1e-9)
+        k1 = np.searchsorted(sorted_key, origin + hi * max_range + 1e-9, side="right")
+        for k in range(k0, k1):
+            j = order[k]
+            if j == i:
+                continue
+            dx = tx[j] - sx[i]
+            dy = ty[j] - sy[i]
+            fwd = c[i] * dx + s[i] * dy
+            if fwd <= 0.0:
+                continue
+            d2 = dx * dx + dy * dy
+            if d2 > r2:
+                continue
+            if abs(-s[i] * dx + c[i] * dy) > tan_h * fwd:
+                continue
+            d = np.sqrt(d2)
+            if row_out[i] < 0 or d < rng_out[i]:
+                rng_out[i] = d
+                rate_out[i] = ((v[j] * c[j] - v[i] * c[i]) * dx + (v[j] * s[j] - v[i] * s[i]) * dy) / max(d, 1e-9)
+                row_out[i] = j
+                id_out[i] = ids[j]
+    return rng_out, rate_out, row_out, id_out
+
+
+@njit(cache=True)
+def _any_near(x, y, reach):  # pragma: no cover - compiled
+    """Whether any two circles (rear axle, ``reach``) overlap: all pairs for a few robots, else sort and sweep."""
+    n = x.shape[0]
+    if n > 16:
+        return near_pairs(x, y, reach).shape[0] > 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = x[j] - x[i]
+            dy = y[j] - y[i]
+            rr = reach[i] + reach[j]
+            if dx * dx + dy * dy <= rr * rr:
+                return True
+    return False
+
+
+class ForwardRange(RangeSensor):
+    """``RangeSensor`` (same geometry, noise and outputs) with a broad phase that scales to thousands of robots,
+    fused into one compiled call (cheap enough to run every step of a small platoon)."""
+
+    def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
+                noise: bool = True) -> dict[str, np.ndarray]:
+        """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds."""
+        got = self.measure_ids(x, y, yaw, v, np.arange(len(x), dtype=np.int64), noise)
+        return {"range": got[0], "range_rate": got[1], "target": got[2]}
+
+    def measure_ids(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
+                    noise: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Range [m], range rate [m/s], target row and target id (from ``ids``) per robot."""
+        rng_out, rate_out, rows, target = _range_scan(
+            x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
+            0.5 * float(self.fov_rad))
+        if noise and len(x):
+            e = self.rng.standard_normal((2, len(x)))
+            rng_out += self.range_noise_std_m * e[0]
+            rate_out += self.range_rate_noise_std_mps * e[1]
+        return rng_out, rate_out, rows, target
+
+
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
 
@@ -47,54 +210,159 @@ class PhysicsFederate(Federate):
         self.step_ns = step_ns
         self.config = config or PhysicsConfig()
         self.dt = ns_to_seconds(step_ns)
-        self._groups: dict[str, Any] = {}  # model name -> VehicleModel
-        self._model_of: list[str] = []  # per row, the model name
+        self._groups: dict[GroupKey, Any] = {}  # (model, input mode) -> VehicleModel
+        self._key_of: list[GroupKey] = []  # per row
+        self._group_rows: dict[GroupKey, np.ndarray] = {}  # per group, its rows in roster order
         self._ids = np.empty(0, np.int64)
         self._names: list[str] = []
         self._stepped_once = False
         self._aligned_ids: np.ndarray | None = None
+        # body geometry per row [m]: for the collision test, the bounding radius around the rear axle
+        self._length = np.empty(0)
+        self._width = np.empty(0)
+        self._rear = np.empty(0)
+        self._reach = np.empty(0)
+        self._accel_max = np.empty(0)  # [m/s^2], bounds the travel within the screening horizon
+        self._clear_until_ns = -1  # no two bodies can touch before this time: exact tests skipped
+        self._contacts: set[tuple[int, int]] = set()  # id pairs overlapping at the last step
+        self.collisions: list[tuple[int, int, int]] = []
+        """Every new contact of the run: ``(t_ns, id_a, id_b)``."""
+        self._seed = 0
+        self._odometry: DeadReckoning | None = None
+        self._imu: Imu | None = None
+        self._gnss: Gnss | None = None
+        self._fusion: PoseFusion | None = None
+        self._range: ForwardRange | None = None
+        self._gnss_period_ns = 0
+        self._next_gnss_ns = 0
+        self._range_period_ns = 0
+        self._next_range_ns = 0
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
+        cfg = self.config
+        self._seed = ctx.seed
+        if cfg.estimate != "ground_truth":
+            odo, imu = cfg.odometry, cfg.imu
+            self._odometry = DeadReckoning(self._stream("odometry"), odo.noise_rel, odo.noise_abs_m,
+                                           odo.scale_error_std, odo.heading_source)
+            self._imu = Imu(self._stream("imu"), imu.yaw_rate_noise_std, imu.yaw_rate_bias_std, imu.accel_noise_std)
+        if cfg.estimate == "odometry_gnss":
+            self._gnss = Gnss(self._stream("gnss"), cfg.gnss.pos_std_m, cfg.gnss.yaw_std_rad)
+            self._fusion = PoseFusion(cfg.fusion.odo_noise_rel, cfg.fusion.yaw_noise_per_m, cfg.gnss.pos_std_m,
+                                      cfg.gnss.yaw_std_rad)
+            self._gnss_period_ns = max(seconds_to_ns(cfg.gnss.period_s), 1)
+        if cfg.range_sensor.enabled:
+            r = cfg.range_sensor
+            self._range = ForwardRange(self._stream("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
+                                       r.range_rate_noise_std_mps)
+            self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
         return FederateMeta(
             inputs=(Input("commands", delayed=True),),
-            outputs=("state", "estimate"),
+            outputs=("state", "estimate", "range", "collisions"),
             period_ns=self.step_ns,
-            units={**units("state", STATE_FIELDS), **units("estimate", STATE_FIELDS)},
+            units={**units("state", STATE_FIELDS), **units("estimate", STATE_FIELDS),
+                   **units("range", RANGE_FIELDS), **units("collisions", COLLISION_FIELDS)},
         )
+
+    def _stream(self, purpose: str, robot_id: int | None = None) -> np.random.Generator:
+        labels: tuple[str | int, ...] = (self.name, purpose) if robot_id is None else (self.name, purpose, robot_id)
+        return stream(self._seed, *labels)
 
     # -- robots -------------------------------------------------------------------------------------------------
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
-        by_model: dict[str, list[RobotSpec]] = {}
-        for spec in robots:
-            model = spec.config.get("vehicle", {}).get("model", "kinematic")
-            by_model.setdefault(model, []).append(spec)
-        for model, specs in by_model.items():
-            if model not in self._groups:
-                self._groups[model] = VEHICLE_MODELS.get(model)(self.dt)
-            initial = {
-                key: np.array([float(s.config.get("initial", {}).get(key, 0.0)) for s in specs])
-                for key in ("x", "y", "yaw", "v")
-            }
-            self._groups[model].add([vehicle_params(s.config) for s in specs], initial)
-        # rows keep spawn order: append in the order given (grouped models keep their own order)
-        for spec in robots:
-            self._model_of.append(spec.config.get("vehicle", {}).get("model", "kinematic"))
-            self._names.append(spec.name)
-        self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
-        self._aligned_ids = None
+        if not robots:
+            return
+        params = [vehicle_params(s.config) for s in robots]
+        keys = [group_key(s.config) for s in robots]
+        initial = {
+            key: np.array([float(s.config.get("initial", {}).get(key, 0.0)) for s in robots])
+            for key in ("x", "y", "yaw", "v")
+        }
+        by_key: dict[GroupKey, list[int]] = {}
+        for k, key in enumerate(keys):
+            by_key.setdefault(key, []).append(k)
+        for key, members in by_key.items():
+            if key not in self._groups:
+                self._groups[key] = self._new_model(key)
+            if self._odometry is not None and not hasattr(self._groups[key], "wheel_odometry"):
+                raise ValueError(f"vehicle model '{key[0]}' has no wheel odometry; use physics.estimate: ground_truth")
+            sel = np.asarray(members)
+            self._groups[key].add([params[k] for k in members], {name: arr[sel] for name, arr in initial.items()})
+        # rows keep spawn order: append in the order given (each group keeps its own order)
+        self._key_of.extend(keys)
+        self._names.extend(s.name for s in robots)
+        ids = np.array([s.id for s in robots], np.int64)
+        self._ids = np.concatenate([self._ids, ids])
+        dims = [{**{k: p[k] for k in ("length_m", "width_m", "rear_overhang_m")}, **s.config.get("dims", {})}
+                for s, p in zip(robots, params, strict=True)]
+        length = np.array([float(d["length_m"]) for d in dims])
+        width = np.array([float(d["width_m"]) for d in dims])
+        rear = np.array([float(d["rear_overhang_m"]) for d in dims])
+        self._length = np.concatenate([self._length, length])
+        self._width = np.concatenate([self._width, width])
+        self._rear = np.concatenate([self._rear, rear])
+        # every corner lies within this distance of the rear axle: disjoint circles mean disjoint bodies
+        self._reach = np.concatenate([self._reach, np.hypot(np.maximum(length - rear, rear), 0.5 * width)])
+        accel = [float(p.get("max_accel_mps2", 10.0)) for p in params]
+        self._accel_max = np.concatenate([self._accel_max, accel])
+        self._spawn_sensors(robots, params, ids, initial, length, rear)
+        self._rows_changed()
+
+    def _new_model(self, key: GroupKey) -> Any:
+        model, mode = key
+        cls = VEHICLE_MODELS.get(model)
+        # models without input modes of their own take the default one and need not accept the argument
+        return cls(self.dt) if mode == "speed_steer" else cls(self.dt, input_mode=mode)
+
+    def _spawn_sensors(self, robots: Sequence[RobotSpec], params: list[dict[str, Any]], ids: np.ndarray,
+                       initial: dict[str, np.ndarray], length: np.ndarray, rear: np.ndarray) -> None:
+        cfg = self.config
+        n = len(robots)
+        x, y, yaw = initial["x"], initial["y"], initial["yaw"]
+        if self._odometry is not None and self._imu is not None:
+            track = np.array([float(p.get("track_m", 0.0)) for p in params])
+            if cfg.odometry.heading_source == "wheels" and np.any(track <= 0):
+                bad = robots[int(np.flatnonzero(track <= 0)[0])].name
+                raise ValueError(f"robot {bad}: odometry heading from the wheels needs track_m > 0")
+            scale = [self._stream("odometry_scale", int(i)) for i in ids] if cfg.odometry.scale_error_std else None
+            self._odometry.add(track, x, y, yaw, scale)
+            self._odometry.speed[-n:] = initial["v"]  # before the first step the speed is the initial one
+            bias = [self._stream("imu_bias", int(i)) for i in ids] if cfg.imu.yaw_rate_bias_std else None
+            self._imu.add(n, bias)
+        if self._fusion is not None:
+            self._fusion.add(x, y, yaw)
+        if self._range is not None:
+            self._range.add(length - rear, rear)
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         gone = np.isin(self._ids, np.asarray(robot_ids, np.int64))
-        for model, group in self._groups.items():
-            in_group = np.array([m == model for m in self._model_of], bool)
-            rows_in_group = np.flatnonzero(gone[in_group])
-            if len(rows_in_group):
-                group.remove(rows_in_group)
+        if not gone.any():
+            return
+        for key, group in self._groups.items():
+            local = np.flatnonzero(gone[self._group_rows[key]])
+            if len(local):
+                group.remove(local)
+        rows = np.flatnonzero(gone)
+        for sensor in (self._odometry, self._imu, self._fusion, self._range):
+            if sensor is not None:
+                sensor.remove(rows)
         keep = ~gone
         self._ids = self._ids[keep]
-        self._model_of = [m for m, k in zip(self._model_of, keep, strict=True) if k]
+        self._key_of = [m for m, k in zip(self._key_of, keep, strict=True) if k]
         self._names = [n for n, k in zip(self._names, keep, strict=True) if k]
+        self._length, self._width = self._length[keep], self._width[keep]
+        self._rear, self._reach = self._rear[keep], self._reach[keep]
+        self._accel_max = self._accel_max[keep]
+        alive = set(self._ids.tolist())
+        self._contacts = {p for p in self._contacts if p[0] in alive and p[1] in alive}
+        self._rows_changed()
+
+    def _rows_changed(self) -> None:
+        keys = np.array([list(self._groups).index(k) for k in self._key_of], np.int64)
+        self._group_rows = {key: np.flatnonzero(keys == g) for g, key in enumerate(self._groups)}
         self._aligned_ids = None
+        self._clear_until_ns = -1
+        self._next_range_ns = 0  # the held range rows no longer match: measure at the next step
 
     def _hold_commands(self) -> dict[str, np.ndarray]:
         """Commands that keep the current speed and steering (used before a controller has spoken)."""
@@ -111,19 +379,29 @@ class PhysicsFederate(Federate):
     def _single_group(self) -> Any | None:
         return next(iter(self._groups.values())) if len(self._groups) == 1 else None
 
-    def _state(self) -> dict[str, np.ndarray]:
+    def _gather(self, part: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """``part`` (``state`` or ``wheel_odometry``) of every group, in roster order (views with one group)."""
         single = self._single_group()
         if single is not None:
-            return single.state
-        out = {key: np.empty(len(self._ids)) for key in _STATE_KEYS}
-        for model, group in self._groups.items():
-            rows = np.array([m == model for m in self._model_of], bool)
-            for key in _STATE_KEYS:
-                out[key][rows] = group.state[key]
+            got = single.state if part == "state" else single.wheel_odometry()
+            return {key: got[key] for key in keys}
+        out = {key: np.empty(len(self._ids)) for key in keys}
+        for gkey, group in self._groups.items():
+            rows = self._group_rows[gkey]
+            if not len(rows):
+                continue
+            got = group.state if part == "state" else group.wheel_odometry()
+            for key in keys:
+                out[key][rows] = got[key]
         return out
 
+    def _state(self) -> dict[str, np.ndarray]:
+        single = self._single_group()
+        return single.state if single is not None else self._gather("state", _STATE_KEYS)
+
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        if len(self._ids) and self._stepped_once:
+        moved = bool(len(self._ids)) and self._stepped_once
+        if moved:
             commands = inputs.get("commands")
             if commands is None or commands["id"] is not self._aligned_ids:
                 if commands is not None and np.array_equal(commands["id"], self._ids):
@@ -134,14 +412,82 @@ class PhysicsFederate(Federate):
             if single is not None:
                 single.step(commands)
             else:
-                for model, group in self._groups.items():
-                    rows = np.array([m == model for m in self._model_of], bool)
-                    group.step({k: np.ascontiguousarray(v[rows]) for k, v in commands.items() if k != "id"})
+                for key, group in self._groups.items():
+                    rows = self._group_rows[key]
+                    if len(rows):
+                        group.step({k: np.ascontiguousarray(commands[k][rows]) for k in COMMAND_FIELDS})
         self._stepped_once = True
         state = self._state()
         self._check_finite(state, t_ns)
         snapshot = {"id": self._ids, **{key: state[key].copy() for key in _STATE_KEYS}}
-        return {"state": snapshot, "estimate": snapshot}
+        out: dict[str, Any] = {"state": snapshot}
+        out["estimate"] = snapshot if self._imu is None else self._estimate(t_ns, snapshot, moved)
+        if self._range is not None and t_ns >= self._next_range_ns:
+            out["range"] = self._measure_range(snapshot)
+            self._next_range_ns = (t_ns // self._range_period_ns + 1) * self._range_period_ns
+        if self.config.check_collisions:
+            out["collisions"] = self._check_collisions(t_ns, snapshot)
+        return out
+
+    def _estimate(self, t_ns: int, truth: Mapping[str, np.ndarray], moved: bool) -> dict[str, np.ndarray]:
+        """The sensor-based estimate (see the module docstring for where each field comes from)."""
+        assert self._odometry is not None and self._imu is not None
+        imu = self._imu.measure(truth["yaw_rate"], ax=truth["a"])
+        odo = self._odometry
+        if moved:
+            wheels = self._gather("wheel_odometry", ("dist_rl", "dist_rr"))
+            use_imu = self.config.odometry.heading_source == "imu"
+            odo.step(wheels["dist_rl"], wheels["dist_rr"], self.dt, imu["yaw_rate"] if use_imu else None)
+        pose = odo.pose
+        if self._fusion is not None and self._gnss is not None:
+            if moved:
+                self._fusion.predict(odo.ds, odo.dth)
+            if t_ns >= self._next_gnss_ns:
+                self._fusion.update(self._gnss.measure(truth["x"], truth["y"], truth["yaw"]))
+                self._next_gnss_ns = (t_ns // self._gnss_period_ns + 1) * self._gnss_period_ns
+            pose = self._fusion.pose
+        return {
+            "id": self._ids,
+            "x": pose["x"].copy(), "y": pose["y"].copy(), "yaw": pose["yaw"].copy(),
+            "v": odo.speed.copy(), "a": imu["ax"], "yaw_rate": imu["yaw_rate"], "steer": truth["steer"],
+        }
+
+    def _measure_range(self, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        assert self._range is not None
+        rng, rate, _, target = self._range.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"], self._ids)
+        return {"id": self._ids, "range_m": rng, "range_rate_mps": rate, "target": target}
+
+    def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """New contacts at this step.
+
+        Screening keeps this nearly free: each robot's body lies in a circle of radius ``reach`` around its rear
+        axle, which can move at most ``slack (v + a_max T) T`` within ``T = _SCREEN_S``. When no two circles
+        enlarged by that bound overlap, no contact is possible before ``t + T`` and the steps until then skip the
+        test; otherwise the exact test (oriented rectangles) runs every step. No contact is missed.
+        """
+        x, y = truth["x"], truth["y"]
+        if not self._contacts:
+            if t_ns < self._clear_until_ns or len(x) < 2:
+                return _NO_COLLISIONS
+            travel = _SCREEN_SLACK * (np.abs(truth["v"]) + self._accel_max * _SCREEN_S) * _SCREEN_S
+            if not _any_near(x, y, self._reach + travel):
+                self._clear_until_ns = t_ns + seconds_to_ns(_SCREEN_S)
+                return _NO_COLLISIONS
+            if not _any_near(x, y, self._reach):
+                return _NO_COLLISIONS
+        hit = colliding_pairs(x, y, truth["yaw"], self._length, self._width, self._rear)
+        ids = self._ids
+        now = {(int(ids[i]), int(ids[j])) for i, j in hit}
+        new = sorted(now - self._contacts)
+        self._contacts = now
+        if not new:
+            return _NO_COLLISIONS
+        self.collisions.extend((t_ns, a, b) for a, b in new)
+        if self.config.stop_on_collision:
+            name = dict(zip(ids.tolist(), self._names, strict=True))
+            raise CollisionError(name[new[0][0]], name[new[0][1]], t_ns)
+        return {"t_ns": np.full(len(new), t_ns, np.int64), "a": np.array([p[0] for p in new], np.int64),
+                "b": np.array([p[1] for p in new], np.int64)}
 
     def _align(self, commands: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
         """Commands in this federate's row order; robots without a command hold speed and steering."""
