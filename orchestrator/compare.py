@@ -70,8 +70,8 @@ def with_fidelity(scenario: Scenario, fidelity: str) -> Scenario:
         overrides.append(f"vehicles.template.model={settings['model']}")
         overrides += [f"vehicles.overrides.{name}.vehicle.model={settings['model']}"
                       for name, entry in scenario.vehicles.overrides.items() if entry.vehicle is not None]
-    if settings["channel.type"] == scenario.channel.type:
-        overrides.remove(f"channel.type={settings['channel.type']}")
+    overrides.remove(f"channel.type={settings['channel.type']}")
+    scenario = with_channel(scenario, settings["channel.type"])  # a new channel type starts from its defaults
     return override_scenario(scenario, overrides)
 
 
