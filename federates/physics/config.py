@@ -37,10 +37,14 @@ class GnssConfig(_Strict):
 
 
 class FusionConfig(_Strict):
-    """Process noise of the odometry + GNSS EKF (``estimate: odometry_gnss``)."""
+    """Process noise of the odometry + GNSS EKF (``estimate: odometry_gnss``), applied at every physics step.
 
-    odo_noise_rel: float = Field(0.02, gt=0, description="distance noise per step, relative to the distance [-]")
-    yaw_noise_per_m: float = Field(0.01, gt=0, description="[rad/m] heading noise per metre driven")
+    The filter has no bias or scale states, so these also have to cover the systematic odometry errors (wheel scale
+    factors, gyro bias, slip); the defaults keep it consistent with a few percent of those at 10 ms steps.
+    """
+
+    odo_noise_rel: float = Field(0.05, gt=0, description="distance noise std per step, relative to the distance [-]")
+    yaw_noise_per_m: float = Field(0.1, gt=0, description="[rad/m] heading noise std per step per metre of the step")
 
 
 class RangeConfig(_Strict):
