@@ -101,13 +101,16 @@ def platoon_metrics(
     v2x: Columns | None = None,
     series_out: dict[str, dict[str, np.ndarray]] | None = None,
     spacing_error: Mapping[int, Any] | None = None,
+    collision_events: Sequence[tuple[int, int, int]] | None = None,
 ) -> dict[str, Any]:
     """Per-follower metrics (keys of metrics.json ``followers``) and per-run aggregates.
 
     ``series_out``, when given, receives per follower name the time series behind the metrics (``t_s``,
     ``spacing_error_m``, ``lateral_m``) for plots. ``spacing_error`` maps a follower id to its law's
     ``spacing_error(ego, pred, dims, pred_dims)`` (the error the law itself regulates, from true states); without
-    it the error is the gap minus the recorded desired gap."""
+    it the error is the gap minus the recorded desired gap. ``collision_events`` are the physics' contacts
+    ``(t_ns, a, b)`` between oriented rectangles; a follower's ``collisions`` counts those it is part of. Without
+    them, a contact is a non-positive bumper gap to the predecessor along the line between rear axles."""
     series = split_by_robot(trace)
     by_id = {r.id: r for r in robots}
     followers: dict[str, dict[str, Any]] = {}
@@ -152,8 +155,11 @@ def platoon_metrics(
         lateral = signed_path_distance(points, _path_with_tail(pred, tail))
         leader_series = series.get(robot.leader) if robot.leader is not None else None
         to_leader = _leader_path_metrics(points, leader_series, tail * (robot.position_in_platoon + 1))
-        colliding = bumper_gap <= 0.0
-        collisions = int(np.count_nonzero(colliding[1:] & ~colliding[:-1]) + (1 if colliding[:1].any() else 0))
+        if collision_events is not None:
+            collisions = sum(1 for _, a, b in collision_events if robot.id in (a, b))
+        else:
+            colliding = bumper_gap <= 0.0
+            collisions = int(np.count_nonzero(colliding[1:] & ~colliding[:-1]) + (1 if colliding[:1].any() else 0))
         entry: dict[str, Any] = {
             "spacing_error_rms_m": _rms(error),
             "spacing_error_max_m": float(np.max(np.abs(error))) if len(error) else None,

@@ -32,8 +32,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("pred_y", "commands", "pred_y"),
     ("pred_v", "commands", "pred_v"),
     ("degraded", "commands", "degraded"),
+    ("range_m", "range", "range_m"),
 )
-_PORTS = ("state", "estimate", "commands")
+_PORTS = ("state", "estimate", "commands", "range")
 
 
 class VehicleRecorder(BaseObserver):
@@ -47,8 +48,7 @@ class VehicleRecorder(BaseObserver):
         self._table = ParquetAppender(self.path, flush_rows=0)
         self._next_ns = 0
         self._ids: np.ndarray | None = None
-        self._samples: list[tuple[int, Mapping[str, Any] | None, Mapping[str, Any] | None, Mapping[str, Any] | None]]
-        self._samples = []
+        self._samples: list[tuple[Any, ...]] = []  # (t_ns, state, estimate, commands, range)
 
     def on_spawn(self, t_ns: int, robots: Sequence[RobotSpec]) -> None:
         self.flush()
@@ -66,7 +66,7 @@ class VehicleRecorder(BaseObserver):
         if self._ids is not state["id"] and (self._ids is None or not np.array_equal(self._ids, state["id"])):
             self.flush()
         self._ids = state["id"]
-        self._samples.append((t_ns, state, bus.get("estimate"), bus.get("commands")))
+        self._samples.append((t_ns, state, bus.get("estimate"), bus.get("commands"), bus.get("range")))
         if len(self._samples) * len(self._ids) >= self.chunk_rows:
             self.flush()
 

@@ -102,6 +102,9 @@ def run_scenario(
         run_info["error"] = {"federate": error.federate, "robot": error.robot, "sim_time_s": error.t_ns / 1e9,
                              "message": str(error)}
     result = RunResult(out_dir, run_info, error=error)
+    collisions = getattr(world.federates["physics"], "collisions", None)
+    if collisions is not None and scenario.outputs.trace:
+        _write_collisions(out_dir / "trace" / "collisions.parquet", collisions, world.robots)
     traces = _read_traces(out_dir)
     run_info["digest"] = trace_digest(traces)
     if error is None and "vehicles" in traces:
@@ -110,7 +113,7 @@ def run_scenario(
         follower_series: dict[str, dict[str, np.ndarray]] = {}
         laws = {r.id: control.law_of(r.id).spacing_error for r in world.robots if control.law_of(r.id) is not None}
         metrics = platoon_metrics(traces["vehicles"], world.robots, gap_reference, traces.get("v2x"), follower_series,
-                                  laws)
+                                  laws, collisions)
         channel_metrics = world.federates["v2x"].metrics()
         if channel_metrics:
             metrics["channel"] = channel_metrics
@@ -128,6 +131,19 @@ def run_scenario(
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
     (out_dir / "run.json").write_text(json.dumps(run_info, indent=2), encoding="utf-8")
     return result
+
+
+def _write_collisions(path: Path, events: list[tuple[int, int, int]], robots: list[Any]) -> None:
+    """``trace/collisions.parquet``: one row per new contact between two bodies (oriented rectangles)."""
+    import pyarrow as pa
+
+    names = {r.id: r.name for r in robots}
+    t, a, b = (np.asarray(col, np.int64) for col in zip(*events, strict=True)) if events else (
+        np.empty(0, np.int64),) * 3
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"t_ns": t, "t_s": t / 1e9, "robot_a": a, "robot_b": b,
+                             "name_a": [names.get(int(x), "") for x in a],
+                             "name_b": [names.get(int(x), "") for x in b]}), path)
 
 
 def _read_traces(out_dir: Path) -> dict[str, dict[str, np.ndarray]]:

@@ -1,0 +1,67 @@
+"""Graceful degradation end to end: the channel is cut, the leader brakes hard while it is down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from orchestrator.runner import run_scenario
+from orchestrator.scenario import parse_scenario
+
+CUT_S, BRAKE_S, BACK_S, TIMEOUT_S = 8.0, 12.0, 20.0, 0.5
+
+SCENARIO = f"""
+version: 1
+name: braking_with_outage
+seed: 3
+duration_s: 26
+step_s: 0.01
+vehicles: {{count: 4, template: {{preset: auna_rc_1to10, model: kinematic}}}}
+leader: {{profile: braking, params: {{speed_mps: 1.5, decel_mps2: 3.0, start_s: {BRAKE_S}}}}}
+controller:
+  type: ela_cacc
+  period_s: 0.02
+  k1: 1.0
+  k2: 1.0
+  standstill_m: 1.0
+  time_gap_s: 1.0
+  predict: ctrv          # stale data is extrapolated: without a fallback nobody learns of the braking
+channel:
+  type: ideal
+  outages: [{{start_s: {CUT_S}, end_s: {BACK_S}}}]
+outputs: {{plots: false, report: false}}
+"""
+FALLBACK = [f"controller.fallback={{timeout_s: {TIMEOUT_S}, fresh_age_s: 0.2, recover_hold_s: 0.2, "
+            "acc: {time_gap_s: 1.5, standstill_m: 0.5}}"]
+
+
+def degraded_spans(out: Path, robot: int) -> tuple[np.ndarray, np.ndarray]:
+    trace = pq.read_table(out / "trace" / "vehicles.parquet").to_pydict()
+    mask = np.asarray(trace["robot"]) == robot
+    return np.asarray(trace["t_s"])[mask], np.asarray(trace["degraded"])[mask] > 0.5
+
+
+def test_fallback_to_acc_avoids_the_collision_and_returns_to_cacc(tmp_path):
+    result = run_scenario(parse_scenario(SCENARIO, overrides=FALLBACK), tmp_path)
+    assert result.ok
+    for name, m in result.metrics["followers"].items():
+        assert m["collisions"] == 0, name
+        assert m["min_gap_m"] > 0.1, name
+        assert m["fallback_switches"] == 2, name  # to ACC at the cut, back to CACC when data returns
+        assert m["time_degraded_s"] == pytest.approx(BACK_S - CUT_S - TIMEOUT_S, abs=0.5), name
+    for robot in (2, 3, 4):
+        t, degraded = degraded_spans(tmp_path, robot)
+        first, last = t[degraded][0], t[degraded][-1]
+        assert CUT_S + TIMEOUT_S - 0.02 <= first <= CUT_S + TIMEOUT_S + 0.05  # within the timeout (+1 control step)
+        assert BACK_S <= last <= BACK_S + 0.5  # fresh data held for recover_hold_s, then CACC again
+    assert pq.read_table(tmp_path / "trace" / "collisions.parquet").num_rows == 0
+
+
+def test_without_the_fallback_the_same_cut_ends_in_a_collision(tmp_path):
+    result = run_scenario(parse_scenario(SCENARIO), tmp_path)
+    assert result.ok
+    assert sum(m["collisions"] for m in result.metrics["followers"].values()) > 0
+    assert pq.read_table(tmp_path / "trace" / "collisions.parquet").num_rows > 0
