@@ -69,7 +69,35 @@ def plot_run(
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, ncol=2)
     paths.append(_save(fig, out_dir / "spacing_errors.png"))
+
+    estimated = [r for r in drawn if not np.array_equal(series[r.id].cols["est_x"], series[r.id].cols["x"])]
+    if estimated:
+        paths.append(_plot_estimate(out_dir, estimated, series))
     return paths
+
+
+def _plot_estimate(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
+    """What each robot believed (odometry, fusion) against where it was: position error over time and paths."""
+    fig, (ax_err, ax_xy) = plt.subplots(1, 2, figsize=(11, 4.5))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, r in enumerate(robots):
+        s = series[r.id]
+        color = colors[j % len(colors)]
+        error = np.hypot(s.cols["est_x"] - s.cols["x"], s.cols["est_y"] - s.cols["y"])
+        ax_err.plot(s.t_ns / 1e9, error, color=color, lw=1.2, label=r.name)
+        ax_xy.plot(s.cols["x"], s.cols["y"], color=color, lw=1.2, label=f"{r.name} truth")
+        ax_xy.plot(s.cols["est_x"], s.cols["est_y"], "--", color=color, lw=1.0, label=f"{r.name} estimate")
+    ax_err.set_xlabel("time [s]")
+    ax_err.set_ylabel("|estimate - truth| [m]")
+    ax_err.set_title("Position error of the state estimate")
+    ax_xy.set_xlabel("x east [m]")
+    ax_xy.set_ylabel("y north [m]")
+    ax_xy.set_aspect("equal", adjustable="datalim")
+    ax_xy.set_title("Estimate (dashed) vs truth")
+    for ax in (ax_err, ax_xy):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+    return _save(fig, out_dir / "estimate_vs_truth.png")
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:

@@ -184,3 +184,16 @@ def test_cli_vehicle_test_writes_plots_and_rejects_unknown_presets(tmp_path):
     assert len(list(tmp_path.glob("*.png"))) >= 2
     proc = cli("vehicle-test", "dlc", "--vehicle", "g36_sedan")
     assert proc.returncode == 2 and "unknown preset 'g36_sedan'" in proc.stderr and "g35_sedan" in proc.stderr
+
+
+def test_dynamic_platoon_on_odometry_reports_estimate_against_truth(tmp_path):
+    scenario = load_scenario(REPO / "scenarios" / "platoon_dynamic.yaml", ["duration_s=12"])
+    assert scenario.physics.estimate == "odometry"
+    result = run_scenario(scenario, tmp_path)
+    assert result.ok and all(m["collisions"] == 0 for m in result.metrics["followers"].values())
+    assert (tmp_path / "plots" / "estimate_vs_truth.png").is_file()
+    assert (tmp_path / "report.html").read_text().count("data:image/png;base64,") == 4
+    table = pq.read_table(tmp_path / "trace" / "vehicles.parquet").to_pydict()
+    drift = np.hypot(np.asarray(table["est_x"]) - np.asarray(table["x"]),
+                     np.asarray(table["est_y"]) - np.asarray(table["y"]))
+    assert 0.0 < drift.max() < 0.5  # odometry drifts, but a 12 s run stays within half a metre
