@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,10 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     if "origin_lat_deg" in channel:  # the channel's geodetic frame is the scenario's origin
         channel["origin_lat_deg"], channel["origin_lon_deg"] = scenario.origin.lat_deg, scenario.origin.lon_deg
     v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, channel)
-    control = FEDERATE_KINDS.get("control")("control", seconds_to_ns(scenario.controller.period_s))
+    # the control federate steps at the greatest common period of all control laws; each law runs at its own
+    periods = {seconds_to_ns(r.config["controller"]["period_s"]) for r in robots if "controller" in r.config}
+    control_period = math.gcd(seconds_to_ns(scenario.controller.period_s), *periods)
+    control = FEDERATE_KINDS.get("control")("control", control_period)
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:
         federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)

@@ -23,7 +23,7 @@ from federates.physics.federate import vehicle_params
 from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.ports import COMMAND_FIELDS, units
 from orchestrator.robots import RobotSpec
-from orchestrator.timebase import NS_PER_S, ns_to_seconds
+from orchestrator.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 
 _RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
@@ -36,6 +36,7 @@ class _Group:
     law: Controller
     ids: list[int] = field(default_factory=list)
     predict: bool = False
+    period_ns: int = 0  # the law's own rate; its outputs are held in between (zero-order hold); 0: every step
     lateral: Any = None  # PurePursuit on the predecessor's received path, for laws that do not steer
     fallback: Any = None  # _Fallback: CACC -> ACC on the range sensor when predecessor data goes stale
 
@@ -172,6 +173,9 @@ class ControlFederate(Federate):
         self._max_speed = np.empty(0)
         self._speed_cmd = np.empty(0)
         self._yaw_rate_cmd = np.empty(0)
+        self._accel_cmd = np.empty(0)
+        self._stop = np.empty(0, bool)
+        self._follower_rows = np.empty(0, np.int64)
         self._desired_gap = np.empty(0)
         self._degraded = np.empty(0, bool)
         self._pred_id = np.empty(0, np.int64)
@@ -211,6 +215,8 @@ class ControlFederate(Federate):
             self._max_speed = np.append(self._max_speed, params["max_speed_mps"])
             self._speed_cmd = np.append(self._speed_cmd, float(spec.config.get("initial", {}).get("v", 0.0)))
             self._yaw_rate_cmd = np.append(self._yaw_rate_cmd, 0.0)
+            self._accel_cmd = np.append(self._accel_cmd, 0.0)
+            self._stop = np.append(self._stop, False)
             self._desired_gap = np.append(self._desired_gap, np.nan)
             self._degraded = np.append(self._degraded, False)
             self._pred_id = np.append(self._pred_id, -1 if spec.predecessor is None else spec.predecessor)
@@ -238,8 +244,8 @@ class ControlFederate(Federate):
         for rid in gone:
             self._drivers.pop(rid, None)
         self._specs = [s for s, k in zip(self._specs, keep, strict=True) if k]
-        for name in ("_ids", "_wheelbase", "_max_steer", "_max_speed", "_speed_cmd", "_yaw_rate_cmd",
-                     "_desired_gap", "_degraded", "_pred_id", "_leader_id"):
+        for name in ("_ids", "_wheelbase", "_max_steer", "_max_speed", "_speed_cmd", "_yaw_rate_cmd", "_accel_cmd",
+                     "_stop", "_desired_gap", "_degraded", "_pred_id", "_leader_id"):
             setattr(self, name, getattr(self, name)[keep])
         self._pred.remove(keep)
         self._leader.remove(keep)
@@ -248,11 +254,14 @@ class ControlFederate(Federate):
     def _group_for(self, spec: RobotSpec) -> _Group:
         cfg = dict(spec.config["controller"])
         kind = cfg.pop("type")
-        cfg.pop("period_s", None)
+        period_ns = seconds_to_ns(cfg.pop("period_s", self.dt))
+        if period_ns % self.period_ns:
+            raise ValueError(f"robot {spec.name}: controller period {period_ns / 1e9:g} s is not a multiple of the "
+                             f"control federate's period {self.dt:g} s")
         predict = cfg.pop("predict", "none") == "ctrv"
         lateral_cfg = cfg.pop("lateral", None) or {}
         fallback_cfg = cfg.pop("fallback", None)
-        key = kind + json.dumps([cfg, predict, lateral_cfg, fallback_cfg], sort_keys=True)
+        key = kind + json.dumps([cfg, predict, lateral_cfg, fallback_cfg, period_ns], sort_keys=True)
         group = self._groups.get(key)
         if group is None:
             law_cls = CONTROLLERS.get(kind)
@@ -263,7 +272,8 @@ class ControlFederate(Federate):
 
                 lateral = PurePursuit(PurePursuitParams(**lateral_cfg))
             fallback = _Fallback(fallback_cfg) if fallback_cfg else None
-            group = self._groups[key] = _Group(law, predict=predict, lateral=lateral, fallback=fallback)
+            group = self._groups[key] = _Group(law, predict=predict, lateral=lateral, fallback=fallback,
+                                               period_ns=period_ns)
         return group
 
     def _path_driver_for(self, driver: Mapping[str, Any]) -> _Group:
@@ -299,6 +309,8 @@ class ControlFederate(Federate):
         self._path_rows = [
             (g, self._row_of_id[np.asarray(g.ids, np.int64)]) for g in self._path_drivers.values() if g.ids
         ]
+        self._follower_rows = np.sort(np.concatenate([rows for _, rows in self._group_rows] or
+                                                     [np.empty(0, np.int64)]))
         by_table: dict[str, list[int]] = {}
         for rid, key in self._drivers.items():
             by_table.setdefault(key, []).append(rid)
@@ -316,14 +328,13 @@ class ControlFederate(Federate):
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         est = inputs["estimate"]
-        n = len(self._ids)
         if est is None or not np.array_equal(est["id"], self._ids):
             raise RuntimeError("estimate rows do not match the control federate's robots")
         for rx in inputs.get("cam_rx") or ():  # every reception since the last control step, oldest first
             self._receive(rx)
-        accel = np.zeros(n)
+        accel = self._accel_cmd  # held between a law's own steps (zero-order hold)
         yaw_rate = self._yaw_rate_cmd  # held where a law does not speak (no data yet, stopped)
-        stop = np.zeros(n, bool)
+        stop = self._stop
         tick = min(t_ns // self.period_ns, self._end_ns // self.period_ns + 1)
         for table, rows in self._driver_rows:
             self._speed_cmd[rows] = table[0, tick]
@@ -336,14 +347,18 @@ class ControlFederate(Federate):
             accel[rows] = out["accel"]
         sensors_all = self._sensors(inputs.get("range"), est)
         for group, rows in self._group_rows:
-            self._control_group(group, rows, t_ns, est, sensors_all, accel, yaw_rate, stop)
+            if t_ns % group.period_ns == 0:
+                self._control_group(group, rows, t_ns, est, sensors_all, accel, yaw_rate, stop)
+        rows = self._follower_rows  # the speed command integrates the (held) acceleration every step
+        follower_speed = integrate_speed(self._speed_cmd[rows], accel[rows], self.dt, self._max_speed[rows])
+        self._speed_cmd[rows] = np.where(stop[rows], 0.0, follower_speed)
         steer = yaw_rate_to_steer(yaw_rate, self._speed_cmd, self._wheelbase, self._max_steer)
         age = np.where(self._pred.generated_ns >= 0, (t_ns - self._pred.generated_ns) / NS_PER_S, np.nan)
         return {
             "commands": {
                 "id": self._ids,  # replaced, never mutated, on spawn/despawn
                 "speed": self._speed_cmd.copy(),
-                "accel": accel,
+                "accel": accel.copy(),
                 "steer": steer,
                 "yaw_rate": yaw_rate.copy(),
                 "pred_age_s": age,
@@ -379,16 +394,17 @@ class ControlFederate(Federate):
         pred["age_s"] = pred_age
         sensors = {name: values[rows] for name, values in sensors_all.items()}
         have = np.isfinite(pred["x"])
-        out = group.law.compute(ego, pred, leader, sensors, self.dt)
+        dt = group.period_ns / NS_PER_S
+        out = group.law.compute(ego, pred, leader, sensors, dt)
         # steering laws need the predecessor's pose: without any, hold speed and yaw rate
         a = np.where(have, out["accel"], 0.0) if group.law.steers else np.array(out["accel"], dtype=float)
         w = out.get("yaw_rate")
         if group.lateral is not None:
-            lateral = group.lateral.compute(ego, pred, leader, sensors, self.dt)
+            lateral = group.lateral.compute(ego, pred, leader, sensors, dt)
             w = np.where(lateral["has_path"], lateral["yaw_rate"], yaw_rate[rows])
         degraded = np.zeros(len(rows), bool)
         if group.fallback is not None:
-            degraded = group.fallback.apply(t_ns / NS_PER_S, pred_age, ego, pred, sensors, self.dt, a) == 1
+            degraded = group.fallback.apply(t_ns / NS_PER_S, pred_age, ego, pred, sensors, dt, a) == 1
         if "degraded" in out:
             degraded |= np.asarray(out["degraded"], bool)
         self._degraded[rows] = degraded
@@ -400,8 +416,6 @@ class ControlFederate(Federate):
             yaw_rate[rows] = np.where(usable, w, yaw_rate[rows])
         curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
         self._desired_gap[rows] = group.law.desired_gap(ego["v"], curvature)
-        follower_speed = integrate_speed(self._speed_cmd[rows], a, self.dt, self._max_speed[rows])
-        self._speed_cmd[rows] = np.where(stop[rows], 0.0, follower_speed)
 
     def law_of(self, robot_id: int) -> Controller | None:
         """The control law instance a follower runs (None for leaders)."""

@@ -197,3 +197,21 @@ def test_dynamic_platoon_on_odometry_reports_estimate_against_truth(tmp_path):
     drift = np.hypot(np.asarray(table["est_x"]) - np.asarray(table["x"]),
                      np.asarray(table["est_y"]) - np.asarray(table["y"]))
     assert 0.0 < drift.max() < 0.5  # odometry drifts, but a 12 s run stays within half a metre
+
+
+def test_each_law_runs_at_its_own_rate_with_a_zero_order_hold(tmp_path):
+    overrides = ["duration_s=8", "controller.period_s=0.02", "vehicles.overrides.robot3.controller.period_s=0.1",
+                 "outputs.plots=false", "outputs.report=false"]
+    result = run_scenario(parse_scenario(PLATOON.read_text(), overrides=overrides), tmp_path)
+    assert result.ok
+    table = pq.read_table(tmp_path / "trace" / "vehicles.parquet").to_pydict()
+    robot, t = np.asarray(table["robot"]), np.asarray(table["t_s"])
+    yaw_rate = np.asarray(table["cmd_yaw_rate"])
+
+    def changes(rid: int) -> np.ndarray:
+        w = yaw_rate[robot == rid]
+        return t[robot == rid][1:][np.diff(w) != 0]
+
+    # robot3 (id 4) updates its command every 100 ms, robot1 (id 2) every 20 ms (50 Hz as on the AuNa robots)
+    assert np.allclose(np.round(changes(4) / 0.1), changes(4) / 0.1)
+    assert len(changes(2)) > 3 * len(changes(4))
