@@ -226,14 +226,16 @@ def _min_ttc(bumper_gap: np.ndarray, t_ns: np.ndarray) -> float | None:
     return float(np.min(gap[mask] / closing[mask])) if mask.any() else None
 
 
-def _degradation(me: Series) -> dict[str, float | int]:
-    """Time spent degraded (CACC fallen back to ACC) and the number of mode switches."""
+def _degradation(me: Series) -> dict[str, Any]:
+    """Time spent degraded (CACC fallen back to ACC) and every mode switch (time, new mode)."""
     degraded = me.cols.get("degraded")
     if degraded is None or len(degraded) < 2:
-        return {"time_degraded_s": 0.0, "fallback_switches": 0}
+        return {"time_degraded_s": 0.0, "fallback_switches": 0, "fallback_switch_log": []}
     flag = np.nan_to_num(degraded) > 0.5
     dt = np.diff(me.t_ns) / 1e9
-    return {"time_degraded_s": float(np.sum(dt[flag[:-1]])), "fallback_switches": int(np.count_nonzero(np.diff(flag)))}
+    at = np.flatnonzero(np.diff(flag)) + 1
+    log = [{"t_s": float(me.t_ns[k] / 1e9), "to": "acc" if flag[k] else "cacc"} for k in at]
+    return {"time_degraded_s": float(np.sum(dt[flag[:-1]])), "fallback_switches": len(log), "fallback_switch_log": log}
 
 
 def link_metrics(v2x: Columns, receiver: int, sender: int) -> dict[str, Any]:

@@ -52,6 +52,7 @@ def test_fallback_to_acc_avoids_the_collision_and_returns_to_cacc(tmp_path):
         assert m["min_gap_m"] > 0.1, name
         assert m["fallback_switches"] == 2, name  # to ACC at the cut, back to CACC when data returns
         assert m["time_degraded_s"] == pytest.approx(BACK_S - CUT_S - TIMEOUT_S, abs=0.5), name
+        assert [entry["to"] for entry in m["fallback_switch_log"]] == ["acc", "cacc"]
     for robot in (2, 3, 4):
         t, degraded = degraded_spans(tmp_path, robot)
         first, last = t[degraded][0], t[degraded][-1]
