@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from .scenario import Problem, Scenario, ScenarioError, parse_scenario
+from .scenario.yamlmarks import load_value
 
 DEFAULT_METRICS = ("spacing_error_max_m", "l2_ratio_spacing_error", "min_gap_m")
 STABILITY_METRIC = "l2_ratio_spacing_error"
@@ -95,7 +96,7 @@ def parse_param(text: str, source: str = "--param") -> tuple[str, list[Any]]:
         if not item:
             raise ScenarioError(source, [Problem(path, f"--param: empty value in '{raw}'")])
         try:
-            values.append(yaml.safe_load(item))
+            values.append(load_value(item))
         except yaml.YAMLError as exc:
             raise ScenarioError(source, [Problem(path, f"--param: value '{item}' is not valid YAML: "
                                                        f"{getattr(exc, 'problem', exc)}")]) from None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import Problem, ScenarioError, format_path
 from .model import BLOCK_KEYS, Scenario
-from .yamlmarks import Loc, line_of, load_with_lines
+from .yamlmarks import Loc, line_of, load_value, load_with_lines
 
 _TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locations
 
@@ -101,7 +101,7 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
     loc = parse_path(key.strip())
     if not loc:
         raise ScenarioError(source, [Problem(key, "--set needs a field path")])
-    value = yaml.safe_load(raw) if raw.strip() else None
+    value = load_value(raw) if raw.strip() else None
     node: Any = data
     for depth, part in enumerate(loc[:-1]):
         nxt = loc[depth + 1]

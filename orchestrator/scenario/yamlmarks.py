@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -9,14 +10,33 @@ import yaml
 Loc = tuple[object, ...]
 
 
+class ScenarioLoader(yaml.SafeLoader):
+    """Safe YAML with YAML 1.2 booleans: only true/false are booleans, so ``mode: off`` or ``answer: no`` stay
+    strings (YAML 1.1 would silently turn them into False)."""
+
+
+ScenarioLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+ScenarioLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_value(text: str) -> Any:
+    """One YAML value (as ``--set`` gives it) with the scenario's rules."""
+    return yaml.load(text, Loader=ScenarioLoader)  # a SafeLoader subclass: safe
+
+
 def load_with_lines(text: str) -> tuple[Any, dict[Loc, int]]:
     """Parse YAML (safe subset) and return the data plus a map from path tuples to 1-based line numbers."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    node = yaml.compose(text, Loader=ScenarioLoader)
     if node is None:
         return None, {}
     lines: dict[Loc, int] = {(): node.start_mark.line + 1}
     _walk(node, (), lines)
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=ScenarioLoader)  # a SafeLoader subclass: safe
     return data, lines
 
 

@@ -122,3 +122,10 @@ def test_fleet_overrides_and_spawn_times():
     robots = expand_robots(parse_scenario(text))
     assert robots[2].spawn_ns == 2_500_000_000
     assert robots[2].config["controller"]["k1"] == 2.0 and robots[1].config["controller"]["k1"] == 1.0
+
+
+def test_yaml_words_like_off_stay_strings():
+    scenario = parse_scenario(BASE + "channel: {type: itsg5, dcc: {mode: off}}\n", "s.yaml", ["channel.dcc.table=A.2"])
+    assert scenario.channel.model_dump()["dcc"]["mode"] == "off"
+    scenario = parse_scenario(BASE, "s.yaml", ["outputs.plots=false", "channel={type: itsg5, dcc: {mode: off}}"])
+    assert scenario.outputs.plots is False and scenario.channel.model_dump()["dcc"]["mode"] == "off"
