@@ -121,17 +121,17 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         out = args.out or Path("runs") / scenario.name
         return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err)
     if args.command == "compare":
-        from .compare import compare_channels, compare_fidelities
+        from .compare import compare
 
         out = args.out or Path("runs") / f"{scenario.name}-compare"
         common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario),
                   "console": None if args.quiet else err}
         if args.fidelity:
             fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
-            result = compare_fidelities(scenario, fidelities, out, **common)
+            result = compare(scenario, "fidelity", fidelities, out, **common)
         else:
             channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
-            result = compare_channels(scenario, channels, out, **common)
+            result = compare(scenario, "channel", channels, out, **common)
         _print_comparison(result, console)
         console.print(f"report: {out / 'comparison.html'}")
         return EXIT_OK if result["ok"] else EXIT_FAILED
@@ -220,7 +220,7 @@ def _print_comparison(result: dict[str, Any], console: Console) -> None:
 
 
 def _demo(out: Path, console: Console, err: Console) -> int:
-    from .compare import compare_channels
+    from .compare import compare
     from .scenario import load_scenario
 
     scenario_path = Path(__file__).resolve().parent.parent / "scenarios" / "platoon.yaml"
@@ -233,7 +233,7 @@ def _demo(out: Path, console: Console, err: Console) -> int:
     except ImportError:
         err.print("the itsg5 channel model is not available; comparing ideal only")
         channels = ["ideal"]
-    result = compare_channels(scenario, channels, out, source=str(scenario_path), console=err)
+    result = compare(scenario, "channel", channels, out, source=str(scenario_path), console=err)
     _print_comparison(result, console)
     console.print(f"report: {out / 'comparison.html'}")
     return EXIT_OK if result["ok"] else EXIT_FAILED

@@ -81,32 +81,21 @@ def _run_one(args: tuple[Scenario, str, Path, int | None, str]) -> dict[str, Any
     return {"variant": name, "ok": result.ok, "run": result.run_info, "metrics": result.metrics}
 
 
-def compare_channels(
+def compare(
     scenario: Scenario,
-    channels: list[str],
+    kind: str,
+    names: list[str],
     out: Path,
     seed: int | None = None,
     jobs: int = 0,
     source: str = "<scenario>",
     console: Any = None,
 ) -> dict[str, Any]:
-    """Run the scenario once per channel model and write comparison.json/.html."""
-    variants = {c: with_channel(scenario, c) for c in channels}
-    return compare_variants(scenario, variants, out, "channel", seed, jobs, source, console)
-
-
-def compare_fidelities(
-    scenario: Scenario,
-    fidelities: list[str],
-    out: Path,
-    seed: int | None = None,
-    jobs: int = 0,
-    source: str = "<scenario>",
-    console: Any = None,
-) -> dict[str, Any]:
-    """Run the scenario once per fidelity (``FIDELITIES``) and write comparison.json/.html."""
-    variants = {f: with_fidelity(scenario, f) for f in fidelities}
-    return compare_variants(scenario, variants, out, "fidelity", seed, jobs, source, console)
+    """Run the scenario once per channel model (``kind="channel"``) or per fidelity (``kind="fidelity"``,
+    see ``FIDELITIES``) and write comparison.json/.html."""
+    make = {"channel": with_channel, "fidelity": with_fidelity}[kind]
+    variants = {name: make(scenario, name) for name in names}
+    return compare_variants(scenario, variants, out, kind, seed, jobs, source, console)
 
 
 def compare_variants(
@@ -323,5 +312,4 @@ def _plot_histograms(plots_dir: Path, traces: dict[str, Any], channels: list[str
     return path
 
 
-__all__ = ["FIDELITIES", "compare_channels", "compare_fidelities", "compare_variants", "fmt", "with_channel",
-           "with_fidelity"]
+__all__ = ["FIDELITIES", "compare", "compare_variants", "fmt", "with_channel", "with_fidelity"]

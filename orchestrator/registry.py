@@ -29,6 +29,18 @@ class Registry:
         """Add an entry ``name -> "package.module:Attribute"``."""
         self._entries[name] = target
 
+    def check(self, name: str) -> str:
+        """``name`` if registered, else ValueError with a suggestion and the allowed names (for validators)."""
+        if name not in self._entries:
+            raise ValueError(self.unknown_message(name))
+        return name
+
+    def unknown_message(self, name: str) -> str:
+        """"unknown <kind> 'name' (did you mean ...?); allowed: ..."."""
+        close = difflib.get_close_matches(name, self._entries, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown {self.kind} '{name}'{hint}; allowed: {', '.join(self.names())}"
+
     def get(self, name: str) -> Any:
         """Import and return the object registered as ``name``; a ``package.module:Attribute`` path is imported
         directly (plug-ins that are not registered)."""
@@ -41,10 +53,6 @@ class Registry:
         try:
             target = self._entries[name]
         except KeyError:
-            close = difflib.get_close_matches(name, self._entries, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise UnknownNameError(
-                f"unknown {self.kind} '{name}'{hint}; allowed: {', '.join(self.names())}"
-            ) from None
+            raise UnknownNameError(self.unknown_message(name)) from None
         module_name, _, attribute = target.partition(":")
         return getattr(importlib.import_module(module_name), attribute)

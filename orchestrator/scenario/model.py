@@ -54,11 +54,7 @@ class Vehicle(Strict):
     def _known_model(cls, value: str) -> str:
         from federates.physics.federate import VEHICLE_MODELS
 
-        names = VEHICLE_MODELS.names()
-        if value not in names:
-            raise ValueError(f"unknown vehicle model '{value}'{_did_you_mean(value, names)}; allowed: "
-                             f"{', '.join(names)}")
-        return value
+        return VEHICLE_MODELS.check(value)
 
 
 class VehicleEntry(Strict):
@@ -155,11 +151,7 @@ class ControllerBlock(BaseModel):
     def _known_law(cls, value: str) -> str:
         from controllers import CONTROLLERS
 
-        names = CONTROLLERS.names()
-        if value not in names:
-            raise ValueError(f"unknown controller '{value}'{_did_you_mean(value, names)}; allowed: "
-                             f"{', '.join(names)}")
-        return value
+        return CONTROLLERS.check(value)
 
 
 class ChannelBlock(BaseModel):
@@ -174,11 +166,7 @@ class ChannelBlock(BaseModel):
     def _known_channel(cls, value: str) -> str:
         from comms_models import COMMS_MODELS
 
-        names = COMMS_MODELS.names()
-        if value not in names:
-            raise ValueError(f"unknown channel '{value}'{_did_you_mean(value, names)}; allowed: "
-                             f"{', '.join(names)}")
-        return value
+        return COMMS_MODELS.check(value)
 
 
 class Origin(Strict):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.compare import compare_channels
+from orchestrator.compare import compare
 from orchestrator.scenario import parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ PLATOON = REPO / "scenarios" / "platoon.yaml"
 def comparison(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("compare")
     scenario = parse_scenario(PLATOON.read_text(), overrides=["duration_s=12"])
-    return out, compare_channels(scenario, ["ideal", "itsg5"], out, jobs=2)
+    return out, compare(scenario, "channel", ["ideal", "itsg5"], out, jobs=2)
 
 
 def test_comparison_files_and_metrics_side_by_side(comparison):

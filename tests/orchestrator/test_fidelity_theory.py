@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.compare import compare_fidelities, with_fidelity
+from orchestrator.compare import compare, with_fidelity
 from orchestrator.metrics import split_by_robot
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
@@ -80,7 +80,7 @@ def test_speed_changes_are_not_amplified_along_the_chain(tmp_path):
 
 def test_theory_vs_full_report_overlays_both(tmp_path):
     scenario = parse_scenario(PLATOON.read_text(), overrides=["duration_s=8"])
-    result = compare_fidelities(scenario, ["theory", "full"], tmp_path, jobs=2)
+    result = compare(scenario, "fidelity", ["theory", "full"], tmp_path, jobs=2)
     assert result["ok"] and result["kind"] == "fidelity" and result["variants"] == ["theory", "full"]
     assert (tmp_path / "plots" / "overlay_trajectories_speeds.png").is_file()
     resolved = {v: (tmp_path / v / "scenario.resolved.yaml").read_text() for v in ("theory", "full")}

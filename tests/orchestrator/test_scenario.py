@@ -90,7 +90,7 @@ def test_unknown_registry_name_lists_the_allowed_ones():
     msg = problems(BASE.replace("type: ela_cacc", "type: ela_cac"))
     assert "s.yaml:7: controller.type: unknown controller 'ela_cac' (did you mean 'ela_cacc'?); allowed:" in msg
     msg = problems(BASE + "channel: {type: itsg6}\n")
-    assert "unknown channel 'itsg6' (did you mean 'itsg5'?)" in msg
+    assert "unknown channel model 'itsg6' (did you mean 'itsg5'?)" in msg
 
 
 def test_invalid_yaml_gives_the_line():
