@@ -103,6 +103,14 @@ def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
                 heapq.heappush(ready, names.index(nxt))
     if len(order) < len(names):
         stuck = [n for n in names if n not in order]
+        # drop federates that merely wait for the cycle: repeatedly remove those no stuck federate waits for
+        pruned = True
+        while pruned:
+            pruned = False
+            for n in list(stuck):
+                if not any(n in edges[m] for m in stuck if m != n) or not (edges[n] & set(stuck)):
+                    stuck.remove(n)
+                    pruned = True
         raise SchedulerError(
             "dependency cycle without a delayed input between federates "
             f"{', '.join(repr(n) for n in stuck)}; declare one of the inputs in the cycle as delayed"
@@ -250,17 +258,21 @@ class Scheduler:
             self._loop()
         except BaseException as exc:
             error = exc
-            raise
-        finally:
-            for slot in self._slots:
-                try:
-                    slot.federate.finalize()
-                except Exception as exc:  # a failing finalize must not hide the run's own error
-                    if error is None:
-                        error = FederateError(slot.federate.name, self.now_ns, exc)
-                        raise error from exc
-            for obs in self._observers:
+        # every federate is finalized and every observer closes its files, whatever failed; the first error wins
+        for slot in self._slots:
+            try:
+                slot.federate.finalize()
+            except Exception as exc:
+                if error is None:
+                    error = FederateError(slot.federate.name, self.now_ns, exc)
+        for obs in self._observers:
+            try:
                 obs.on_end(self.now_ns, error)
+            except Exception as exc:
+                if error is None:
+                    error = exc
+        if error is not None:
+            raise error
         return self.now_ns
 
     def _loop(self) -> None:

@@ -15,7 +15,7 @@ from federates.physics.federate import vehicle_params
 
 from .registry import Registry
 from .robots import RobotSpec
-from .scenario.model import BLOCK_KEYS, Scenario, Vehicle, VehicleEntry
+from .scenario.model import BLOCK_KEYS, ControllerBlock, Scenario, Vehicle, VehicleEntry, merge_controller
 from .scheduler import Scheduler
 from .timebase import seconds_to_ns
 
@@ -59,10 +59,7 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
         seen_names.add(name)
         platoon, position = divmod(index, size)
         is_leader = position == 0
-        controller = {**base_controller, **(entry.controller or {})}
-        if entry.controller and entry.controller.get("type", controller["type"]) != base_controller["type"]:
-            controller = {"period_s": base_controller["period_s"], "predict": base_controller["predict"],
-                          **entry.controller}
+        controller = ControllerBlock(**merge_controller(base_controller, entry.controller)).model_dump()
         vehicle_cfg = vehicle.model_dump()
         params = vehicle_params({"vehicle": vehicle_cfg})
         v0 = _start_speed(scenario)
@@ -73,8 +70,7 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
         else:
             spacing = _initial_spacing(controller, v_init, params, pred_pose)
             pose = {"x": pred_pose["x"] - spacing, "y": pred_pose["y"], "yaw": pred_pose["yaw"]}
-        if entry.initial:
-            pose = {k: initial[k] for k in ("x", "y", "yaw")}
+        pose.update({k: float(initial[k]) for k in ("x", "y", "yaw") if initial.get(k) is not None})
         pred_pose = {**pose, "rear_overhang_m": params["rear_overhang_m"]}
         config: dict[str, Any] = {
             "vehicle": vehicle_cfg,

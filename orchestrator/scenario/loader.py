@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import Problem, ScenarioError, format_path
-from .model import BLOCK_KEYS, Scenario
+from .model import BLOCK_KEYS, ControllerBlock, Scenario, merge_controller
 from .yamlmarks import Loc, line_of, load_value, load_with_lines
 
 _TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locations
@@ -206,26 +206,30 @@ def _check_laws_and_channel(
 
     problems: list[Problem] = []
     base = scenario.controller.model_dump()
-    law_cls = CONTROLLERS.get(scenario.controller.type)
-    problems += _validate_params(law_cls.Params, _law_params(base), ("controller",), lines, set_locs)
-    entries = scenario.vehicles if isinstance(scenario.vehicles, list) else None
-    overrides = [] if entries is None else list(enumerate(entries))
-    if entries is None:
-        overrides = [(name, e) for name, e in scenario.vehicles.overrides.items()]
-    for key, entry in overrides:
-        if not entry.controller:
-            continue
-        merged = {**base, **entry.controller}
-        if "type" in entry.controller and entry.controller["type"] not in CONTROLLERS.names():
-            loc = ("vehicles", *(("overrides",) if entries is None else ()), key, "controller", "type")
-            problems.append(Problem(format_path(loc), f"unknown controller '{entry.controller['type']}'; allowed: "
-                                    f"{', '.join(CONTROLLERS.names())}", line_of(lines, loc)))
-            continue
-        if "type" in entry.controller and entry.controller["type"] != scenario.controller.type:
-            merged = dict(entry.controller)
-        cls = CONTROLLERS.get(merged.get("type", scenario.controller.type)).Params
-        prefix = ("vehicles", *(("overrides",) if entries is None else ()), key, "controller")
-        problems += _validate_params(cls, _law_params(merged), prefix, lines, set_locs)
+    blocks: list[tuple[Loc, dict[str, Any], dict[str, Any]]] = [(("controller",), base, base)]
+    if isinstance(scenario.vehicles, list):
+        blocks += [(("vehicles", i, "controller"), merge_controller(base, e.controller), e.controller)
+                   for i, e in enumerate(scenario.vehicles) if e.controller]
+    else:
+        blocks += [(("vehicles", "overrides", name, "controller"), merge_controller(base, e.controller), e.controller)
+                   for name, e in scenario.vehicles.overrides.items() if e.controller]
+    for prefix, merged, own in blocks:
+        # the federate-level keys (type, period, prediction, lateral, fallback), then the law's parameters
+        found = _validate_params(ControllerBlock, merged, prefix, lines, set_locs)
+        if not found:
+            period = merged.get("period_s", 0.0)
+            if abs(period / scenario.step_s - round(period / scenario.step_s)) > 1e-6:
+                loc = (*prefix, "period_s")
+                found.append(Problem(format_path(loc), f"must be a multiple of step_s ({scenario.step_s:g} s), got "
+                                     f"{period:g}", line_of(lines, loc)))
+            law = CONTROLLERS.get(merged["type"]).Params
+            found += _validate_params(law, _law_params(merged), prefix, lines, set_locs)
+        # problems with keys the robot inherited are reported once, at the scenario's controller block
+        if prefix == ("controller",):
+            problems += found
+        else:
+            head = format_path(prefix) + "."
+            problems += [p for p in found if re.split(r"[.\[]", p.path.removeprefix(head))[0] in own]
     channel_cls = COMMS_MODELS.get(scenario.channel.type)
     params_model = getattr(channel_cls, "Params", None)
     if params_model is not None:

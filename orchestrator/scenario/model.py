@@ -24,11 +24,12 @@ class Strict(BaseModel):
 
 
 class Initial(Strict):
-    """Initial pose of the rear-axle reference point in the local ENU frame and speed (default: the driver's)."""
+    """Initial pose of the rear-axle reference point in the local ENU frame and speed. A field left out keeps its
+    default placement (leaders at the origin or first waypoint, followers at their desired gap behind)."""
 
-    x: float = Field(0.0, description="[m] east")
-    y: float = Field(0.0, description="[m] north")
-    yaw: float = Field(0.0, description="[rad] counter-clockwise from east")
+    x: float | None = Field(None, description="[m] east")
+    y: float | None = Field(None, description="[m] north")
+    yaw: float | None = Field(None, description="[rad] counter-clockwise from east")
     v: float | None = Field(None, ge=0, description="[m/s]")
 
 
@@ -152,6 +153,17 @@ class ControllerBlock(BaseModel):
         from controllers import CONTROLLERS
 
         return CONTROLLERS.check(value)
+
+
+def merge_controller(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
+    """A robot's controller block: the scenario's block with the robot's override on top. An override that names
+    another law keeps the federate-level keys (period, prediction, lateral, fallback) but not the old law's
+    parameters."""
+    if not override:
+        return dict(base)
+    if override.get("type", base["type"]) != base["type"]:
+        return {**{k: base[k] for k in BLOCK_KEYS if k in base and k != "type"}, **override}
+    return {**base, **override}
 
 
 class ChannelBlock(BaseModel):

@@ -129,3 +129,30 @@ def test_yaml_words_like_off_stay_strings():
     assert scenario.channel.model_dump()["dcc"]["mode"] == "off"
     scenario = parse_scenario(BASE, "s.yaml", ["outputs.plots=false", "channel={type: itsg5, dcc: {mode: off}}"])
     assert scenario.outputs.plots is False and scenario.channel.model_dump()["dcc"]["mode"] == "off"
+
+
+def test_a_partial_initial_block_keeps_the_default_placement_of_the_other_fields():
+    override = "  overrides:\n    robot2: {initial: {v: 0.5}}\n    robot1: {initial: {y: 3.0}}\n"
+    robots = expand_robots(parse_scenario(BASE.replace("  count: 3\n", "  count: 3\n" + override)))
+    assert robots[2].config["initial"]["v"] == 0.5
+    assert robots[2].config["initial"]["x"] < robots[1].config["initial"]["x"] < 0.0  # still behind, not at 0
+    assert robots[1].config["initial"]["y"] == 3.0 and robots[1].config["initial"]["x"] < 0.0
+
+
+def test_per_robot_controller_overrides_are_validated_like_the_block():
+    override = ("  overrides:\n    robot2: {controller: {period_s: -1, predict: bogus, "
+                "fallback: {timeout_s: abc}}}\n")
+    msg = problems(BASE.replace("  count: 3\n", "  count: 3\n" + override))
+    assert "vehicles.overrides.robot2.controller.period_s: Input should be greater than 0, got -1" in msg
+    assert "vehicles.overrides.robot2.controller.predict: Input should be 'none' or 'ctrv'" in msg
+    assert "vehicles.overrides.robot2.controller.fallback.timeout_s:" in msg
+    assert all(line.startswith("s.yaml:7:") for line in msg.splitlines())
+    msg = problems(BASE, ("controller.period_s=0.015",))
+    assert "controller.period_s: must be a multiple of step_s (0.01 s), got 0.015" in msg
+
+
+def test_an_override_with_another_law_keeps_the_federate_settings():
+    text = BASE.replace("  count: 3\n", "  count: 3\n  overrides:\n    robot2: {controller: {type: acc}}\n")
+    robots = expand_robots(parse_scenario(text + "  predict: ctrv\n"))
+    assert robots[2].config["controller"]["type"] == "acc" and robots[2].config["controller"]["predict"] == "ctrv"
+    assert "k1" not in robots[2].config["controller"] and robots[1].config["controller"]["k1"] == 1.0

@@ -222,3 +222,40 @@ def test_queued_input_receives_every_value_since_its_last_step():
     # a plain input only sees the latest value
     assert [step["state"][2] for step in app_inputs] == [0, 30 * MS, 60 * MS]
     assert app.count == 3
+
+
+def test_cycle_message_names_only_the_federates_on_the_cycle():
+    metas = {
+        "a": FederateMeta((Input("y"),), ("x",)),
+        "b": FederateMeta((Input("x"),), ("y",)),
+        "c": FederateMeta((Input("y"),), ("z",)),  # waits for the cycle but is not on it
+    }
+    with pytest.raises(SchedulerError) as info:
+        dependency_order(metas)
+    assert "'a', 'b';" in str(info.value) and "'c'" not in str(info.value)
+
+
+def test_a_failing_finalize_still_closes_every_observer_and_finalizes_the_others():
+    log: list = []
+
+    class BadFinalize(Probe):
+        def finalize(self) -> None:
+            raise OSError("disk full")
+
+    class Closer:
+        ended = None
+
+        def on_start(self, scheduler): ...
+        def on_instant(self, t_ns, bus, stepped): ...
+        def on_spawn(self, t_ns, robots): ...
+        def on_despawn(self, t_ns, robot_ids): ...
+
+        def on_end(self, t_ns, error):
+            Closer.ended = error
+
+    sched = Scheduler(end_ns=10 * MS)
+    sched.add(BadFinalize("bad", log))
+    other = sched.add(Probe("other", log))
+    with pytest.raises(FederateError, match=r"federate 'bad'.*disk full"):
+        sched.run([Closer()])
+    assert other.finalized and isinstance(Closer.ended, FederateError)
