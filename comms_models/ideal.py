@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from orchestrator.robots import RobotSpec
 from orchestrator.timebase import seconds_to_ns
@@ -21,6 +21,12 @@ class Outage(BaseModel):
     start_s: float = Field(ge=0, description="[s] first instant without deliveries")
     end_s: float = Field(gt=0, description="[s] deliveries resume at this time")
     receivers: list[int] | None = Field(None, description="robot ids cut off (default: all)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Outage:
+        if self.end_s <= self.start_s:
+            raise ValueError(f"end_s ({self.end_s}) must be after start_s ({self.start_s})")
+        return self
 
 
 class IdealParams(BaseModel):

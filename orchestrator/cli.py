@@ -28,6 +28,28 @@ SUMMARY_COLUMNS = (
 )
 
 
+def _seed(text: str) -> int:
+    """A seed as the scenario allows it: an integer in 0 .. 2^32-1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value <= 2**32 - 1:
+        raise argparse.ArgumentTypeError(f"must be in 0 .. {2**32 - 1}, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    """An integer >= 0 (0: one per core)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 (one per core) or more, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coopsim",
@@ -37,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("scenario", type=Path, help="scenario YAML file")
-        p.add_argument("--seed", type=int, help="override the scenario seed")
+        p.add_argument("--seed", type=_seed, help="override the scenario seed (0 .. 2^32-1)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                        help="override a field, e.g. --set controller.time_gap_s=0.5 (repeatable)")
 
@@ -53,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     variants.add_argument("--fidelity", help="comma-separated fidelities: theory (unicycles, ground truth, ideal "
                           "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
     cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
-    cmp_.add_argument("--jobs", type=int, default=0, help="parallel processes (default: one per core)")
+    cmp_.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: one per core)")
     cmp_.add_argument("--quiet", action="store_true", help="no progress output")
 
     val = sub.add_parser("validate", help="check a scenario without running it")
@@ -183,8 +205,12 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
         print(f"error: run failed: {result.error}", file=sys.stderr)
         print(f"traces up to the failure are in {out / 'trace'}", file=sys.stderr)
         return EXIT_FAILED
-    print_summary(result.metrics, result.run_info, console)
-    console.print(f"run directory: {out}  (report: {out / 'report.html'})")
+    if not result.metrics:
+        console.print("outputs.trace is false: no trace was recorded, so there are no metrics, plots or report")
+    else:
+        print_summary(result.metrics, result.run_info, console)
+    report = out / "report.html"
+    console.print(f"run directory: {out}" + (f"  (report: {report})" if report.exists() else ""))
     return EXIT_OK
 
 

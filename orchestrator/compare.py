@@ -21,7 +21,7 @@ import numpy as np
 
 from .metrics import split_by_robot
 from .report import fmt, image, page, table
-from .runner import _read_traces, run_scenario
+from .runner import _read_traces, json_safe, run_scenario
 from .scenario.model import ChannelBlock, Scenario
 
 SUMMARY_KEYS = (
@@ -93,6 +93,16 @@ def compare(
 ) -> dict[str, Any]:
     """Run the scenario once per channel model (``kind="channel"``) or per fidelity (``kind="fidelity"``,
     see ``FIDELITIES``) and write comparison.json/.html."""
+    from comms_models import COMMS_MODELS
+
+    from .scenario import Problem, ScenarioError
+
+    allowed = COMMS_MODELS.names() if kind == "channel" else list(FIDELITIES)
+    unknown = [name for name in names if name not in allowed]
+    if unknown or not names:
+        raise ScenarioError(source, [Problem(f"--{'channels' if kind == 'channel' else 'fidelity'}",
+                                             f"unknown {kind} {', '.join(map(repr, unknown)) or '(none given)'}; "
+                                             f"allowed: {', '.join(allowed)}")])
     make = {"channel": with_channel, "fidelity": with_fidelity}[kind]
     variants = {name: make(scenario, name) for name in names}
     return compare_variants(scenario, variants, out, kind, seed, jobs, source, console)
@@ -137,7 +147,7 @@ def compare_variants(
         "differences": _differences(summary, channels),
         "runs": {c: {"run": results[c]["run"], "metrics": results[c]["metrics"]} for c in channels},
     }
-    (out / "comparison.json").write_text(json.dumps(comparison, indent=2), encoding="utf-8")
+    (out / "comparison.json").write_text(json.dumps(json_safe(comparison), indent=2), encoding="utf-8")
     _write_html(out, comparison)
     return comparison
 

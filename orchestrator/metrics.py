@@ -118,6 +118,7 @@ def platoon_metrics(
     accel_l2: dict[int, float] = {}
     accel_linf: dict[int, float] = {}
     speed_l2: dict[int, float] = {}
+    speed_linf: dict[int, float] = {}
     _linf_of: dict[int, float | None] = {}
     dt_of = {}
     for rid, s in series.items():
@@ -126,6 +127,7 @@ def platoon_metrics(
         accel_l2[rid] = l2_norm(s.cols["a"], dt)
         accel_linf[rid] = float(np.max(np.abs(s.cols["a"]))) if len(s.t_ns) else 0.0
         speed_l2[rid] = l2_norm(s.cols["v"] - s.cols["v"][0], dt)  # deviation from the robot's initial speed
+        speed_linf[rid] = float(np.max(np.abs(s.cols["v"] - s.cols["v"][0]))) if len(s.t_ns) else 0.0
     for robot in robots:
         if robot.predecessor is None or robot.id not in series or robot.predecessor not in series:
             continue
@@ -147,6 +149,9 @@ def platoon_metrics(
             error_series = np.asarray(law_error(ego_cols, pred_cols, dims, pred_dims), dtype=float)
         else:
             error_series = gap - me.cols["desired_gap_m"][im]
+        degraded = me.cols.get("degraded")
+        if degraded is not None:  # while fallen back to ACC the follower opens its gap on purpose: not an error
+            error_series = np.where(np.nan_to_num(degraded[im]) > 0.5, np.nan, error_series)
         error = error_series[np.isfinite(error_series)]
         dt = dt_of[robot.id]
         spacing_l2[robot.id] = l2_norm(error, dt)
@@ -170,6 +175,7 @@ def platoon_metrics(
             "l2_ratio_acceleration": _ratio(accel_l2.get(robot.id), accel_l2.get(robot.predecessor)),
             "linf_ratio_spacing_error": _ratio(_linf(error), _linf_of.get(robot.predecessor)),
             "l2_ratio_speed_deviation": _ratio(speed_l2.get(robot.id), speed_l2.get(robot.predecessor)),
+            "linf_ratio_speed_deviation": _ratio(speed_linf.get(robot.id), speed_linf.get(robot.predecessor)),
             "linf_ratio_acceleration": _ratio(accel_linf.get(robot.id), accel_linf.get(robot.predecessor)),
             **to_leader,
             "min_ttc_s": _min_ttc(bumper_gap, me.t_ns[im]),
@@ -241,7 +247,7 @@ def _degradation(me: Series) -> dict[str, Any]:
 def link_metrics(v2x: Columns, receiver: int, sender: int) -> dict[str, Any]:
     """PDR, latency and inter-reception interval of one directed link, from ``trace/v2x.parquet`` columns."""
     event, outcome = v2x["event"], v2x["outcome"]
-    sent = (event == "tx") & (v2x["sender"] == sender)
+    sent = (event == "tx") & (outcome == "sent") & (v2x["sender"] == sender)  # DCC-dropped CAMs never left
     link = (event == "rx") & (v2x["sender"] == sender) & (v2x["receiver"] == receiver)
     ok = link & (outcome == "received")
     n_sent = int(np.count_nonzero(sent))

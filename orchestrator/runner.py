@@ -116,9 +116,9 @@ def run_scenario(
                                   laws, collisions)
         channel_metrics = world.federates["v2x"].metrics()
         if channel_metrics:
-            metrics["channel"] = channel_metrics
+            metrics["channel"] = json_safe(channel_metrics)
         result.metrics = metrics
-        (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        (out_dir / "metrics.json").write_text(json.dumps(json_safe(metrics), indent=2), encoding="utf-8")
         plots: list[Path] = []
         if scenario.outputs.plots:
             from .plots import plot_run
@@ -131,6 +131,19 @@ def run_scenario(
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
     (out_dir / "run.json").write_text(json.dumps(run_info, indent=2), encoding="utf-8")
     return result
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities become null, so every JSON file we write is strict JSON."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    return value
 
 
 def _write_collisions(path: Path, events: list[tuple[int, int, int]], robots: list[Any]) -> None:

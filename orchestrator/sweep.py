@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from .runner import json_safe
 from .scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .scenario.yamlmarks import load_value
 
@@ -436,7 +437,7 @@ def sweep(
         "points": result_points,
         "min_stable": min_stable(result_points, stable_param, tolerance) if stable_param else None,
     }
-    (out / "sweep.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
+    (out / "sweep.json").write_text(json.dumps(json_safe(result), indent=2, default=str), encoding="utf-8")
     _write_csv(out / "sweep.csv", result)
     _write_html(out, result)
     return result

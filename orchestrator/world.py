@@ -155,10 +155,7 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
     step_ns = seconds_to_ns(scenario.step_s)
     physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics)
-    channel = scenario.channel.model_dump()
-    if "origin_lat_deg" in channel:  # the channel's geodetic frame is the scenario's origin
-        channel["origin_lat_deg"], channel["origin_lon_deg"] = scenario.origin.lat_deg, scenario.origin.lon_deg
-    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, channel)
+    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump(), trace=scenario.outputs.trace)
     # the control federate steps at the greatest common period of all control laws; each law runs at its own
     periods = {seconds_to_ns(r.config["controller"]["period_s"]) for r in robots if "controller" in r.config}
     control_period = math.gcd(seconds_to_ns(scenario.controller.period_s), *periods)

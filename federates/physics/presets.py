@@ -186,3 +186,36 @@ def preset(name: str) -> dict[str, Any]:
         return dict(PRESETS[name])
     except KeyError:
         raise KeyError(f"unknown vehicle preset '{name}'; allowed: {', '.join(sorted(PRESETS))}") from None
+
+
+def parameter_problems(params: dict[str, Any]) -> list[str]:
+    """What is wrong with vehicle parameter overrides: unknown names (with a suggestion) and wrong types.
+
+    Known names are those of any preset, of the dynamic model and ``input_mode``; numbers must be numbers, the
+    Pacejka coefficients four numbers (B, C, D, E), ``tyre_model`` and ``input_mode`` one of their names.
+    """
+    import difflib
+
+    from .models.dynamic import PARAM_DEFAULTS
+    from .models.tyres import TYRE_MODELS
+
+    choices = {"tyre_model": sorted(TYRE_MODELS),
+               "input_mode": ["speed_steer", "accel_steer", "speed_yaw_rate"]}
+    known = set(PARAM_DEFAULTS) | set(choices) | {k for preset_params in PRESETS.values() for k in preset_params}
+    problems = []
+    for key, value in params.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            problems.append(f"{key}: unknown vehicle parameter{hint}")
+        elif key in choices:
+            if value not in choices[key]:
+                problems.append(f"{key}: {value!r} is not one of {', '.join(choices[key])}")
+        elif key.startswith("pacejka"):
+            ok = isinstance(value, list | tuple) and len(value) == 4 and all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            if not ok and value is not None:
+                problems.append(f"{key}: expected four numbers [B, C, D, E], got {value!r}")
+        elif not isinstance(value, int | float) or isinstance(value, bool):
+            problems.append(f"{key}: expected a number, got {value!r}")
+    return problems

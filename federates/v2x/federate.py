@@ -23,8 +23,9 @@ from orchestrator.tables import ParquetAppender, categorical
 class V2XFederate(Federate):
     """Steps its channel model every ``step_ns``; writes ``trace/v2x.parquet`` when the run records."""
 
-    def __init__(self, name: str, step_ns: int, channel: Mapping[str, Any]) -> None:
+    def __init__(self, name: str, step_ns: int, channel: Mapping[str, Any], trace: bool = True) -> None:
         super().__init__(name)
+        self.record = trace
         self.step_ns = step_ns
         self.channel_config = dict(channel)
         self.model: CommsModel | None = None
@@ -38,7 +39,7 @@ class V2XFederate(Federate):
         params = dict(self.channel_config)
         kind = params.pop("type")
         self.model = COMMS_MODELS.get(kind)(params, ctx.seed, ctx.out_dir)
-        if ctx.out_dir is not None:
+        if ctx.out_dir is not None and self.record:
             self._trace = ParquetAppender(Path(ctx.out_dir) / "trace" / "v2x.parquet")
         return FederateMeta(
             inputs=(Input("estimate"),),

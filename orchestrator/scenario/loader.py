@@ -76,7 +76,10 @@ def with_defaults(scenario: Scenario) -> Scenario:
     channel = scenario.channel
     params_model = getattr(COMMS_MODELS.get(channel.type), "Params", None)
     if params_model is not None:
-        params = params_model(**{k: v for k, v in channel.model_dump().items() if k != "type"})
+        given = {k: v for k, v in channel.model_dump().items() if k != "type"}
+        if "origin_lat_deg" in params_model.model_fields:  # the geodetic frame is the scenario's
+            given.update(origin_lat_deg=scenario.origin.lat_deg, origin_lon_deg=scenario.origin.lon_deg)
+        params = params_model(**given)
         channel = ChannelBlock(type=channel.type, **params.model_dump(mode="json"))
     return scenario.model_copy(update={"controller": controller, "channel": channel})
 
@@ -93,6 +96,17 @@ def parse_path(text: str) -> Loc:
     return tuple(parts)
 
 
+def _at(data: Any, loc: Loc) -> Any:
+    """The raw value at ``loc`` (None when the path does not exist yet)."""
+    node = data
+    for part in loc:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
 def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
     """Apply one ``path=value`` to the raw scenario data, creating mappings on the way."""
     if "=" not in item:
@@ -103,6 +117,13 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
         raise ScenarioError(source, [Problem(key, "--set needs a field path")])
     value = load_value(raw) if raw.strip() else None
     node: Any = data
+    for depth, part in enumerate(loc):
+        if isinstance(part, int) and not isinstance(_at(data, loc[:depth]), list):
+            where = format_path(loc[:depth])
+            fleet = loc[:depth] == ("vehicles",)
+            hint = " (a fleet: address one robot as vehicles.overrides.<name>...)" if fleet else ""
+            raise ScenarioError(source, [Problem(where, f"--set: '{where}' is not a list, so [{part}] does not apply"
+                                                        f"{hint}")])
     for depth, part in enumerate(loc[:-1]):
         nxt = loc[depth + 1]
         try:
@@ -231,6 +252,13 @@ def _check_laws_and_channel(
             head = format_path(prefix) + "."
             problems += [p for p in found if re.split(r"[.\[]", p.path.removeprefix(head))[0] in own]
     channel_cls = COMMS_MODELS.get(scenario.channel.type)
+    for key in ("origin_lat_deg", "origin_lon_deg"):
+        given = (scenario.channel.model_extra or {}).get(key)
+        own = {"origin_lat_deg": scenario.origin.lat_deg, "origin_lon_deg": scenario.origin.lon_deg}[key]
+        if given is not None and given != own:
+            loc = ("channel", key)
+            problems.append(Problem(format_path(loc), "the channel uses the scenario's origin: set origin.lat_deg / "
+                                    "origin.lon_deg instead", line_of(lines, loc)))
     params_model = getattr(channel_cls, "Params", None)
     if params_model is not None:
         params = {k: v for k, v in scenario.channel.model_dump().items() if k != "type"}

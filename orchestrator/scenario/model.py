@@ -50,6 +50,16 @@ class Vehicle(Strict):
                              f"{', '.join(sorted(PRESETS))}")
         return value
 
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from federates.physics.presets import parameter_problems
+
+        problems = parameter_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
@@ -215,6 +225,25 @@ class ExtraFederate(Strict):
                              f"{', '.join(names)} or a 'package.module:Class' path")
         return value
 
+    @model_validator(mode="after")
+    def _constructible(self) -> ExtraFederate:
+        """The class imports and takes (name, **params): checked before anything runs."""
+        import inspect
+
+        from orchestrator.registry import UnknownNameError
+        from orchestrator.world import FEDERATE_KINDS
+
+        try:
+            federate_cls = FEDERATE_KINDS.get(self.type)
+        except (UnknownNameError, ImportError) as exc:
+            raise ValueError(str(exc)) from None
+        try:
+            inspect.signature(federate_cls).bind(self.name, **self.params)
+        except TypeError as exc:
+            accepted = [p for p in inspect.signature(federate_cls).parameters if p != "name"]
+            raise ValueError(f"params of '{self.type}': {exc}; it takes: {', '.join(accepted) or 'nothing'}") from None
+        return self
+
 
 class Scenario(Strict):
     """A complete, validated scenario."""
@@ -234,6 +263,23 @@ class Scenario(Strict):
     physics: PhysicsConfig = Field(default_factory=PhysicsConfig)
     outputs: Outputs = Field(default_factory=Outputs)
     federates: list[ExtraFederate] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _trace_period_on_the_step_grid(self) -> Scenario:
+        period = self.outputs.trace_period_s
+        if period is not None and abs(period / self.step_s - round(period / self.step_s)) > 1e-6:
+            raise ValueError(f"outputs.trace_period_s ({period:g} s) must be a multiple of step_s ({self.step_s:g} s)")
+        return self
+
+    @model_validator(mode="after")
+    def _unique_federate_names(self) -> Scenario:
+        seen = {"physics", "v2x", "control"}  # the built-in federates
+        for extra in self.federates:
+            if extra.name in seen:
+                raise ValueError(f"federates: the name '{extra.name}' is taken (built-in federates are physics, v2x "
+                                 "and control; names must be unique)")
+            seen.add(extra.name)
+        return self
 
 
 def _did_you_mean(value: str, choices: Any) -> str:

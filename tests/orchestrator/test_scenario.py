@@ -156,3 +156,34 @@ def test_an_override_with_another_law_keeps_the_federate_settings():
     robots = expand_robots(parse_scenario(text + "  predict: ctrv\n"))
     assert robots[2].config["controller"]["type"] == "acc" and robots[2].config["controller"]["predict"] == "ctrv"
     assert "k1" not in robots[2].config["controller"] and robots[1].config["controller"]["k1"] == 1.0
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ("{name: control, type: 'tests.orchestrator.plugins:FailAt'}", "the name 'control' is taken"),
+    ("{name: x, type: 'nosuch.mod:Cls'}", "cannot import federate 'nosuch.mod:Cls'"),
+    ("{name: x, type: 'tests.orchestrator.plugins:FailAt', params: {bogus: 1}}", "it takes: at_s"),
+    ("{name: p2, type: physics}", "params of 'physics'"),
+])
+def test_extra_federates_are_checked_before_the_run(extra, expected):
+    assert expected in problems(BASE + f"federates:\n  - {extra}\n")
+
+
+def test_outage_must_end_after_it_starts():
+    msg = problems(BASE + "channel: {type: ideal, outages: [{start_s: 5, end_s: 2}]}\n")
+    assert "channel.outages[0]: end_s (2.0) must be after start_s (5.0)" in msg
+
+
+def test_vehicle_parameters_are_checked_by_name_and_type():
+    msg = problems(BASE.replace("  count: 3\n", "  count: 3\n  template: {params: {max_sped_mps: 0.1, "
+                                                "tyre_model: pacejk, mu: high}}\n"))
+    assert "vehicles.template.params: max_sped_mps: unknown vehicle parameter (did you mean 'max_speed_mps'?)" in msg
+    assert "tyre_model: 'pacejk' is not one of fiala, fiala_unsaturated, linear, pacejka" in msg
+    assert "mu: expected a number, got 'high'" in msg
+
+
+def test_the_channel_takes_the_scenarios_origin():
+    scenario = parse_scenario(BASE + "origin: {lat_deg: 48.1, lon_deg: 11.6}\nchannel: {type: itsg5}\n")
+    block = scenario.channel.model_dump()
+    assert (block["origin_lat_deg"], block["origin_lon_deg"]) == (48.1, 11.6)
+    msg = problems(BASE + "channel: {type: itsg5, origin_lat_deg: 10.0}\n")
+    assert "channel.origin_lat_deg: the channel uses the scenario's origin" in msg

@@ -179,19 +179,23 @@ def test_bad_input_on_the_command_line_exits_2_with_the_message(tmp_path, capsys
 
 
 def test_a_failing_point_is_recorded_and_the_others_complete(tmp_path):
-    nope = {"name": "ghost", "type": "tests.orchestrator.plugins:Nope"}
-    result = sweep(PLATOON, [("federates", [[], [FAIL_AT], [nope]])], tmp_path, overrides=SHORT, jobs=2)
-    ok, failed, error = result["points"]
+    result = sweep(PLATOON, [("federates", [[], [FAIL_AT]])], tmp_path, overrides=SHORT, jobs=2)
+    ok, failed = result["points"]
     assert ok["status"] == "ok" and ok["metrics"]["min_gap_m"]["worst"] > 1.0
     assert failed["status"] == "failed" and "sensor driver lost" in failed["error"]["message"]
     assert failed["error"]["federate"] == "boom" and failed["error"]["sim_time_s"] == pytest.approx(1.0)
     assert failed["metrics"]["min_gap_m"]["worst"] is None and failed["stability"]["stable"] is None
-    assert error["status"] == "failed" and "Nope" in error["error"]["message"]
-    assert error["runs"][0]["status"] == "error" and error["runs"][0]["error"]["type"]
-    assert not result["ok"] and len({p["dir"] for p in result["points"]}) == 3
+    assert not result["ok"] and len({p["dir"] for p in result["points"]}) == 2
     assert (tmp_path / failed["dir"] / "trace" / "vehicles.parquet").exists()  # traces up to the failure
     rows = list(csv.DictReader((tmp_path / "sweep.csv").open()))
-    assert [r["status"] for r in rows] == ["ok", "failed", "failed"]
+    assert [r["status"] for r in rows] == ["ok", "failed"]
+
+
+def test_a_plug_in_that_does_not_import_is_a_scenario_error_before_any_run(tmp_path):
+    nope = {"name": "ghost", "type": "tests.orchestrator.plugins:Nope"}
+    with pytest.raises(ScenarioError, match="cannot import federate 'tests.orchestrator.plugins:Nope'"):
+        sweep(PLATOON, [("federates", [[], [nope]])], tmp_path / "s", overrides=SHORT, jobs=2)
+    assert not (tmp_path / "s").exists()
 
 
 def test_longer_time_gap_never_amplifies_more_and_min_stable_end_to_end(tmp_path):
