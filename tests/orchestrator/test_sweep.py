@@ -193,7 +193,7 @@ def test_a_failing_point_is_recorded_and_the_others_complete(tmp_path):
 
 def test_a_plug_in_that_does_not_import_is_a_scenario_error_before_any_run(tmp_path):
     nope = {"name": "ghost", "type": "tests.orchestrator.plugins:Nope"}
-    with pytest.raises(ScenarioError, match="cannot import federate 'tests.orchestrator.plugins:Nope'"):
+    with pytest.raises(ScenarioError, match=r"cannot import federate 'tests\.orchestrator\.plugins:Nope'"):
         sweep(PLATOON, [("federates", [[], [nope]])], tmp_path / "s", overrides=SHORT, jobs=2)
     assert not (tmp_path / "s").exists()
 
