@@ -1,19 +1,31 @@
 """Extended look-ahead CACC (Bayuwindra, Ploeg, Lefeber, Nijmeijer, IEEE TCST 28(3), 2020).
 
-Follower i steers its look-ahead point p_i = x_i + D_i e(th_i), D_i = r + h v_i, onto the predecessor's extended
-point x_{i-1} + s n(th_{i-1}); the extension s (Eq. for the steady-state arc offset) removes corner cutting.
-Notation: e(th) = [cos th, sin th], n(th) = [sin th, -cos th], k = w_{i-1} / v_{i-1}.
+Follower i steers its look-ahead point p_i = x_i + D_i e(th_i) onto its predecessor's extended point
+x_{i-1} + s n(th_{i-1}). Both vehicles are unicycles at the rear axle (x' = v e(th), th' = w, v' = a).
+Notation: e(th) = [cos th, sin th], n(th) = [sin th, -cos th], K = diag(k1, k2).
 
-- s = k D^2 / (1 + sqrt(1 + k^2 D^2))       numerically safe form of (sqrt(1 + k^2 D^2) - 1) / k
-- alpha = atan(k D)                          steady-state heading offset th_i = th_{i-1} - alpha
-- z = x_{i-1} + s n(th_{i-1}) - p_i          (z1, z2), look-ahead position error
-- G = [[h (cos th_i - sin a sin th_{i-1}), -D sin th_i], [h (sin th_i + sin a cos th_{i-1}), D cos th_i]]
-- q = K z + v_{i-1} e(th_{i-1}) - v_i e(th_i) + s w_{i-1} e(th_{i-1})
-- [a_i, w_i] = G^-1 q, so that z' = -K z up to the predecessor's curvature rate.
+(E1) D = r + h v_i                                       spacing policy (standstill distance r, time gap h)
+(E2) k = w_{i-1} / v_{i-1}                               predecessor curvature, 0 below ``min_speed_mps``
+(E3) s = k D^2 / (1 + sqrt(1 + k^2 D^2))                 extension; safe form of (sqrt(1 + k^2 D^2) - 1) / k
+(E4) alpha = atan(k D)                                   steady-state heading offset th_i = th_{i-1} - alpha
+(E5) z1 = x_{i-1} + s sin th_{i-1} - x_i - D cos th_i,   z2 = y_{i-1} - s cos th_{i-1} - y_i - D sin th_i
+     z3 = v_{i-1} cos th_{i-1} - v_i cos(th_i + alpha),  z4 = v_{i-1} sin th_{i-1} - v_i sin(th_i + alpha)
+(E6) G = [[h (cos th_i - sin alpha sin th_{i-1}), -D sin th_i],
+          [h (sin th_i + sin alpha cos th_{i-1}),  D cos th_i]]     from d/dt of p_i with dD/dv = h, ds/dD = sin alpha
+     det G = h D (1 - sin alpha sin(th_{i-1} - th_i)) > 0
+(E7) q1 = k1 z1 + ( cos alpha z3 + sin alpha z4) + (1 - cos alpha) v_{i-1} cos th_{i-1}
+          - sin alpha v_{i-1} sin th_{i-1} + s w_{i-1} cos th_{i-1}
+     q2 = k2 z2 + (-sin alpha z3 + cos alpha z4) + sin alpha v_{i-1} cos th_{i-1}
+          + (1 - cos alpha) v_{i-1} sin th_{i-1} + s w_{i-1} sin th_{i-1}
+(E8) [a_i, w_i] = G^-1 [q1, q2]
 
-The velocity terms are written through z3, z4 as in the paper's form; their sum is the bracket above (see
-controllers.md). With ``extended: false`` s = 0 and alpha = 0: the classic look-ahead controller, which cuts
-corners by about D^2 / (2R).
+The velocity terms of (E7) add up to v_{i-1} e(th_{i-1}) - v_i e(th_i), so the closed loop is z' = -K z up to
+the predecessor's curvature rate, which is not fed forward. The input matrix uses sin(alpha), not sin(s), and
+q2 carries -sin(alpha) z3; with those two terms otherwise, a residual error never settles in curves.
+Wrapper (small robots): below ``min_speed_mps`` of the predecessor the follower stops and holds its yaw rate;
+below it of its own speed, a >= 0. Speed and steering commands follow in ``controllers.conversions``.
+With ``extended: false`` s = 0 and alpha = 0: the classic look-ahead controller, which cuts corners by about
+D^2 / (2R).
 """
 
 from __future__ import annotations
@@ -44,19 +56,19 @@ def ela_cacc_kernel(  # pragma: no cover - compiled
 ):
     """Fills ``out_a`` (m/s^2) and ``out_w`` (rad/s) for every follower row."""
     for j in range(xi.shape[0]):
-        D = r + h * vi[j]
-        k = wp[j] / vp[j] if vp[j] > v_thr else 0.0
+        D = r + h * vi[j]  # (E1)
+        k = wp[j] / vp[j] if vp[j] > v_thr else 0.0  # (E2)
         if extended:
             kD = k * D
-            s = k * D * D / (1.0 + np.sqrt(1.0 + kD * kD))
-            alpha = np.arctan(kD)
+            s = k * D * D / (1.0 + np.sqrt(1.0 + kD * kD))  # (E3)
+            alpha = np.arctan(kD)  # (E4)
         else:
             s = 0.0
             alpha = 0.0
         ci, si = np.cos(thi[j]), np.sin(thi[j])
         cp, sp = np.cos(thp[j]), np.sin(thp[j])
         ca, sa = np.cos(alpha), np.sin(alpha)
-        z1 = xp[j] + s * sp - xi[j] - D * ci
+        z1 = xp[j] + s * sp - xi[j] - D * ci  # (E5)
         z2 = yp[j] - s * cp - yi[j] - D * si
         cia = np.cos(thi[j] + alpha)
         sia = np.sin(thi[j] + alpha)
@@ -64,12 +76,12 @@ def ela_cacc_kernel(  # pragma: no cover - compiled
         z4 = vp[j] * sp - vi[j] * sia
         q1 = k1 * z1 + (ca * z3 + sa * z4) + (1.0 - ca) * vp[j] * cp - sa * vp[j] * sp + s * wp[j] * cp
         q2 = k2 * z2 + (-sa * z3 + ca * z4) + sa * vp[j] * cp + (1.0 - ca) * vp[j] * sp + s * wp[j] * sp
-        g11 = h * (ci - sa * sp)
+        g11 = h * (ci - sa * sp)  # (E6)
         g12 = -D * si
         g21 = h * (si + sa * cp)
         g22 = D * ci
         det = g11 * g22 - g12 * g21  # = h D (1 - sin(alpha) sin(th_p - th_i)) > 0 for |alpha| < pi/2
-        a = (g22 * q1 - g12 * q2) / det
+        a = (g22 * q1 - g12 * q2) / det  # (E8)
         w = (-g21 * q1 + g11 * q2) / det
         if vi[j] < v_thr and a < 0.0:  # own speed near zero: never command reversing
             a = 0.0

@@ -38,7 +38,7 @@ from .rowstate import RowStateMixin
 
 
 class PloegCaccParams(ControllerParams):
-    """Spacing policy and gains of Ploeg's CACC (the reference's defaults)."""
+    """Spacing policy and gains of Ploeg's CACC (defaults of Ploeg et al., IEEE T-ITS 15(2), 2014)."""
 
     time_gap_s: float = Field(0.5, gt=0, description="h: time gap of the spacing policy [s]")
     standstill_m: float = Field(2.0, ge=0, description="r: bumper-to-bumper gap at standstill [m]")

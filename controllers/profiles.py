@@ -1,6 +1,7 @@
 """Leader input profiles: unicycle inputs (speed v, yaw rate w, acceleration a) as functions of time.
 
-The shapes are those used to evaluate platoon controllers (controllers.md): AuNa's circle, circle with speed
+The shapes are those used to evaluate platoon controllers (Bayuwindra et al. 2020 and the AuNa evaluation;
+Plexe): AuNa's circle, circle with speed
 change and S-curve; Plexe's sinusoid and emergency braking. Each function is vectorised over time ``t`` [s].
 """
 

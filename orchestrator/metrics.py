@@ -1,4 +1,5 @@
-"""Platoon metrics from the recorded traces (controllers.md, "How platoons are judged").
+"""Platoon metrics from the recorded traces: spacing error, string-stability ratios, lateral deviation, safety and
+communication (Ploeg et al., IEEE T-ITS 15(2), 2014, for the L2 string-stability measure).
 
 All metrics are computed after the run from ``trace/*.parquet`` so they can be recomputed from a run directory.
 Spacing error e = gap - desired gap, where the gap is measured the way the follower's law measures it (rear axle to

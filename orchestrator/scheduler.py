@@ -172,7 +172,10 @@ class Scheduler:
         ctx = SetupContext(seed=self.seed, end_ns=self.end_ns, scheduler=self, out_dir=self.out_dir)
         metas = {}
         for fed in self._federates:
-            meta = fed.setup(ctx)
+            try:
+                meta = fed.setup(ctx)
+            except Exception as exc:
+                raise FederateError(fed.name, 0, exc) from exc
             if not isinstance(meta, FederateMeta):
                 raise SchedulerError(f"federate '{fed.name}' setup() must return FederateMeta, got {meta!r}")
             metas[fed.name] = meta
@@ -250,7 +253,7 @@ class Scheduler:
         for obs in observers:
             self.observe(obs)
         if not self._set_up:
-            self.setup()
+            self.setup()  # a failing setup raises FederateError before anything ran
         for obs in self._observers:
             obs.on_start(self)
         error: BaseException | None = None

@@ -29,7 +29,8 @@ GN_TC_DP2 = 2  # traffic class id = DCC profile DP2 (best effort), store-carry-f
 GN_FLAG_MOBILE = 0x80  # common header flags, bit 0 (MSB): the station is mobile
 STATION_TYPE_RSU = 15
 
-# 802.11 frame around one CAM [bytes] (etsi-cam.md, section 4).
+# 802.11 frame around one CAM [bytes]
+# (IEEE 802.11p QoS data frame with LLC/SNAP, ETSI EN 302 636-4-1 GN headers, EN 302 636-5-1 BTP-B).
 MAC_QOS_HEADER = 26
 LLC_SNAP = 8
 GN_BASIC = 4

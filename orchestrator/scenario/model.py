@@ -107,7 +107,7 @@ class Platoon(Strict):
 
 
 class Driver(Strict):
-    """The leaders' driving: a synthetic input profile (controllers.md), or ``profile: waypoints`` with a
+    """The leaders' driving: a synthetic input profile (controllers.profiles), or ``profile: waypoints`` with a
     ``path`` followed by pure pursuit."""
 
     profile: str = Field("s_curve", description="leader input profile, or 'waypoints'")
@@ -194,7 +194,7 @@ class ChannelBlock(BaseModel):
 class Origin(Strict):
     """WGS84 position of the local frame's origin (for V2X positions)."""
 
-    lat_deg: float = Field(51.4934, ge=-90, le=90)
+    lat_deg: float = Field(51.4934, gt=-89.9, lt=89.9, description="[deg] (the local frame needs an east direction)")
     lon_deg: float = Field(7.4136, ge=-180, le=180)
 
 

@@ -78,7 +78,7 @@ def test_bit_layout_follows_the_standard(codec: CamCodec) -> None:
 def test_low_frequency_cam_with_23_path_points_is_241_bytes(codec: CamCodec) -> None:
     path = [(i * 10, -i * 20, i + 1) for i in range(23)]
     data = codec.encode(build_cam(7, 5, 0, KNOWN, low_frequency=True, path_history=path))
-    assert len(data) == 241  # the reference figure for a CAM with 23 path points
+    assert len(data) == 241  # the known UPER size of a CAM with an LF container and 23 path points
     fields = read_cam(codec.decode(data))
     assert fields["path_history"] == path
 

@@ -1,5 +1,5 @@
 """Steering laws against their geometry: pure pursuit on breadcrumbs and waypoints, and the extended
-look-ahead CACC (controllers.md section 1) on AuNa's circle profile with unicycle followers."""
+look-ahead CACC (Bayuwindra et al., IEEE TCST 2020) on AuNa's circle profile with unicycle followers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Longitudinal laws in closed loop against their theory (controllers.md section 2 and 3).
+"""Longitudinal laws in closed loop against their theory (Ploeg et al. 2014; Rajamani, Vehicle Dynamics and
+Control, ch. 5 and 7).
 
 Platoon of 7 (leader + 6 followers), double integrator + first-order lag, V2X delay buffer (harness.py).
 String stability is measured two ways: the steady-state amplitude ratio of consecutive followers'
@@ -89,7 +90,7 @@ def test_ploeg_with_delay_small_time_gap_amplifies_large_does_not():
 
 
 def test_ploeg_delay_needs_larger_time_gap_per_reference():
-    """controllers.md: at tau = 0.1 s a delay of 0.1 s needs h of about 0.55 s; and h > 2 (theta + tau)."""
+    """Ploeg et al. 2014: at tau = 0.1 s a delay of 0.1 s needs h of about 0.55 s; and h > 2 (theta + tau)."""
     tau, theta = 0.1, 0.1
     hs = np.arange(0.30, 0.80, 0.01)
     stable = [gamma_ploeg(OMEGA, h, KP, KD, tau, theta).max() <= 1.0 + 1e-9 for h in hs]

@@ -1,4 +1,4 @@
-"""Every registered longitudinal law behind one interface, the reference's defaults, and per-row state."""
+"""Every registered longitudinal law behind one interface, the published defaults, and per-row state."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from orchestrator.scenario import parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
-# the theoretical evaluation's parameters (controllers.md): gains 3.5, r = 1 m, h = 0.2 s
+# the theoretical evaluation's parameters (AuNa, after Bayuwindra et al. 2020): gains 3.5, r = 1 m, h = 0.2 s
 THEORY_GAINS = ["controller.k1=3.5", "controller.k2=3.5", "controller.standstill_m=1.0", "controller.time_gap_s=0.2",
                 "outputs.plots=false", "outputs.report=false"]
 

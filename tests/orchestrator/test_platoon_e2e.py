@@ -213,5 +213,6 @@ def test_each_law_runs_at_its_own_rate_with_a_zero_order_hold(tmp_path):
         return t[robot == rid][1:][np.diff(w) != 0]
 
     # robot3 (id 4) updates its command every 100 ms, robot1 (id 2) every 20 ms (50 Hz as on the AuNa robots)
-    assert np.allclose(np.round(changes(4) / 0.1), changes(4) / 0.1)
+    assert len(changes(4)) >= 10  # it does update (the S-curve starts at 6 s) ...
+    assert np.allclose(np.round(changes(4) / 0.1), changes(4) / 0.1)  # ... only on its own 100 ms grid
     assert len(changes(2)) > 3 * len(changes(4))

@@ -1,4 +1,5 @@
-"""Unicycle at the rear-axle point, the model the platoon controllers are designed on (controllers.md):
+"""Unicycle at the rear-axle point, the model the platoon controllers are designed on
+(Bayuwindra et al., IEEE TCST 28(3), 2020):
 x' = v cos th, y' = v sin th, th' = w, v' = a, driven directly by acceleration and yaw-rate commands.
 
 No steering geometry and no limits besides a non-negative speed: the "theory" fidelity, against which the
