@@ -9,6 +9,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+from numba import njit
 
 
 def _key(label: str | int) -> int:
@@ -21,3 +22,67 @@ def stream(seed: int, *labels: str | int) -> np.random.Generator:
     """A Generator determined only by the scenario seed and the labels (federate name, robot id, purpose)."""
     entropy = [int(seed) & 0xFFFFFFFF, *(_key(label) for label in labels)]
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
+@njit(cache=True)
+def _splitmix64(x):  # pragma: no cover - compiled
+    # SplitMix64 finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)
+    x = (x + np.uint64(0x9E3779B97F4A7C15)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def _keyed_normals(base, tick, call, ids, k, out):  # pragma: no cover - compiled
+    """out[c, j] ~ N(0, 1), a function of (base, tick, call, c, ids[j]) only (Box-Muller on two hashed uniforms)."""
+    scale = 1.0 / 9007199254740992.0  # 2^-53
+    for j in range(ids.shape[0]):
+        h_robot = _splitmix64(base ^ _splitmix64(np.uint64(ids[j])))
+        h_tick = _splitmix64(h_robot ^ _splitmix64(np.uint64(tick)))
+        for c in range(k):
+            h = _splitmix64(h_tick ^ np.uint64(call * 65536 + c))
+            g = _splitmix64(h ^ np.uint64(0x632BE59BD9B4E019))
+            u1 = (float(h >> np.uint64(11)) + 1.0) * scale  # (0, 1]: log is finite
+            u2 = float(g >> np.uint64(11)) * scale
+            out[c, j] = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+class KeyedNormal:
+    """Per-robot white noise: each draw depends only on (seed, labels, robot id, tick, call within the tick,
+    component), never on how many robots exist or in which order they were drawn.
+
+    The owner sets ``ids`` (robot ids, in its row order) and calls ``at(tick)`` once per step (e.g. with the
+    simulation time in ns) before drawing. ``standard_normal(size)`` has the Generator signature for the shapes
+    sensors use: ``(n,)`` or ``(k, n)`` with n = len(ids) robots on the last axis.
+    """
+
+    def __init__(self, seed: int, *labels: str | int) -> None:
+        key = int(seed) & 0xFFFFFFFFFFFFFFFF
+        for label in labels:
+            key = ((key * 0x100000001B3) ^ _key(label)) & 0xFFFFFFFFFFFFFFFF
+        self._base = np.uint64(key)
+        self.ids = np.empty(0, np.int64)
+        self._tick = 0
+        self._call = 0
+
+    def at(self, tick: int) -> None:
+        """Start drawing for a new tick (the call counter restarts)."""
+        self._tick = int(tick)
+        self._call = 0
+
+    def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
+        """Standard normals of shape ``size``; the last axis must be the robots."""
+        shape = (size,) if isinstance(size, int) else tuple(size)
+        n = len(self.ids)
+        if not shape or shape[-1] != n or len(shape) > 2:
+            raise ValueError(f"keyed noise needs shape (n,) or (k, n) with n = {n} robots, got {shape}")
+        k = shape[0] if len(shape) == 2 else 1
+        out = np.empty((k, n))
+        _keyed_normals(self._base, self._tick, self._call, np.asarray(self.ids, np.int64), k, out)
+        self._call += 1
+        return out.reshape(shape)
+
+    def normal(self, loc: float, scale: float, size: int | tuple[int, ...]) -> np.ndarray:
+        """``loc + scale * standard_normal(size)``."""
+        return loc + scale * self.standard_normal(size)

@@ -38,7 +38,7 @@ from numba import njit
 from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.ports import COMMAND_FIELDS, STATE_FIELDS, units
 from orchestrator.registry import Registry
-from orchestrator.rng import stream
+from orchestrator.rng import KeyedNormal, stream
 from orchestrator.robots import RobotSpec
 from orchestrator.timebase import ns_to_seconds, seconds_to_ns
 
@@ -214,6 +214,7 @@ class PhysicsFederate(Federate):
         self._key_of: list[GroupKey] = []  # per row
         self._group_rows: dict[GroupKey, np.ndarray] = {}  # per group, its rows in roster order
         self._ids = np.empty(0, np.int64)
+        self._noises: list[KeyedNormal] = []
         self._names: list[str] = []
         self._stepped_once = False
         self._aligned_ids: np.ndarray | None = None
@@ -243,17 +244,17 @@ class PhysicsFederate(Federate):
         self._seed = ctx.seed
         if cfg.estimate != "ground_truth":
             odo, imu = cfg.odometry, cfg.imu
-            self._odometry = DeadReckoning(self._stream("odometry"), odo.noise_rel, odo.noise_abs_m,
+            self._odometry = DeadReckoning(self._keyed("odometry"), odo.noise_rel, odo.noise_abs_m,
                                            odo.scale_error_std, odo.heading_source)
-            self._imu = Imu(self._stream("imu"), imu.yaw_rate_noise_std, imu.yaw_rate_bias_std, imu.accel_noise_std)
+            self._imu = Imu(self._keyed("imu"), imu.yaw_rate_noise_std, imu.yaw_rate_bias_std, imu.accel_noise_std)
         if cfg.estimate == "odometry_gnss":
-            self._gnss = Gnss(self._stream("gnss"), cfg.gnss.pos_std_m, cfg.gnss.yaw_std_rad)
+            self._gnss = Gnss(self._keyed("gnss"), cfg.gnss.pos_std_m, cfg.gnss.yaw_std_rad)
             self._fusion = PoseFusion(cfg.fusion.odo_noise_rel, cfg.fusion.yaw_noise_per_m, cfg.gnss.pos_std_m,
                                       cfg.gnss.yaw_std_rad)
             self._gnss_period_ns = max(seconds_to_ns(cfg.gnss.period_s), 1)
         if cfg.range_sensor.enabled:
             r = cfg.range_sensor
-            self._range = ForwardRange(self._stream("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
+            self._range = ForwardRange(self._keyed("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
                                        r.range_rate_noise_std_mps)
             self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
         return FederateMeta(
@@ -263,6 +264,14 @@ class PhysicsFederate(Federate):
             units={**units("state", STATE_FIELDS), **units("estimate", STATE_FIELDS),
                    **units("range", RANGE_FIELDS), **units("collisions", COLLISION_FIELDS)},
         )
+
+    def _keyed(self, purpose: str) -> KeyedNormal:
+        """Per-step sensor noise keyed by (seed, federate, purpose, robot id, time): one robot's noise never
+        changes when other robots appear or leave."""
+        noise = KeyedNormal(self._seed, self.name, purpose)
+        noise.ids = self._ids
+        self._noises.append(noise)
+        return noise
 
     def _stream(self, purpose: str, robot_id: int | None = None) -> np.random.Generator:
         labels: tuple[str | int, ...] = (self.name, purpose) if robot_id is None else (self.name, purpose, robot_id)
@@ -293,6 +302,8 @@ class PhysicsFederate(Federate):
         self._names.extend(s.name for s in robots)
         ids = np.array([s.id for s in robots], np.int64)
         self._ids = np.concatenate([self._ids, ids])
+        for noise in self._noises:
+            noise.ids = self._ids
         dims = [{**{k: p[k] for k in ("length_m", "width_m", "rear_overhang_m")}, **s.config.get("dims", {})}
                 for s, p in zip(robots, params, strict=True)]
         length = np.array([float(d["length_m"]) for d in dims])
@@ -348,6 +359,8 @@ class PhysicsFederate(Federate):
                 sensor.remove(rows)
         keep = ~gone
         self._ids = self._ids[keep]
+        for noise in self._noises:
+            noise.ids = self._ids
         self._key_of = [m for m, k in zip(self._key_of, keep, strict=True) if k]
         self._names = [n for n, k in zip(self._names, keep, strict=True) if k]
         self._length, self._width = self._length[keep], self._width[keep]
@@ -400,6 +413,8 @@ class PhysicsFederate(Federate):
         return single.state if single is not None else self._gather("state", _STATE_KEYS)
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        for noise in self._noises:
+            noise.at(t_ns)
         moved = bool(len(self._ids)) and self._stepped_once
         if moved:
             commands = inputs.get("commands")

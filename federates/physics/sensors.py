@@ -107,7 +107,7 @@ class DeadReckoning:
         if use_imu and yaw_rate_meas is None:
             raise ValueError("heading_source 'imu' needs yaw_rate_meas")
         imu_dth = np.asarray(yaw_rate_meas, float) * dt if use_imu else self.dth
-        noise = self.rng.standard_normal((n, 2))
+        noise = np.ascontiguousarray(self.rng.standard_normal((2, n)).T)  # robots on the last axis when drawing
         ds, dth = np.empty(n), np.empty(n)
         _odometry_kernel(self.x, self.y, self.yaw, np.asarray(dist_rl, float), np.asarray(dist_rr, float),
                          self._scale, noise, self.noise_rel, self.noise_abs_m, self._track, use_imu, imu_dth, ds,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -310,3 +311,24 @@ def test_per_robot_constants_do_not_depend_on_other_robots(count: int) -> None:
     np.testing.assert_array_equal(fed._odometry._scale[1], reference._odometry._scale[0])
     assert fed._imu.bias[1] == reference._imu.bias[0]
     assert fed._imu.bias[0] != fed._imu.bias[1]
+
+
+def test_sensor_noise_of_a_robot_does_not_change_when_another_robot_joins(tmp_path):
+    """Per-step noise is keyed by (seed, federate, purpose, robot id, time): a fifth robot at the tail of the
+    platoon (it influences nobody ahead of it) leaves the noisy estimates of the first four bit-identical."""
+    from orchestrator.runner import run_scenario
+    from orchestrator.scenario import load_scenario
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "platoon_dynamic.yaml"
+    common = ["duration_s=4", "outputs.plots=false", "outputs.report=false", "physics.estimate=odometry_gnss",
+              "physics.odometry.scale_error_std=0.01"]
+    traces = {}
+    for count in (4, 5):
+        out = tmp_path / str(count)
+        assert run_scenario(load_scenario(path, [*common, f"vehicles.count={count}", "platoon.size=5"]), out).ok
+        table = pq.read_table(out / "trace" / "vehicles.parquet").to_pydict()
+        robot = np.asarray(table["robot"])
+        traces[count] = {col: np.asarray(table[col])[robot <= 4] for col in ("est_x", "est_y", "est_v", "range_m")}
+    for col in ("est_x", "est_y", "est_v"):
+        assert np.array_equal(traces[4][col], traces[5][col]), col
+    assert not np.array_equal(traces[4]["est_x"], traces[4]["est_x"] * 0)  # the estimates are noisy, not zero
