@@ -86,3 +86,71 @@ class KeyedNormal:
     def normal(self, loc: float, scale: float, size: int | tuple[int, ...]) -> np.ndarray:
         """``loc + scale * standard_normal(size)``."""
         return loc + scale * self.standard_normal(size)
+
+
+@njit(cache=True, inline="always")
+def keyed_u01(key, a, b, c):  # pragma: no cover - compiled
+    """A uniform in [0, 1) that is a function of (key, a, b, c) only (for compiled kernels: e.g. key of the
+    purpose, sender id, receiver id, generation time)."""
+    h = _splitmix64(key ^ _splitmix64(np.uint64(a)))
+    h = _splitmix64(h ^ _splitmix64(np.uint64(b) + np.uint64(0x5851F42D4C957F2D)))
+    h = _splitmix64(h ^ np.uint64(c))
+    return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _keyed_u01_array(key, a, b, c, out):  # pragma: no cover - compiled
+    for j in range(out.shape[0]):
+        out[j] = keyed_u01(key, a[j], b[j], c[j])
+
+
+def purpose_key(seed: int, *labels: str | int) -> np.uint64:
+    """The 64-bit key of a purpose (e.g. ``purpose_key(seed, "v2x", "radio")``) for ``keyed_u01``."""
+    key = int(seed) & 0xFFFFFFFFFFFFFFFF
+    for label in labels:
+        key = ((key * 0x100000001B3) ^ _key(label)) & 0xFFFFFFFFFFFFFFFF
+    return np.uint64(key)
+
+
+class KeyedDraws:
+    """Generator-like draws for a batch of events, each a function of (purpose key, a, b, c) of that event
+    only: ``KeyedDraws(key, sender_ids, receiver_ids, generated_ns).uniform(0.001, 0.003, n)``."""
+
+    def __init__(self, key: np.uint64, a: np.ndarray, b: np.ndarray | None = None, c: np.ndarray | None = None):
+        self.key = key
+        n = len(a)
+        self._cols = [np.asarray(col if col is not None else np.zeros(n), np.int64) for col in (a, b, c)]
+
+    def _u(self, salt: int) -> np.ndarray:
+        a, b, c = self._cols
+        out = np.empty(len(a))
+        _keyed_u01_array(self._key_salted(salt), a, b, c, out)
+        return out
+
+    def _key_salted(self, salt: int) -> np.uint64:
+        return np.uint64((int(self.key) ^ (salt * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF)
+
+    def random(self, size: int) -> np.ndarray:
+        """Uniforms in [0, 1)."""
+        self._check(size)
+        return self._u(1)
+
+    def uniform(self, low: float, high: float, size: int) -> np.ndarray:
+        """Uniforms in [low, high)."""
+        self._check(size)
+        return low + (high - low) * self._u(1)
+
+    def normal(self, loc: float, scale: float, size: int) -> np.ndarray:
+        """Normals by Box-Muller on two keyed uniforms."""
+        self._check(size)
+        u1, u2 = 1.0 - self._u(2), self._u(3)  # u1 in (0, 1]
+        return loc + scale * np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+    def integers(self, low: int, high: int, size: int) -> np.ndarray:
+        """Integers in [low, high)."""
+        self._check(size)
+        return np.minimum(low + np.floor((high - low) * self._u(4)).astype(np.int64), high - 1)
+
+    def _check(self, size: int) -> None:
+        if size != len(self._cols[0]):
+            raise ValueError(f"keyed draws are per event: {len(self._cols[0])} events, {size} asked")

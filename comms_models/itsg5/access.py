@@ -22,7 +22,7 @@ times):
   duty cycle) is accumulated into windows aligned to multiples of the window length; each closed window yields
   one CBR row.
 
-The kernel returns a status when an output buffer, the link buffer or the block of random numbers runs short;
+The kernel returns a status when an output buffer or the link buffer runs short;
 the caller grows it and calls again, and the kernel resumes where it stopped (all state lives in the arrays).
 """
 
@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from orchestrator.rng import keyed_u01
 
 INF_NS = np.iinfo(np.int64).max
 
@@ -98,14 +100,13 @@ N_RXO_F = 7
 # -- counters (C) --------------------------------------------------------------------------------------------------
 C_ACTIVE = 0  # frames on air
 C_LINKS = 1  # used rows of the link buffer
-C_RAND = 2  # next unused 32-bit half of the random block
+C_RAND = 2  # unused (draws are keyed per link, see keyed_u01)
 C_TX_OUT = 3
 C_RX_OUT = 4
 C_WIN_OUT = 5
 C_WIN_END = 6  # [ns] end of the current CBR window
 N_C = 7
 
-_U32 = 1.0 / 4294967296.0
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -151,7 +152,8 @@ def _sense_end(si: np.ndarray, sf: np.ndarray, r: int, t: np.int64, aifs_ns: np.
 @njit(cache=True, error_model="numpy")
 def advance(
     t_now: np.int64, si: np.ndarray, sf: np.ndarray, x: np.ndarray, y: np.ndarray,
-    ti: np.ndarray, tf: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarray, rnd: np.ndarray,
+    ti: np.ndarray, tf: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarray, radio_key: np.uint64,
+    ids: np.ndarray,
     grid_x0: float, grid_y0: float, cell_m: float, ncx: np.int64, ncy: np.int64,
     cell_start: np.ndarray, cell_items: np.ndarray,
     int_ptr: np.ndarray, int_rx: np.ndarray,
@@ -288,8 +290,6 @@ def advance(
         elif ps >= 0 and ts <= t_now:
             # ---- a frame starts ---------------------------------------------------------------------------------
             src = pend[ps]
-            if ctr[C_RAND] + n > 2 * rnd.shape[0]:  # two 32-bit uniforms per 64-bit draw
-                return NEED_RANDOM
             if ctr[C_LINKS] + n > li.shape[0]:
                 return NEED_LINKS
             if ctr[C_ACTIVE] >= ti.shape[0]:
@@ -327,7 +327,8 @@ def advance(
             # Links to every station within the cut-off radius.
             lo = ctr[C_LINKS]
             nl = lo
-            rp = ctr[C_RAND]
+            src_id = ids[src]
+            src_gen = si[src, S_GEN]
             xs = x[src]
             ys = y[src]
             cx = min(max(int((xs - grid_x0) / cell_m), 0), ncx - 1)
@@ -350,9 +351,9 @@ def advance(
                             c += 1
                         law = d2 * d2 if cls_exp4[c] == 1 else d2  # d^4 beyond the breakpoint, else d^2
                         mean = tx_mw / (cls_coef[c] * law)
-                        half = np.uint64(32 * (rp & 1))
-                        u = float(np.int64((rnd[rp >> 1] >> half) & np.uint64(0xFFFFFFFF))) * _U32
-                        rp += 1
+                        # shadowing and fading of this frame on this link: keyed by (sender, receiver, generation
+                        # time), so a station that joins elsewhere never changes this link's draw
+                        u = keyed_u01(radio_key, src_id, ids[r], src_gen)
                         pw = mean * _quantile(gain_q, c, u)
                         li[nl, L_RX] = r
                         li[nl, L_HD0] = si[r, S_OWN_ACTIVE]
@@ -366,7 +367,6 @@ def advance(
                         si[r, S_NLINKS] += 1
                         if pw >= cs_mw:
                             _sense_start(si, r, ts, cca_ns, slot_ns)
-            ctr[C_RAND] = rp
             ctr[C_LINKS] = nl
             ti[j, T_LINK_LO] = lo
             ti[j, T_LINK_HI] = nl

@@ -13,9 +13,11 @@ Per channel step (``step(t_ns, estimate, interest)``):
    (``quantise.quantise_si``), and enters the MAC queue after the transmit processing delay.
 4. Receptions whose receiver-side processing completes by ``t_ns`` are returned.
 
-A station is a robot (station id = robot id). Randomness comes only from ``orchestrator.rng.stream(seed, "v2x",
-...)``: per-link fading and shadowing ("radio"), backoff ("mac"), processing delays ("latency"), the codec sample
-("codec") and each station's start offset (its robot id), so the same seed gives bit-identical results.
+A station is a robot (station id = robot id). Every random draw is keyed by the event it belongs to
+(``orchestrator.rng.keyed_u01`` / ``KeyedDraws`` with ``purpose_key(seed, "v2x", purpose)``): fading and shadowing
+by (sender, receiver, generation time), backoff, transmit delay and the codec sample by (sender, generation time),
+receive delay by (sender, receiver, generation time); each station's start offset by its robot id. The same seed
+gives bit-identical results, and a station that joins never changes the draws of the others' links.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from orchestrator.rng import stream
+from orchestrator.rng import KeyedDraws, purpose_key, stream
 from orchestrator.robots import RobotSpec
 
 from ..base import OUTCOMES, CommsModel, Deliveries, Interest, empty_deliveries
@@ -72,10 +74,12 @@ class ItsG5Channel(CommsModel):
         self.tables = build_tables(cfg.radio)
         self.projection = LocalProjection(cfg.origin_lat_deg, cfg.origin_lon_deg)
         self.codec = CamCodec()
-        self._rng_radio = stream(seed, "v2x", "radio")
-        self._rng_mac = stream(seed, "v2x", "mac")
-        self._rng_latency = stream(seed, "v2x", "latency")
-        self._rng_codec = stream(seed, "v2x", "codec")
+        # every draw is keyed by its event (sender, receiver, generation time): see orchestrator.rng.KeyedDraws
+        self._radio_key = purpose_key(seed, "v2x", "radio")
+        self._mac_key = purpose_key(seed, "v2x", "mac")
+        self._tx_latency_key = purpose_key(seed, "v2x", "tx_latency")
+        self._rx_latency_key = purpose_key(seed, "v2x", "rx_latency")
+        self._codec_key = purpose_key(seed, "v2x", "codec")
         # Frame sizes from the real encoder, one per variant (with / without the low-frequency container).
         self.cam_bytes = {lf: len(self._encode_dummy(lf)) for lf in (False, True)}
         self.frame_bytes = {lf: frame_length_80211(n, cfg.security_bytes) for lf, n in self.cam_bytes.items()}
@@ -107,7 +111,6 @@ class ItsG5Channel(CommsModel):
         self._lf = np.empty((4096, ax.N_LF64), np.float64)
         self._ctr = np.zeros(ax.N_C, np.int64)
         self._ctr[ax.C_WIN_END] = self._window_ns
-        self._rnd = np.empty(0, np.uint64)
         self._tx_out = np.empty((256, ax.N_TXO), np.int64)
         self._rx_out_i = np.empty((1024, ax.N_RXO_I), np.int64)
         self._rx_out_f = np.empty((1024, ax.N_RXO_F), np.float64)
@@ -235,7 +238,8 @@ class ItsG5Channel(CommsModel):
         ctr[ax.C_TX_OUT] = ctr[ax.C_RX_OUT] = ctr[ax.C_WIN_OUT] = 0
         while True:
             status = ax.advance(
-                np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr, self._rnd,
+                np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
+                self._radio_key, self._ids,
                 x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr, self._int_rx,
                 self._tx_out, self._rx_out_i, self._rx_out_f, self._win_out, self._win_t,
                 self._scratch_code, self._scratch_row, self._scratch_power,
@@ -246,10 +250,7 @@ class ItsG5Channel(CommsModel):
             )
             if status == ax.DONE:
                 break
-            if status == ax.NEED_RANDOM:
-                self._rnd = self._rng_radio.bit_generator.random_raw(max(65536, 8 * n))
-                ctr[ax.C_RAND] = 0
-            elif status == ax.NEED_LINKS:
+            if status == ax.NEED_LINKS:
                 self._li = _grow(self._li, int(ctr[ax.C_LINKS]) + n)
                 self._lf = _grow(self._lf, int(ctr[ax.C_LINKS]) + n)
             elif status == ax.NEED_ACTIVE:
@@ -311,7 +312,9 @@ class ItsG5Channel(CommsModel):
         delay = np.zeros(k, np.int64)
         n_rx = int(received.sum())
         if n_rx:
-            delay[received] = np.round(self.cfg.latency.rx_processing.draw(self._rng_latency, n_rx) * 1e9)
+            rx_draws = KeyedDraws(self._rx_latency_key, oi[received, ax.RX_SENDER],
+                                  self._ids[oi[received, ax.RX_ROW]], oi[received, ax.RX_GEN])
+            delay[received] = np.round(self.cfg.latency.rx_processing.draw(rx_draws, n_rx) * 1e9)
         t_rx = oi[:, ax.RX_END] + delay
         receiver = self._ids[oi[:, ax.RX_ROW]]
         for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
@@ -401,8 +404,11 @@ class ItsG5Channel(CommsModel):
         si_vals, content = self._content(rows, estimate, x, y, yaw, v)
         frames = np.arange(self._next_frame, self._next_frame + k, dtype=np.int64)
         self._next_frame += k
-        ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(self._rng_latency, k) * 1e9).astype(np.int64)
-        backoff = self._rng_mac.integers(0, self.cfg.mac.cw + 1, size=k)
+        senders = self._ids[rows]
+        gen = np.full(k, t_ns, np.int64)
+        tx_draws = KeyedDraws(self._tx_latency_key, senders, None, gen)
+        ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(tx_draws, k) * 1e9).astype(np.int64)
+        backoff = KeyedDraws(self._mac_key, senders, None, gen).integers(0, self.cfg.mac.cw + 1, size=k)
         si, sf = self._si, self._sf
         # A newer CAM replaces one still waiting for the medium (one frame per station queue).
         replaced = si[rows, ax.S_PENDING] == 1
@@ -444,7 +450,8 @@ class ItsG5Channel(CommsModel):
     def _wire_frames(self, t_ns: int, rows: np.ndarray, frames: np.ndarray, with_lf: np.ndarray,
                      si_vals: dict[str, np.ndarray]) -> None:
         rate = self.cfg.codec_sample_rate
-        sample = self._rng_codec.random(len(rows)) < rate if rate > 0 else np.zeros(len(rows), bool)
+        codec_draws = KeyedDraws(self._codec_key, self._ids[rows], None, np.full(len(rows), t_ns, np.int64))
+        sample = codec_draws.random(len(rows)) < rate if rate > 0 else np.zeros(len(rows), bool)
         capture = np.zeros(len(rows), bool)
         if self._pcap_budget > 0:
             take = min(self._pcap_budget, len(rows))

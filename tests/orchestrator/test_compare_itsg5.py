@@ -67,3 +67,25 @@ def test_the_runs_capture_is_dissected_as_cam_by_tshark(comparison):
     assert {r[2] for r in rows} == {"2001"}
     speeds = [int(r[1]) for r in rows]
     assert all(50 <= s <= 150 for s in speeds)  # 0.01 m/s units: the robots drive about 1 m/s
+
+
+def test_a_platoon_out_of_radio_range_leaves_the_receptions_of_another_bit_identical(tmp_path):
+    """ITS-G5 draws are keyed by (sender, receiver, generation time): a second platoon 5 km away (beyond the
+    channel's cut-off) must not change a single reception of the first."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from orchestrator.runner import run_scenario
+
+    common = ["duration_s=6", "channel.type=itsg5", "outputs.plots=false", "outputs.report=false",
+              "platoon.size=4", "platoon.lateral_spacing_m=5000"]
+    tables = {}
+    for count in (4, 8):
+        out = tmp_path / str(count)
+        assert run_scenario(parse_scenario(PLATOON.read_text(), overrides=[*common, f"vehicles.count={count}"]), out).ok
+        table = pq.read_table(out / "trace" / "v2x.parquet").to_pydict()
+        first = np.asarray(table["sender"]) <= 4
+        tables[count] = {k: np.asarray(v, dtype=object)[first] for k, v in table.items()}
+    assert len(tables[4]["t_ns"]) > 20
+    for col in ("t_ns", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome"):
+        assert [str(v) for v in tables[4][col]] == [str(v) for v in tables[8][col]], col
