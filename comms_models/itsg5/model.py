@@ -60,6 +60,9 @@ def _grow(arr: np.ndarray, rows: int, fill: float | int | None = None) -> np.nda
     return out
 
 
+SPEED_OF_LIGHT_MPS = 299_792_458.0
+
+
 class ItsG5Channel(CommsModel):
     """ETSI ITS-G5 CAM exchange over a shared 802.11p channel (see the module docstring)."""
 
@@ -201,6 +204,7 @@ class ItsG5Channel(CommsModel):
         x = np.ascontiguousarray(estimate["x"], np.float64)
         y = np.ascontiguousarray(estimate["y"], np.float64)
         self._update_interest(interest)
+        self._pos = (x, y)  # for the propagation delay of the receptions collected in this step
         self._advance_medium(t_ns, x, y)
         self._generate(t_ns, estimate, x, y)
         return self._release(t_ns)
@@ -301,6 +305,21 @@ class ItsG5Channel(CommsModel):
                 if entry is not None and self._pcap is not None:
                     self._write_pcap(start, entry)
 
+    def _propagation_ns(self, sender_ids: np.ndarray, receiver_rows: np.ndarray) -> np.ndarray:
+        """Free-space propagation delay d / c [ns] between sender and receiver (0 when the sender is gone)."""
+        out = np.zeros(len(sender_ids), np.int64)
+        pos = getattr(self, "_pos", None)
+        if pos is None or len(self._ids) == 0 or len(sender_ids) == 0:
+            return out
+        x, y = pos
+        order = np.argsort(self._ids, kind="stable")
+        at = np.minimum(np.searchsorted(self._ids[order], sender_ids), len(order) - 1)
+        sender_rows = order[at]
+        alive = (self._ids[sender_rows] == sender_ids) & (receiver_rows >= 0)
+        d = np.hypot(x[sender_rows[alive]] - x[receiver_rows[alive]], y[sender_rows[alive]] - y[receiver_rows[alive]])
+        out[alive] = np.round(d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
+        return out
+
     def _collect_rx(self) -> None:
         k = int(self._ctr[ax.C_RX_OUT])
         if k == 0:
@@ -315,7 +334,7 @@ class ItsG5Channel(CommsModel):
             rx_draws = KeyedDraws(self._rx_latency_key, oi[received, ax.RX_SENDER],
                                   self._ids[oi[received, ax.RX_ROW]], oi[received, ax.RX_GEN])
             delay[received] = np.round(self.cfg.latency.rx_processing.draw(rx_draws, n_rx) * 1e9)
-        t_rx = oi[:, ax.RX_END] + delay
+        t_rx = oi[:, ax.RX_END] + delay + self._propagation_ns(oi[:, ax.RX_SENDER], oi[:, ax.RX_ROW])
         receiver = self._ids[oi[:, ax.RX_ROW]]
         for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
             self._counts[OUTCOMES[c]] += int(cnt)

@@ -240,3 +240,17 @@ def test_pcap_and_codec_sample(tmp_path):
         pos += 16 + incl
     assert len(sizes) == 5
     assert all(size in (14 + 4 + 8 + 28 + 4 + sim.ch.cam_bytes[lf] for lf in (False, True)) for size in sizes)
+
+
+def test_propagation_delay_is_distance_over_the_speed_of_light():
+    # With constant processing delays, latency = 2 ms + AIFS 110 us + k slots of 13 us + airtime + d / c.
+    sim = Sim({"latency": CONSTANT_DELAY, "radio": {**NO_RANDOM_RADIO, "path_loss": "free_space"}},
+              x=[0.0, 300.0])
+    sim.run(3000)
+    d = sim.deliveries()
+    assert len(d["receiver"]) > 0
+    airtime = {False: sim.ch.airtime_ns[False], True: sim.ch.airtime_ns[True]}
+    propagation = round(300.0 / 299_792_458.0 * 1e9)  # 1001 ns
+    for latency in (d["received_ns"] - d["generated_ns"]):
+        rest = {lf: (latency - 2 * MS - 110_000 - airtime[lf] - propagation) for lf in (False, True)}
+        assert any(r >= 0 and r % 13_000 == 0 for r in rest.values()), latency
