@@ -136,6 +136,13 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return run_sweep_command(args, console)
     scenario = load_scenario(args.scenario, args.overrides)
     if args.command == "validate":
+        from .scenario import Problem, ScenarioError
+        from .world import expand_robots
+
+        try:  # what only building the robots can tell: duplicate ids or names, overrides of unknown robots
+            expand_robots(scenario)
+        except ValueError as exc:
+            raise ScenarioError(str(args.scenario), [Problem("vehicles", str(exc))]) from None
         console.print(f"{args.scenario}: ok ({_count_robots(scenario)} robots, {scenario.duration_s:g} s, "
                       f"channel {scenario.channel.type}, controller {scenario.controller.type})")
         return EXIT_OK
