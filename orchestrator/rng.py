@@ -34,18 +34,27 @@ def _splitmix64(x):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _keyed_normals(base, tick, call, ids, k, out):  # pragma: no cover - compiled
-    """out[c, j] ~ N(0, 1), a function of (base, tick, call, c, ids[j]) only (Box-Muller on two hashed uniforms)."""
-    scale = 1.0 / 9007199254740992.0  # 2^-53
+def _robot_keys(base, ids, out):  # pragma: no cover - compiled
     for j in range(ids.shape[0]):
-        h_robot = _splitmix64(base ^ _splitmix64(np.uint64(ids[j])))
-        h_tick = _splitmix64(h_robot ^ _splitmix64(np.uint64(tick)))
-        for c in range(k):
-            h = _splitmix64(h_tick ^ np.uint64(call * 65536 + c))
-            g = _splitmix64(h ^ np.uint64(0x632BE59BD9B4E019))
-            u1 = (float(h >> np.uint64(11)) + 1.0) * scale  # (0, 1]: log is finite
-            u2 = float(g >> np.uint64(11)) * scale
-            out[c, j] = np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+        out[j] = _splitmix64(base ^ _splitmix64(np.uint64(ids[j])))
+
+
+@njit(cache=True)
+def _keyed_normals(robot_keys, tick, call, k, out):  # pragma: no cover - compiled
+    """out[c, j] ~ N(0, 1), a function of (robot_keys[j], tick, call, c) only. Box-Muller on the two 32-bit halves
+    of one hash gives a pair of normals (cos and sin branch)."""
+    t = _splitmix64(np.uint64(tick)) ^ np.uint64(call * 0x2545F4914F6CDD1D)
+    scale = 1.0 / 4294967296.0
+    for j in range(robot_keys.shape[0]):
+        h_tick = _splitmix64(robot_keys[j] ^ t)
+        for c in range(0, k, 2):
+            h = _splitmix64(h_tick ^ np.uint64(c))
+            u1 = (float(h >> np.uint64(32)) + 1.0) * scale  # (0, 1]: log is finite
+            u2 = float(h & np.uint64(0xFFFFFFFF)) * scale
+            r = np.sqrt(-2.0 * np.log(u1))
+            out[c, j] = r * np.cos(2.0 * np.pi * u2)
+            if c + 1 < k:
+                out[c + 1, j] = r * np.sin(2.0 * np.pi * u2)
 
 
 class KeyedNormal:
@@ -62,9 +71,21 @@ class KeyedNormal:
         for label in labels:
             key = ((key * 0x100000001B3) ^ _key(label)) & 0xFFFFFFFFFFFFFFFF
         self._base = np.uint64(key)
-        self.ids = np.empty(0, np.int64)
+        self._ids = np.empty(0, np.int64)
+        self._robot_keys = np.empty(0, np.uint64)
         self._tick = 0
         self._call = 0
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Robot ids in the owner's row order."""
+        return self._ids
+
+    @ids.setter
+    def ids(self, ids: np.ndarray) -> None:
+        self._ids = np.asarray(ids, np.int64)
+        self._robot_keys = np.empty(len(self._ids), np.uint64)
+        _robot_keys(self._base, self._ids, self._robot_keys)
 
     def at(self, tick: int) -> None:
         """Start drawing for a new tick (the call counter restarts)."""
@@ -79,7 +100,7 @@ class KeyedNormal:
             raise ValueError(f"keyed noise needs shape (n,) or (k, n) with n = {n} robots, got {shape}")
         k = shape[0] if len(shape) == 2 else 1
         out = np.empty((k, n))
-        _keyed_normals(self._base, self._tick, self._call, np.asarray(self.ids, np.int64), k, out)
+        _keyed_normals(self._robot_keys, self._tick, self._call, k, out)
         self._call += 1
         return out.reshape(shape)
 
