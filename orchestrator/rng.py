@@ -110,13 +110,36 @@ class KeyedNormal:
 
 
 @njit(cache=True, inline="always")
+def event_key(key, a, c):  # pragma: no cover - compiled
+    """The part of ``keyed_u01(key, a, b, c)`` that does not depend on ``b``: hash it once per event (e.g. per
+    frame), then ``keyed_u01_from(event, id_hash(b))`` per receiver gives the same value as ``keyed_u01``."""
+    return _splitmix64(_splitmix64(key ^ _splitmix64(np.uint64(a))) ^ np.uint64(c))
+
+
+@njit(cache=True, inline="always")
+def id_hash(b):  # pragma: no cover - compiled
+    """Per-id part of ``keyed_u01`` (precompute it for every station)."""
+    return _splitmix64(np.uint64(b) + np.uint64(0x5851F42D4C957F2D))
+
+
+@njit(cache=True, inline="always")
+def keyed_u01_from(event, b_hash):  # pragma: no cover - compiled
+    """``keyed_u01`` from a precomputed ``event_key`` and ``id_hash``: one mix per (event, id)."""
+    return float(_splitmix64(event ^ b_hash) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def id_hashes(ids, out):  # pragma: no cover - compiled
+    """``id_hash`` of every id."""
+    for j in range(ids.shape[0]):
+        out[j] = id_hash(ids[j])
+
+
+@njit(cache=True, inline="always")
 def keyed_u01(key, a, b, c):  # pragma: no cover - compiled
     """A uniform in [0, 1) that is a function of (key, a, b, c) only (for compiled kernels: e.g. key of the
     purpose, sender id, receiver id, generation time)."""
-    h = _splitmix64(key ^ _splitmix64(np.uint64(a)))
-    h = _splitmix64(h ^ _splitmix64(np.uint64(b) + np.uint64(0x5851F42D4C957F2D)))
-    h = _splitmix64(h ^ np.uint64(c))
-    return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+    return keyed_u01_from(event_key(key, a, c), id_hash(b))
 
 
 @njit(cache=True)

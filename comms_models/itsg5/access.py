@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from orchestrator.rng import keyed_u01
+from orchestrator.rng import event_key, keyed_u01_from
 
 INF_NS = np.iinfo(np.int64).max
 
@@ -153,7 +153,7 @@ def _sense_end(si: np.ndarray, sf: np.ndarray, r: int, t: np.int64, aifs_ns: np.
 def advance(
     t_now: np.int64, si: np.ndarray, sf: np.ndarray, x: np.ndarray, y: np.ndarray,
     ti: np.ndarray, tf: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarray, radio_key: np.uint64,
-    ids: np.ndarray,
+    ids: np.ndarray, id_hash_of: np.ndarray,
     grid_x0: float, grid_y0: float, cell_m: float, ncx: np.int64, ncy: np.int64,
     cell_start: np.ndarray, cell_items: np.ndarray,
     int_ptr: np.ndarray, int_rx: np.ndarray,
@@ -327,8 +327,7 @@ def advance(
             # Links to every station within the cut-off radius.
             lo = ctr[C_LINKS]
             nl = lo
-            src_id = ids[src]
-            src_gen = si[src, S_GEN]
+            frame_key = event_key(radio_key, ids[src], si[src, S_GEN])  # hashed once per frame
             xs = x[src]
             ys = y[src]
             cx = min(max(int((xs - grid_x0) / cell_m), 0), ncx - 1)
@@ -353,7 +352,7 @@ def advance(
                         mean = tx_mw / (cls_coef[c] * law)
                         # shadowing and fading of this frame on this link: keyed by (sender, receiver, generation
                         # time), so a station that joins elsewhere never changes this link's draw
-                        u = keyed_u01(radio_key, src_id, ids[r], src_gen)
+                        u = keyed_u01_from(frame_key, id_hash_of[r])
                         pw = mean * _quantile(gain_q, c, u)
                         li[nl, L_RX] = r
                         li[nl, L_HD0] = si[r, S_OWN_ACTIVE]

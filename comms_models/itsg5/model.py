@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from orchestrator.rng import KeyedDraws, purpose_key, stream
+from orchestrator.rng import KeyedDraws, id_hashes, purpose_key, stream
 from orchestrator.robots import RobotSpec
 
 from ..base import OUTCOMES, CommsModel, Deliveries, Interest, empty_deliveries
@@ -243,7 +243,7 @@ class ItsG5Channel(CommsModel):
         while True:
             status = ax.advance(
                 np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
-                self._radio_key, self._ids,
+                self._radio_key, self._ids, self._id_hashes(),
                 x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr, self._int_rx,
                 self._tx_out, self._rx_out_i, self._rx_out_f, self._win_out, self._win_t,
                 self._scratch_code, self._scratch_row, self._scratch_power,
@@ -304,6 +304,14 @@ class ItsG5Channel(CommsModel):
                 entry = self._wire.pop(frame, None)
                 if entry is not None and self._pcap is not None:
                     self._write_pcap(start, entry)
+
+    def _id_hashes(self) -> np.ndarray:
+        """``orchestrator.rng.id_hash`` of every station (recomputed when the stations change)."""
+        if getattr(self, "_id_hash_cache", None) is None or self._id_hash_cache[0] is not self._ids:
+            out = np.empty(len(self._ids), np.uint64)
+            id_hashes(self._ids, out)
+            self._id_hash_cache = (self._ids, out)
+        return self._id_hash_cache[1]
 
     def _propagation_ns(self, sender_ids: np.ndarray, receiver_rows: np.ndarray) -> np.ndarray:
         """Free-space propagation delay d / c [ns] between sender and receiver (0 when the sender is gone)."""
