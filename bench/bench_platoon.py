@@ -30,6 +30,8 @@ from orchestrator.scenario import load_scenario  # noqa: E402
 from orchestrator.timebase import seconds_to_ns  # noqa: E402
 from orchestrator.world import build_world  # noqa: E402
 
+LAST_BREAKDOWN: dict[str, float] = {}
+
 
 def once(scenario, trace: bool, with_outputs: bool) -> float:
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,7 +45,10 @@ def once(scenario, trace: bool, with_outputs: bool) -> float:
         world.scheduler.setup()
         t0 = time.perf_counter()
         world.scheduler.run(observers)
-        return time.perf_counter() - t0
+        wall = time.perf_counter() - t0
+        LAST_BREAKDOWN.clear()
+        LAST_BREAKDOWN.update(world.scheduler.wall_by_federate)
+        return wall
 
 
 def main() -> None:
@@ -84,6 +89,10 @@ def main() -> None:
     print(f"warm run     : {warm:.3f} s wall, {steps / warm:,.0f} steps/s, "
           f"{scenario.duration_s / warm:.1f}x real time")
     print(f"peak memory  : {peak_mib:.0f} MiB (max RSS of the process)")
+    if LAST_BREAKDOWN:
+        parts = ", ".join(f"{name} {wall:.3f} s ({scenario.duration_s / wall:.0f}x)" if wall > 0 else name
+                          for name, wall in LAST_BREAKDOWN.items())
+        print(f"per federate : {parts}  (last run; the rest is scheduling and recording)")
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ def run_scenario(
         "wall_time_s": wall,
         "real_time_factor": sim_s / wall if wall > 0 else None,
         "steps": round(sim_s / scenario.step_s) + 1,
+        "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "ok" if error is None else "failed",
     }

@@ -16,6 +16,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from time import perf_counter
 from typing import Protocol
 
 from .federate import Federate, FederateError, FederateMeta, PortData, SetupContext
@@ -66,6 +67,7 @@ class _Slot:
     inputs: tuple[tuple[str, bool], ...] = ()
     declared: frozenset[str] = frozenset()
     queues: dict[str, list] | None = None  # queued input port -> values published since this federate's last step
+    wall_s: float = 0.0  # wall time spent in this federate's step()
 
 
 def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
@@ -161,6 +163,11 @@ class Scheduler:
     def _push(self, t_ns: int, kind: str, payload: object) -> None:
         heapq.heappush(self._pending, (t_ns, self._sequence, kind, payload))
         self._sequence += 1
+
+    @property
+    def wall_by_federate(self) -> dict[str, float]:
+        """Wall time [s] each federate spent in ``step`` so far (where the time goes)."""
+        return {slot.federate.name: slot.wall_s for slot in self._slots}
 
     @property
     def order(self) -> list[str]:
@@ -302,10 +309,12 @@ class Scheduler:
                     for port, queue in slot.queues.items():
                         inputs[port] = queue.copy()
                         queue.clear()
+                started = perf_counter()
                 try:
                     outputs = fed.step(t_ns, inputs)
                 except Exception as exc:
                     raise FederateError(fed.name, t_ns, exc) from exc
+                slot.wall_s += perf_counter() - started
                 if outputs:
                     undeclared = outputs.keys() - slot.declared
                     if undeclared:
