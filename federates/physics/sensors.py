@@ -146,11 +146,13 @@ class Imu:
                 ay: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``yaw_rate`` [rad/s] (and ``ax``, ``ay`` [m/s^2] if given) as measured."""
         n = len(yaw_rate)
-        out = {"yaw_rate": yaw_rate + self.bias + self.yaw_rate_noise_std * self.rng.standard_normal(n)}
+        channels = 1 + (ax is not None) + (ay is not None)
+        e = self.rng.standard_normal((channels, n))  # one draw for all channels of this step
+        out = {"yaw_rate": yaw_rate + self.bias + self.yaw_rate_noise_std * e[0]}
         if ax is not None:
-            out["ax"] = ax + self.accel_noise_std * self.rng.standard_normal(n)
+            out["ax"] = ax + self.accel_noise_std * e[1]
         if ay is not None:
-            out["ay"] = ay + self.accel_noise_std * self.rng.standard_normal(n)
+            out["ay"] = ay + self.accel_noise_std * e[channels - 1]
         return out
 
 
