@@ -1,7 +1,13 @@
-"""Seeded random streams: one independent numpy Generator per (seed, federate, robot, purpose).
+"""Seeded randomness, never global state.
 
-Streams are derived with numpy's SeedSequence from integer keys, so adding a robot or a federate never shifts the
-draws of another one, and nothing ever touches global random state.
+- ``stream(seed, *labels)``: an independent numpy Generator per (seed, federate, purpose, robot), derived with
+  SeedSequence; for per-robot constants (biases, scale errors, start offsets).
+- ``KeyedNormal`` / ``KeyedDraws`` / ``keyed_u01``: draws that are a hash (SplitMix64) of the event they belong
+  to, e.g. (seed, purpose, robot, time) or (seed, purpose, sender, receiver, generation time); for per-step
+  noise and per-link channel draws. No draw depends on how many robots exist.
+
+Results are bit-identical on the same platform; across CPUs or maths libraries the floating-point functions
+used to shape the draws (log, sin, cos) may differ in the last bit.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ def stream(seed: int, *labels: str | int) -> np.random.Generator:
 @njit(cache=True)
 def _splitmix64(x):  # pragma: no cover - compiled
     # SplitMix64 finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)
+    x = np.uint64(x)  # int64 arguments (e.g. from Python) would otherwise mix into float64
     x = (x + np.uint64(0x9E3779B97F4A7C15)) & np.uint64(0xFFFFFFFFFFFFFFFF)
     x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & np.uint64(0xFFFFFFFFFFFFFFFF)
     x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -43,7 +50,7 @@ def _robot_keys(base, ids, out):  # pragma: no cover - compiled
 def _keyed_normals(robot_keys, tick, call, k, out):  # pragma: no cover - compiled
     """out[c, j] ~ N(0, 1), a function of (robot_keys[j], tick, call, c) only. Box-Muller on the two 32-bit halves
     of one hash gives a pair of normals (cos and sin branch)."""
-    t = _splitmix64(np.uint64(tick)) ^ np.uint64(call * 0x2545F4914F6CDD1D)
+    t = _splitmix64(np.uint64(tick)) ^ _splitmix64(np.uint64(call) + np.uint64(0x2545F4914F6CDD1D))
     scale = 1.0 / 4294967296.0
     for j in range(robot_keys.shape[0]):
         h_tick = _splitmix64(robot_keys[j] ^ t)
@@ -62,8 +69,10 @@ class KeyedNormal:
     component), never on how many robots exist or in which order they were drawn.
 
     The owner sets ``ids`` (robot ids, in its row order) and calls ``at(tick)`` once per step (e.g. with the
-    simulation time in ns) before drawing. ``standard_normal(size)`` has the Generator signature for the shapes
-    sensors use: ``(n,)`` or ``(k, n)`` with n = len(ids) robots on the last axis.
+    simulation time in ns) before drawing. Draws within one tick are numbered in call order, so a sensor draws
+    all its channels of a step in one call (one stream per sensor and purpose). ``standard_normal(size)`` has the
+    Generator signature for the shapes sensors use: ``(n,)`` or ``(k, n)`` with n = len(ids) robots on the last
+    axis.
     """
 
     def __init__(self, seed: int, *labels: str | int) -> None:
@@ -113,7 +122,7 @@ class KeyedNormal:
 def event_key(key, a, c):  # pragma: no cover - compiled
     """The part of ``keyed_u01(key, a, b, c)`` that does not depend on ``b``: hash it once per event (e.g. per
     frame), then ``keyed_u01_from(event, id_hash(b))`` per receiver gives the same value as ``keyed_u01``."""
-    return _splitmix64(_splitmix64(key ^ _splitmix64(np.uint64(a))) ^ np.uint64(c))
+    return _splitmix64(_splitmix64(np.uint64(key) ^ _splitmix64(np.uint64(a))) ^ np.uint64(c))
 
 
 @njit(cache=True, inline="always")
@@ -125,7 +134,7 @@ def id_hash(b):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def keyed_u01_from(event, b_hash):  # pragma: no cover - compiled
     """``keyed_u01`` from a precomputed ``event_key`` and ``id_hash``: one mix per (event, id)."""
-    return float(_splitmix64(event ^ b_hash) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+    return float(_splitmix64(np.uint64(event) ^ np.uint64(b_hash)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True)

@@ -31,8 +31,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from orchestrator.rng import event_key, keyed_u01_from
-
 INF_NS = np.iinfo(np.int64).max
 
 # -- outcome codes: positions in comms_models.base.OUTCOMES --------------------------------------------------
@@ -107,6 +105,29 @@ C_WIN_OUT = 5
 C_WIN_END = 6  # [ns] end of the current CBR window
 N_C = 7
 
+
+
+@njit(cache=True, inline="always")
+def _mix64(x):  # pragma: no cover - compiled
+    # SplitMix64 finaliser, as orchestrator.rng._splitmix64. Kept here on purpose: numba's on-disk cache of this
+    # kernel does not notice edits to functions in other files; tests/orchestrator/test_rng.py keeps the two equal.
+    x = np.uint64(x)  # int64 arguments (e.g. from Python) would otherwise mix into float64
+    x = (x + np.uint64(0x9E3779B97F4A7C15)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def frame_key(key, sender_id, generated_ns):  # pragma: no cover - compiled
+    """``orchestrator.rng.event_key`` of one frame."""
+    return _mix64(_mix64(np.uint64(key) ^ _mix64(np.uint64(sender_id))) ^ np.uint64(generated_ns))
+
+
+@njit(cache=True, inline="always")
+def link_u01(frame, receiver_hash):  # pragma: no cover - compiled
+    """``orchestrator.rng.keyed_u01_from``: the uniform of one (frame, receiver) link."""
+    return float(_mix64(np.uint64(frame) ^ np.uint64(receiver_hash)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -327,7 +348,7 @@ def advance(
             # Links to every station within the cut-off radius.
             lo = ctr[C_LINKS]
             nl = lo
-            frame_key = event_key(radio_key, ids[src], si[src, S_GEN])  # hashed once per frame
+            frame = frame_key(radio_key, ids[src], si[src, S_GEN])  # hashed once per frame
             xs = x[src]
             ys = y[src]
             cx = min(max(int((xs - grid_x0) / cell_m), 0), ncx - 1)
@@ -352,7 +373,7 @@ def advance(
                         mean = tx_mw / (cls_coef[c] * law)
                         # shadowing and fading of this frame on this link: keyed by (sender, receiver, generation
                         # time), so a station that joins elsewhere never changes this link's draw
-                        u = keyed_u01_from(frame_key, id_hash_of[r])
+                        u = link_u01(frame, id_hash_of[r])
                         pw = mean * _quantile(gain_q, c, u)
                         li[nl, L_RX] = r
                         li[nl, L_HD0] = si[r, S_OWN_ACTIVE]

@@ -307,10 +307,11 @@ class ItsG5Channel(CommsModel):
 
     def _id_hashes(self) -> np.ndarray:
         """``orchestrator.rng.id_hash`` of every station (recomputed when the stations change)."""
-        if getattr(self, "_id_hash_cache", None) is None or self._id_hash_cache[0] is not self._ids:
+        cache = getattr(self, "_id_hash_cache", None)
+        if cache is None or cache[0] != self._roster_version or len(cache[1]) != len(self._ids):
             out = np.empty(len(self._ids), np.uint64)
             id_hashes(self._ids, out)
-            self._id_hash_cache = (self._ids, out)
+            self._id_hash_cache = (self._roster_version, out)
         return self._id_hash_cache[1]
 
     def _propagation_ns(self, sender_ids: np.ndarray, receiver_rows: np.ndarray) -> np.ndarray:
@@ -342,7 +343,10 @@ class ItsG5Channel(CommsModel):
             rx_draws = KeyedDraws(self._rx_latency_key, oi[received, ax.RX_SENDER],
                                   self._ids[oi[received, ax.RX_ROW]], oi[received, ax.RX_GEN])
             delay[received] = np.round(self.cfg.latency.rx_processing.draw(rx_draws, n_rx) * 1e9)
-        t_rx = oi[:, ax.RX_END] + delay + self._propagation_ns(oi[:, ax.RX_SENDER], oi[:, ax.RX_ROW])
+        # propagation d / c on what arrives (positions of this step; carrier sense and interference ignore it:
+        # well under a 13 us slot at these ranges)
+        t_rx = oi[:, ax.RX_END] + delay + np.where(received, self._propagation_ns(oi[:, ax.RX_SENDER],
+                                                                                  oi[:, ax.RX_ROW]), 0)
         receiver = self._ids[oi[:, ax.RX_ROW]]
         for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
             self._counts[OUTCOMES[c]] += int(cnt)

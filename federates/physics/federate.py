@@ -22,9 +22,9 @@ Ports (robot-indexed ones in roster order, ``id`` first):
   contact being new when the pair did not overlap at the previous step; published every step (empty when nothing
   new). ``collisions`` (the attribute) keeps every event of the run.
 
-Randomness only comes from ``orchestrator.rng.stream(seed, <federate name>, <purpose>[, robot id])``: one stream
-per sensor for the per-step noise, one per robot for its constant errors (wheel scale factors, gyro bias), so a new
-robot never changes another robot's constants.
+Randomness: per-step sensor noise is ``orchestrator.rng.KeyedNormal(seed, <federate name>, <purpose>)``, keyed by
+robot id and time; constant errors (wheel scale factors, gyro bias) come from ``stream(seed, <federate name>,
+<purpose>, robot id)``. A new robot never changes another robot's draws.
 """
 
 from __future__ import annotations

@@ -328,7 +328,8 @@ def test_sensor_noise_of_a_robot_does_not_change_when_another_robot_joins(tmp_pa
         assert run_scenario(load_scenario(path, [*common, f"vehicles.count={count}", "platoon.size=5"]), out).ok
         table = pq.read_table(out / "trace" / "vehicles.parquet").to_pydict()
         robot = np.asarray(table["robot"])
-        traces[count] = {col: np.asarray(table[col])[robot <= 4] for col in ("est_x", "est_y", "est_v", "range_m")}
+        traces[count] = {col: np.asarray(table[col])[robot <= 4] for col in ("est_x", "est_y", "est_v", "range_m", "x")}
     for col in ("est_x", "est_y", "est_v"):
         assert np.array_equal(traces[4][col], traces[5][col]), col
-    assert not np.array_equal(traces[4]["est_x"], traces[4]["est_x"] * 0)  # the estimates are noisy, not zero
+    assert np.array_equal(traces[4]["range_m"], traces[5]["range_m"], equal_nan=True)  # keyed range noise too
+    assert np.any(traces[4]["est_x"] != traces[4]["x"])  # the estimates really are noisy
