@@ -7,7 +7,7 @@ STAMP_RUN  := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 APT_PACKAGES := tshark mosquitto docker-compose
 
-.PHONY: demo test venv install install-test system-deps lint bench clean
+.PHONY: demo test venv install install-test system-deps lint bench clean clean-numba
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -47,5 +47,10 @@ lint: $(STAMP_TEST)
 bench: $(STAMP_RUN)
 	$(PY) bench/bench_platoon.py
 
-clean:
+# numba's on-disk cache does not notice edits to compiled helpers that live in another file: clear it after such
+# edits (CI always starts from a fresh clone).
+clean-numba:
+	find . -path ./.venv -prune -o \( -name '*.nbi' -o -name '*.nbc' \) -print -delete
+
+clean: clean-numba
 	rm -rf $(VENV) runs .pytest_cache
