@@ -50,7 +50,7 @@ bench: $(STAMP_RUN)
 # numba's on-disk cache does not notice edits to compiled helpers that live in another file: clear it after such
 # edits (CI always starts from a fresh clone).
 clean-numba:
-	find . -path ./.venv -prune -o \( -name '*.nbi' -o -name '*.nbc' \) -print -delete
+	find orchestrator federates comms_models controllers tests \( -name '*.nbi' -o -name '*.nbc' \) -delete
 
 clean: clean-numba
 	rm -rf $(VENV) runs .pytest_cache
