@@ -122,9 +122,9 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     from .scenario import load_scenario
 
     if args.command == "schema":
-        from .scenario import Scenario
+        from .scenario.schema import scenario_schema
 
-        console.print_json(json.dumps(Scenario.model_json_schema()))
+        print(json.dumps(scenario_schema(), indent=2))  # plain: pipe it into a file for the editor
         return EXIT_OK
     if args.command == "demo":
         return _demo(args.out, console, err)

@@ -126,6 +126,17 @@ def test_cli_help_validate_and_schema():
     proc = cli("schema")
     schema = json.loads(proc.stdout)
     assert "vehicles" in schema["properties"]
+    laws = {v["title"]: v for v in schema["properties"]["controller"]["anyOf"]}
+    assert {"ela_cacc", "ploeg_cacc", "acc"} <= set(laws)
+    assert "time_gap_s" in laws["ela_cacc"]["properties"] and "period_s" in laws["ela_cacc"]["properties"]
+    assert laws["ela_cacc"]["additionalProperties"] is False
+    channels = {v["title"]: v for v in schema["properties"]["channel"]["anyOf"]}
+    assert "dcc" in channels["itsg5"]["properties"] and "outages" in channels["ideal"]["properties"]
+    # the schema is valid JSON Schema and accepts the shipped scenarios
+    import jsonschema
+    import yaml
+    for path in sorted((REPO / "scenarios").glob("*.yaml")):
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
 
 
 def test_cli_bad_scenario_exits_2_without_traceback(tmp_path):
