@@ -87,3 +87,19 @@ def test_theory_vs_full_report_overlays_both(tmp_path):
     assert "model: unicycle" in resolved["theory"] and "type: ideal" in resolved["theory"]
     assert "model: dynamic" in resolved["full"] and "estimate: odometry" in resolved["full"]
     assert "type: itsg5" in resolved["full"]
+
+
+def test_high_lateral_gain_makes_errors_grow_down_the_chain_and_a_lower_one_does_not(tmp_path):
+    """Extended look-ahead on the S-curve, theory fidelity, 8 vehicles at 1 m/s: with k2 = 3.5 the lateral error
+    grows from follower to follower and drags the longitudinal error with it (the known low-speed, high-k2
+    effect); with k2 = 1.0 both shrink along the chain and every spacing-error L2 ratio stays below 1."""
+    common = ["leader.profile=s_curve", "duration_s=45", "vehicles.count=8", "platoon.size=8"]
+    high, _ = run_theory(tmp_path, "k2_high", common)
+    low, _ = run_theory(tmp_path, "k2_low", [*common, "controller.k2=1.0"])
+    lateral_high = [m["lateral_deviation_max_m"] for m in high.metrics["followers"].values()]
+    lateral_low = [m["lateral_deviation_max_m"] for m in low.metrics["followers"].values()]
+    assert lateral_high[-1] > 1.5 * lateral_high[0]
+    assert lateral_low[-1] < lateral_low[0]
+    ratios_low = [m["l2_ratio_spacing_error"] for m in low.metrics["followers"].values()][1:]
+    assert all(r < 1.0 for r in ratios_low), ratios_low
+    assert max(m["l2_ratio_spacing_error"] for m in list(high.metrics["followers"].values())[1:]) > 1.2
