@@ -223,7 +223,7 @@ class ControlFederate(Federate):
             self._leader_id = np.append(self._leader_id, -1 if spec.leader is None else spec.leader)
             driver = spec.config.get("driver", {"profile": "constant"})
             if spec.predecessor is None and driver.get("profile") == "waypoints":
-                self._path_driver_for(driver).ids.append(spec.id)  # rows added by _path_driver_for
+                self._path_driver_for(driver).add_row(spec.id)
             elif spec.predecessor is None:
                 self._drivers[spec.id] = self._driver_table(driver)
             else:
@@ -284,8 +284,6 @@ class ControlFederate(Federate):
         group = self._path_drivers.get(key)
         if group is None:
             group = self._path_drivers[key] = _Group(WaypointDriver(WaypointDriverParams(**driver["path"])))
-        group.add_row(-1)  # ids are filled by the caller
-        group.ids.pop()
         return group
 
     def _driver_table(self, driver: Mapping[str, Any]) -> str:
