@@ -2,7 +2,9 @@
 
 Follower i steers its look-ahead point p_i = x_i + D_i e(th_i) onto its predecessor's extended point
 x_{i-1} + s n(th_{i-1}). Both vehicles are unicycles at the rear axle (x' = v e(th), th' = w, v' = a).
-Notation: e(th) = [cos th, sin th], n(th) = [sin th, -cos th], K = diag(k1, k2).
+Notation: e(th) = [cos th, sin th], n(th) = [sin th, -cos th], K = diag(k1, k2) on the world-frame errors
+(E5), as in the reference: with k1 != k2 the law is not rotation invariant, so platoons that do not drive along
+x should use k1 = k2. String stability along the chain: controllers.ela_cacc_stability.
 
 (E1) D = r + h v_i                                       spacing policy (standstill distance r, time gap h)
 (E2) k = w_{i-1} / v_{i-1}                               predecessor curvature, 0 below ``min_speed_mps``
@@ -42,8 +44,9 @@ from .base import Arrays, Controller, ControllerParams
 class ElaCaccParams(ControllerParams):
     """Gains and spacing policy of the extended look-ahead CACC."""
 
-    k1: float = Field(1.0, gt=0, description="gain on the longitudinal look-ahead error [1/s]")
-    k2: float = Field(1.0, gt=0, description="gain on the lateral look-ahead error [1/s]")
+    k1: float = Field(1.0, gt=0, description="gain on the x component of the look-ahead error (E5, world frame) [1/s]")
+    k2: float = Field(1.0, gt=0, description="gain on the y component of the look-ahead error (E5, world frame); "
+                      "laterally string stable iff k2 (r + h v) <= 2 v [1/s]")
     standstill_m: float = Field(1.0, gt=0, description="r: look-ahead distance at standstill [m]")
     time_gap_s: float = Field(1.0, gt=0, description="h: time gap of the spacing policy [s]")
     extended: bool = Field(True, description="use the extension s (false: classic look-ahead, cuts corners)")

@@ -2,7 +2,8 @@
 
 The shapes are those used to evaluate platoon controllers (Bayuwindra et al. 2020 and the AuNa evaluation;
 Plexe): AuNa's circle, circle with speed
-change and S-curve; Plexe's sinusoid and emergency braking. Each function is vectorised over time ``t`` [s].
+change and S-curve; Plexe's sinusoid and emergency braking; a lateral weave (the steering counterpart of the
+sinusoid) to measure lateral string stability at one frequency. Each function is vectorised over time ``t`` [s].
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ class ProfileParams(ControllerParams):
     yaw_rate_radps: float = Field(0.1, description="turn rate w on the arcs [rad/s]")
     accel_mps2: float = Field(0.25, ge=0, description="peak of the acceleration triangles [m/s^2]")
     amplitude_mps: float = Field(10 / 3.6, ge=0, description="sinusoid amplitude [m/s]")
-    frequency_hz: float = Field(0.2, gt=0, description="sinusoid frequency [Hz]")
-    start_s: float = Field(5.0, ge=0, description="sinusoid / braking start time [s]")
+    frequency_hz: float = Field(0.2, gt=0, description="sinusoid / weave frequency [Hz]")
+    start_s: float = Field(5.0, ge=0, description="sinusoid / weave / braking start time [s]")
     decel_mps2: float = Field(8.0, gt=0, description="emergency braking deceleration [m/s^2]")
 
 
@@ -80,6 +81,14 @@ def sinusoid(t: np.ndarray, p: ProfileParams) -> tuple[np.ndarray, np.ndarray, n
     return v, np.zeros_like(t), a
 
 
+def weave(t: np.ndarray, p: ProfileParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Constant speed; from ``start_s`` the yaw rate is w = yaw_rate sin(2 pi f (t - start)): a slalom whose
+    frequency response along the chain is the lateral string-stability gain |Gamma_lat(j 2 pi f)|."""
+    phase = 2 * np.pi * p.frequency_hz * np.maximum(t - p.start_s, 0.0)
+    w = np.where(t >= p.start_s, p.yaw_rate_radps * np.sin(phase), 0.0)
+    return np.full_like(t, p.speed_mps), w, np.zeros_like(t)
+
+
 def braking(t: np.ndarray, p: ProfileParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Plexe braking: cruise at ``speed_mps``, brake at ``decel_mps2`` from ``start_s`` to standstill."""
     v = np.maximum(p.speed_mps - p.decel_mps2 * np.maximum(t - p.start_s, 0.0), 0.0)
@@ -97,6 +106,7 @@ PROFILES: dict[str, Callable[[np.ndarray, ProfileParams], tuple[np.ndarray, np.n
     "circle_speed_change": circle_speed_change,
     "s_curve": s_curve,
     "sinusoid": sinusoid,
+    "weave": weave,
     "braking": braking,
     "constant": constant,
 }

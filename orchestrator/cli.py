@@ -136,15 +136,17 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return run_sweep_command(args, console)
     scenario = load_scenario(args.scenario, args.overrides)
     if args.command == "validate":
+        from .advisories import lateral_stability_notes
         from .scenario import Problem, ScenarioError
         from .world import expand_robots
 
         try:  # what only building the robots can tell: duplicate ids or names, overrides of unknown robots
-            expand_robots(scenario)
+            robots = expand_robots(scenario)
         except ValueError as exc:
             raise ScenarioError(str(args.scenario), [Problem("vehicles", str(exc))]) from None
         console.print(f"{args.scenario}: ok ({_count_robots(scenario)} robots, {scenario.duration_s:g} s, "
                       f"channel {scenario.channel.type}, controller {scenario.controller.type})")
+        _print_notes(lateral_stability_notes(scenario, robots), console)
         return EXIT_OK
     if args.command == "run":
         out = args.out or Path("runs") / scenario.name
@@ -199,6 +201,11 @@ def _vehicle_test(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _print_notes(notes: Sequence[str], console: Console) -> None:
+    for note in notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+
+
 def _count_robots(scenario: Any) -> int:
     return len(scenario.vehicles) if isinstance(scenario.vehicles, list) else scenario.vehicles.count
 
@@ -212,6 +219,7 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
         print(f"error: run failed: {result.error}", file=sys.stderr)
         print(f"traces up to the failure are in {out / 'trace'}", file=sys.stderr)
         return EXIT_FAILED
+    _print_notes(result.run_info.get("notes", []), console)
     if not result.metrics:
         console.print("outputs.trace is false: no trace was recorded, so there are no metrics, plots or report")
     else:

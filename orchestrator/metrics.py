@@ -116,6 +116,7 @@ def platoon_metrics(
     by_id = {r.id: r for r in robots}
     followers: dict[str, dict[str, Any]] = {}
     spacing_l2: dict[int, float] = {}
+    lateral_l2: dict[int, float] = {}
     accel_l2: dict[int, float] = {}
     accel_linf: dict[int, float] = {}
     speed_l2: dict[int, float] = {}
@@ -159,6 +160,7 @@ def platoon_metrics(
         points = np.column_stack([me.cols["x"], me.cols["y"]])
         tail = float(np.max(axle_gap)) + 1.0
         lateral = signed_path_distance(points, _path_with_tail(pred, tail))
+        lateral_l2[robot.id] = l2_norm(lateral, dt)
         leader_series = series.get(robot.leader) if robot.leader is not None else None
         to_leader = _leader_path_metrics(points, leader_series, tail * (robot.position_in_platoon + 1))
         if collision_events is not None:
@@ -174,6 +176,7 @@ def platoon_metrics(
             "min_gap_m": float(np.min(bumper_gap)),
             "l2_ratio_spacing_error": _ratio(spacing_l2.get(robot.id), spacing_l2.get(robot.predecessor)),
             "l2_ratio_acceleration": _ratio(accel_l2.get(robot.id), accel_l2.get(robot.predecessor)),
+            "l2_ratio_lateral_deviation": _ratio(lateral_l2.get(robot.id), lateral_l2.get(robot.predecessor)),
             "linf_ratio_spacing_error": _ratio(_linf(error), _linf_of.get(robot.predecessor)),
             "l2_ratio_speed_deviation": _ratio(speed_l2.get(robot.id), speed_l2.get(robot.predecessor)),
             "linf_ratio_speed_deviation": _ratio(speed_linf.get(robot.id), speed_linf.get(robot.predecessor)),
@@ -293,6 +296,7 @@ def _run_summary(followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "spacing_error_max_m": worst("spacing_error_max_m"),
         "lateral_deviation_max_m": worst("lateral_deviation_max_m"),
         "l2_ratio_spacing_error_max": worst("l2_ratio_spacing_error"),
+        "l2_ratio_lateral_deviation_max": worst("l2_ratio_lateral_deviation"),
         "collisions": int(sum(f["collisions"] for f in followers.values())),
         "min_gap_m": min((f["min_gap_m"] for f in followers.values()), default=None),
     }

@@ -67,6 +67,7 @@ FOLLOWER_COLUMNS = (
     "min_gap_m",
     "l2_ratio_spacing_error",
     "l2_ratio_acceleration",
+    "l2_ratio_lateral_deviation",
     "collisions",
     "aoi_mean_s",
     "pdr",
@@ -87,6 +88,10 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
         f"coopsim {run_info.get('coopsim_version')} · trace digest <code>{str(run_info.get('digest'))[:16]}</code>"
     )
     sections = [("Followers", table(followers, columns))]
+    notes = run_info.get("notes") or []
+    if notes:
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+        sections.insert(0, ("What linear theory predicts", f"<ul class='bad'>{items}</ul>"))
     channel = metrics.get("channel")
     if channel:
         sections.append(("Channel", table({"run": channel}, list(channel), first="")))

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from . import __version__
+from .advisories import lateral_stability_notes
 from .federate import FederateError
 from .metrics import platoon_metrics, split_by_robot
 from .recorder import VehicleRecorder
@@ -98,6 +99,7 @@ def run_scenario(
         "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "ok" if error is None else "failed",
+        "notes": lateral_stability_notes(scenario, world.robots),
     }
     if error is not None:
         run_info["error"] = {"federate": error.federate, "robot": error.robot, "sim_time_s": error.t_ns / 1e9,

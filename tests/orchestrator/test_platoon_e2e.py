@@ -123,6 +123,12 @@ def test_cli_help_validate_and_schema():
     assert proc.returncode == 0 and "run" in proc.stdout and "compare" in proc.stdout
     proc = cli("validate", str(PLATOON))
     assert proc.returncode == 0 and "ok (4 robots" in proc.stdout
+    assert "note:" not in proc.stdout  # k2 (r + h v) = 2 <= 2 v at 1 m/s: on the lateral stability bound
+    # the theoretical evaluation's gains are laterally string unstable at the leader's 1 m/s: said before the run
+    proc = cli("validate", str(PLATOON), "--set", "controller.k2=3.5", "--set", "controller.time_gap_s=0.2")
+    assert proc.returncode == 0
+    assert "note: ela_cacc robot1 .. robot3 (3 robots): laterally string unstable" in proc.stdout
+    assert "k2 <= 1.67" in proc.stdout and "from 2.69 m/s" in proc.stdout
     proc = cli("schema")
     schema = json.loads(proc.stdout)
     assert "vehicles" in schema["properties"]

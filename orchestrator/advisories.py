@@ -1,0 +1,61 @@
+"""What linear theory predicts about a scenario before it runs: notes for the CLI, run.json and the report.
+
+Today one check: lateral string stability of the extended look-ahead CACC (controllers.ela_cacc_stability, S3),
+evaluated at the lowest cruising speed of the leader's drive, where it is hardest to meet.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from controllers.ela_cacc_stability import lateral_peak_gain, max_stable_lateral_gain, min_lateral_stable_speed
+from controllers.profiles import PROFILES
+
+from .robots import RobotSpec
+from .scenario.model import Scenario
+
+
+def leader_cruise_speeds(scenario: Scenario, min_speed_mps: float) -> np.ndarray:
+    """The leaders' commanded speeds above ``min_speed_mps`` over the run (profiles sampled at 10 Hz; for a track,
+    its cruise and per-waypoint speeds). Empty when the leader never moves."""
+    if scenario.leader.profile == "waypoints" and scenario.leader.path is not None:
+        path = scenario.leader.path
+        speeds = np.asarray(path.speeds_mps if path.speeds_mps else [path.speed_mps], dtype=float)
+    else:
+        t = np.arange(0.0, scenario.duration_s + 1e-9, 0.1)
+        speeds = PROFILES[scenario.leader.profile](t, scenario.leader.params)[0]
+    return speeds[speeds > min_speed_mps]
+
+
+def lateral_stability_notes(scenario: Scenario, robots: list[RobotSpec]) -> list[str]:
+    """One note per distinct extended look-ahead parameter set whose chain is laterally string unstable at the
+    leader's lowest cruising speed (k2 (r + h v) > 2 v): lateral errors will grow from follower to follower."""
+    groups: dict[tuple[float, float, float, float], list[str]] = defaultdict(list)
+    for robot in robots:
+        block: dict[str, Any] = robot.config.get("controller") or {}
+        if block.get("type") != "ela_cacc" or not block.get("extended", True):
+            continue  # the classic look-ahead (s = 0) has |Gamma_lat| = 1 / |1 + j tau w| < 1 at every speed
+        key = (float(block["k2"]), float(block["standstill_m"]), float(block["time_gap_s"]),
+               float(block["min_speed_mps"]))
+        groups[key].append(robot.name)
+    notes = []
+    for (k2, r, h, v_min), names in groups.items():
+        speeds = leader_cruise_speeds(scenario, v_min)
+        if len(speeds) == 0:
+            continue
+        v = float(np.min(speeds))
+        peak = lateral_peak_gain(k2, r, h, v)
+        if peak <= 1.0:
+            continue
+        who = names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]} ({len(names)} robots)"
+        from_speed = min_lateral_stable_speed(k2, r, h)
+        notes.append(
+            f"ela_cacc {who}: laterally string unstable at the leader's lowest cruising speed {v:.3g} m/s: "
+            f"k2 (r + h v) = {k2 * (r + h * v):.3g} > 2 v = {2 * v:.3g}, so lateral errors can grow by up to "
+            f"{peak:.3g}x per follower. Stable with k2 <= {max_stable_lateral_gain(r, h, v):.3g} at this speed"
+            + (f", or from {from_speed:.3g} m/s." if np.isfinite(from_speed) else " (no speed helps: k2 h >= 2).")
+        )
+    return notes
