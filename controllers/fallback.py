@@ -6,7 +6,9 @@ Per follower, with a = age of the newest predecessor data at use [s] (inf, or Na
 - ACC -> CACC once a <= fresh_age_s (< timeout_s) has held for recover_hold_s.
 
 The two thresholds and the hold time are the hysteresis: a link that delivers only now and then does not make
-the mode chatter. In ACC the follower relies on its own range sensor with a larger time gap (controllers.acc).
+the mode chatter. In ACC the follower relies on its own range sensor with a larger time gap (controllers.acc),
+with a braking floor that stops any closing short of ``brake_to_gap_m`` (controllers.collision_avoidance): the
+ACC alone opens a CACC gap too slowly to survive a predecessor that brakes soon after the switch.
 ``FallbackPolicy`` keeps the modes, a switch log (time, row, from, to) and the time each row spent degraded;
 ``CaccWithFallback`` runs a CACC law and an ACC law behind it and applies the command of each row's mode.
 """
@@ -21,6 +23,7 @@ from pydantic import Field, model_validator
 
 from .acc import Acc, AccParams
 from .base import Arrays, ControllerParams
+from .collision_avoidance import required_deceleration
 from .cruise import CruiseParams
 from .longitudinal import LongitudinalController, as_f64
 from .path_cacc import PathCacc, PathCaccParams
@@ -37,6 +40,10 @@ class FallbackParams(ControllerParams):
     timeout_s: float = Field(0.5, gt=0, description="switch to ACC when the predecessor data is older [s]")
     fresh_age_s: float = Field(0.25, ge=0, description="data at most this old counts as fresh [s]")
     recover_hold_s: float = Field(0.2, ge=0, description="fresh data must last this long to return to CACC [s]")
+    brake_to_gap_m: float | None = Field(
+        0.3, ge=0, description="while degraded, brake at least as hard as needed to stop the closing at this "
+        "bumper gap (controllers.collision_avoidance); null: the ACC alone [m]"
+    )
 
     @model_validator(mode="after")
     def _check_hysteresis(self) -> FallbackParams:
@@ -102,6 +109,15 @@ class FallbackPolicy(RowStateMixin):
                 Switch(float(t_s), int(row), MODE_NAMES[before[row]], MODE_NAMES[st["mode"][row]])
             )
         return st["mode"].copy()
+
+    def braking_floor(self, accel: np.ndarray, sensors: Arrays) -> np.ndarray:
+        """``accel`` with the collision-avoidance floor applied (``brake_to_gap_m``; unchanged when it is None or
+        there is no range sensor)."""
+        stop_gap = self.params.brake_to_gap_m
+        if stop_gap is None or "gap_m" not in sensors or "gap_rate_mps" not in sensors:
+            return accel
+        needed = required_deceleration(sensors["gap_m"], sensors["gap_rate_mps"], stop_gap)
+        return np.where(needed < 0.0, np.minimum(accel, needed), accel)  # 0: not closing, no bound
 
     @property
     def mode(self) -> np.ndarray:
@@ -185,7 +201,7 @@ class CaccWithFallback(LongitudinalController):
         mode = self.policy.update(self._t_s, age, dt)
         self._t_s += dt
         cacc_out = self.cacc_law.compute(ego, pred, leader, sensors, dt)
-        u_acc = self.acc_law.compute(ego, pred, leader, sensors, dt)["accel"]
+        u_acc = self.policy.braking_floor(self.acc_law.compute(ego, pred, leader, sensors, dt)["accel"], sensors)
         degraded_mode = mode == ACC
         if isinstance(self.cacc_law, PloegCacc) and degraded_mode.any():
             self.cacc_law.set_state(degraded_mode, u_acc[degraded_mode])

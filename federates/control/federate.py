@@ -82,7 +82,7 @@ class _Fallback:
         self.hold_speed = np.where(degraded & np.isnan(self.hold_speed), ego["v"], self.hold_speed)
         self.hold_speed = np.where(degraded, self.hold_speed, np.nan)
         if degraded.any():
-            u_acc = self.acc.compute(ego, pred, {}, sensors, dt)["accel"]
+            u_acc = self.policy.braking_floor(self.acc.compute(ego, pred, {}, sensors, dt)["accel"], sensors)
             kp = self.acc.params.cruise.kp  # type: ignore[attr-defined]
             u_hold = kp * (np.nan_to_num(self.hold_speed) - ego["v"])
             accel[degraded] = np.minimum(u_acc, u_hold)[degraded]

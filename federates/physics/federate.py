@@ -199,6 +199,7 @@ class ForwardRange(RangeSensor):
             e = self.rng.standard_normal((2, len(x)))
             rng_out += self.range_noise_std_m * e[0]
             rate_out += self.range_rate_noise_std_mps * e[1]
+            np.maximum(rng_out, 0.0, out=rng_out)  # a distance: noise never makes it negative (NaN stays NaN)
         return rng_out, rate_out, rows, target
 
 

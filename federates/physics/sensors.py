@@ -199,7 +199,8 @@ class RangeSensor:
     The sensor sits ``front_offset_m`` ahead of the rear axle (front bumper); the target point of another vehicle is
     its rear bumper centre, ``rear_offset_m`` behind its rear axle. A target counts if it is ahead, within
     ``max_range_m`` and within ``+-fov_rad/2`` of the heading; the nearest one wins. Range [m] and range rate [m/s]
-    (positive when opening) get white noise; ``NaN`` (and target ``-1``) when nothing is seen.
+    (positive when opening) get white noise, the range clipped at 0; ``NaN`` (and target ``-1``) when nothing is
+    seen.
     """
 
     def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 0.35,
@@ -241,7 +242,7 @@ class RangeSensor:
                       np.full(n, 0.5 * self.fov_rad), rng_out, rate_out, tgt)
         if noise:
             e = self.rng.standard_normal((2, n))
-            rng_out = rng_out + self.range_noise_std_m * e[0]
+            rng_out = np.maximum(rng_out + self.range_noise_std_m * e[0], 0.0)  # a distance: never negative
             rate_out = rate_out + self.range_rate_noise_std_mps * e[1]
         return {"range": rng_out, "range_rate": rate_out, "target": tgt}
 

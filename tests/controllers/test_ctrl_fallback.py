@@ -7,6 +7,7 @@ import pytest
 from harness import PlatoonConfig, simulate
 from pydantic import ValidationError
 
+from controllers.collision_avoidance import required_deceleration
 from controllers.fallback import ACC, CACC, CaccWithFallback, CaccWithFallbackParams, FallbackParams, FallbackPolicy
 from controllers.ploeg_cacc import PloegCacc, PloegCaccParams
 from controllers.profiles import ProfileParams, braking
@@ -131,3 +132,20 @@ def test_fallback_with_path_cacc_and_without_age_column():
     assert out["mode"].tolist() == [CACC, ACC]
     assert np.all(np.isfinite(out["accel"]))
     np.testing.assert_allclose(law.desired_gap(ego["v"]), [5.0, 32.0])
+
+
+def test_required_deceleration_stops_the_closing_at_the_stop_gap():
+    gap = np.array([2.3, 2.3, np.nan, 0.2, 0.2])
+    rate = np.array([-2.0, 0.5, -2.0, -1.0, 0.0])  # closing at 2 m/s, opening, unknown gap, inside, standing
+    a = required_deceleration(gap, rate, stop_gap_m=0.3)
+    assert a[0] == pytest.approx(-2.0**2 / (2 * 2.0))
+    assert a[1] == 0.0 and a[2] == 0.0 and a[4] == 0.0
+    assert a[3] < -100.0  # inside the stop gap while closing: full braking
+    # closed loop towards a standing obstacle, the floor re-evaluated every millisecond: stops at the stop gap
+    g, v, dt = 5.0, 3.0, 1e-3
+    for _ in range(6000):  # 6 s; constant deceleration 3^2 / (2 * 4.7) stops the closing after 3.1 s
+        acc = float(required_deceleration(np.array([g]), np.array([-v]), 0.3)[0])
+        assert acc == pytest.approx(-9.0 / 9.4, rel=1e-3) or v < 0.05
+        g -= v * dt + 0.5 * acc * dt * dt
+        v = max(v + acc * dt, 0.0)
+    assert v < 0.01 and g == pytest.approx(0.3, abs=0.01)

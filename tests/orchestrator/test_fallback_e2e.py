@@ -66,3 +66,24 @@ def test_without_the_fallback_the_same_cut_ends_in_a_collision(tmp_path):
     assert result.ok
     assert sum(m["collisions"] for m in result.metrics["followers"].values()) > 0
     assert pq.read_table(tmp_path / "trace" / "collisions.parquet").num_rows > 0
+
+
+@pytest.mark.parametrize("floor", [True, False])
+def test_a_brake_right_after_the_switch_needs_the_braking_floor(tmp_path, floor):
+    """CACC at h = 0.2 s (0.8 m bumper gap at 1.5 m/s), the link cut at 8 s, the leader brakes at 6 m/s^2 (the
+    robots' limit) at 9 s, half a second after the followers fell back. Rajamani's ACC alone answers the closing
+    over T = 1.5 s and runs into the robot ahead; with the floor every follower stops short, near the 0.3 m
+    ``brake_to_gap_m``."""
+    scenario = SCENARIO.replace(f"start_s: {BRAKE_S}", "start_s: 9.0").replace("decel_mps2: 3.0", "decel_mps2: 6.0")
+    scenario = scenario.replace("time_gap_s: 1.0", "time_gap_s: 0.2")
+    overrides = FALLBACK if floor else [FALLBACK[0].replace("recover_hold_s: 0.2,", "recover_hold_s: 0.2, "
+                                                                  "brake_to_gap_m: null,")]
+    result = run_scenario(parse_scenario(scenario, overrides=overrides), tmp_path)
+    assert result.ok
+    followers = result.metrics["followers"].values()
+    assert all(m["fallback_switches"] >= 1 for m in followers)
+    if floor:
+        assert all(m["collisions"] == 0 for m in followers)
+        assert 0.2 < min(m["min_gap_m"] for m in followers) < 0.4
+    else:
+        assert sum(m["collisions"] for m in followers) == 3
