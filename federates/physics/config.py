@@ -51,7 +51,13 @@ class RangeConfig(_Strict):
     """Forward range sensor towards the vehicle ahead (ACC, CACC fallback)."""
 
     max_range_m: float = Field(50.0, gt=0)
-    fov_rad: float = Field(0.35, gt=0, le=6.2832, description="full opening angle [rad]")
+    fov_rad: float = Field(1.0, gt=0, le=6.2832, description="full opening angle [rad]")
+    corridor_half_width_m: float | None = Field(
+        None, gt=0, description="targets must lie this close to the predicted path (the circle of the robot's yaw "
+        "rate / speed) [m]; null: the robot's own width"
+    )
+    keep_factor: float = Field(3.0, ge=1, description="a target once chosen is kept while within this many "
+                                                      "corridors of the predicted path (target tracking)")
     range_noise_std_m: float = Field(0.1, ge=0)
     range_rate_noise_std_mps: float = Field(0.05, ge=0)
     enabled: bool = Field(True, description="publish the `range` port")

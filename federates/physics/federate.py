@@ -45,7 +45,7 @@ from orchestrator.timebase import ns_to_seconds, seconds_to_ns
 from .collisions import colliding_pairs, near_pairs
 from .config import PhysicsConfig
 from .presets import preset
-from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor
+from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, path_curvature, path_offset
 
 VEHICLE_MODELS = Registry(
     "vehicle model",
@@ -92,7 +92,7 @@ class CollisionError(RuntimeError):
 
 
 @njit(cache=True)
-def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov):  # pragma: no cover - compiled
+def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, corridor):  # pragma: no cover
     """Nearest target per robot, the same test as ``RangeSensor``, with a per-sensor broad phase.
 
     Sensors sit ``front`` ahead of the rear axle, targets ``rear`` behind it. Targets are sorted along the axis of
@@ -152,7 +152,8 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov):  # pragma:
             d2 = dx * dx + dy * dy
             if d2 > r2:
                 continue
-            if abs(-s[i] * dx + c[i] * dy) > tan_h * fwd:
+            left = -s[i] * dx + c[i] * dy
+            if abs(left) > tan_h * fwd or abs(path_offset(fwd, left, curvature[i])) > corridor[i]:
                 continue
             d = np.sqrt(d2)
             if row_out[i] < 0 or d < rng_out[i]:
@@ -184,17 +185,21 @@ class ForwardRange(RangeSensor):
     fused into one compiled call (cheap enough to run every step of a small platoon)."""
 
     def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
-                noise: bool = True) -> dict[str, np.ndarray]:
+                noise: bool = True, yaw_rate: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds."""
-        got = self.measure_ids(x, y, yaw, v, np.arange(len(x), dtype=np.int64), noise)
+        got = self.measure_ids(x, y, yaw, v, np.arange(len(x), dtype=np.int64), noise, yaw_rate)
         return {"range": got[0], "range_rate": got[1], "target": got[2]}
 
     def measure_ids(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
-                    noise: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    noise: bool = True, yaw_rate: np.ndarray | None = None,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Range [m], range rate [m/s], target row and target id (from ``ids``) per robot."""
+        curvature = path_curvature(yaw_rate, v)
         rng_out, rate_out, rows, target = _range_scan(
             x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
-            0.5 * float(self.fov_rad))
+            0.5 * float(self.fov_rad), curvature, self.corridor_m)
+        self.retain_targets(x, y, yaw, v, ids, curvature, rng_out, rate_out, rows)
+        target = np.where(rows >= 0, self.locked_id, -1)
         if noise and len(x):
             e = self.rng.standard_normal((2, len(x)))
             rng_out += self.range_noise_std_m * e[0]
@@ -256,7 +261,7 @@ class PhysicsFederate(Federate):
         if cfg.range_sensor.enabled:
             r = cfg.range_sensor
             self._range = ForwardRange(self._keyed("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
-                                       r.range_rate_noise_std_mps)
+                                       r.range_rate_noise_std_mps, r.corridor_half_width_m, r.keep_factor)
             self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
         return FederateMeta(
             inputs=(Input("commands", delayed=True),),
@@ -317,7 +322,7 @@ class PhysicsFederate(Federate):
         self._reach = np.concatenate([self._reach, np.hypot(np.maximum(length - rear, rear), 0.5 * width)])
         accel = [float(p.get("max_accel_mps2", 10.0)) for p in params]
         self._accel_max = np.concatenate([self._accel_max, accel])
-        self._spawn_sensors(robots, params, ids, initial, length, rear)
+        self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
 
     def _new_model(self, key: GroupKey) -> Any:
@@ -327,7 +332,8 @@ class PhysicsFederate(Federate):
         return cls(self.dt) if mode == "speed_steer" else cls(self.dt, input_mode=mode)
 
     def _spawn_sensors(self, robots: Sequence[RobotSpec], params: list[dict[str, Any]], ids: np.ndarray,
-                       initial: dict[str, np.ndarray], length: np.ndarray, rear: np.ndarray) -> None:
+                       initial: dict[str, np.ndarray], length: np.ndarray, rear: np.ndarray,
+                       width: np.ndarray) -> None:
         cfg = self.config
         n = len(robots)
         x, y, yaw = initial["x"], initial["y"], initial["yaw"]
@@ -344,7 +350,7 @@ class PhysicsFederate(Federate):
         if self._fusion is not None:
             self._fusion.add(x, y, yaw)
         if self._range is not None:
-            self._range.add(length - rear, rear)
+            self._range.add(length - rear, rear, width)
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         gone = np.isin(self._ids, np.asarray(robot_ids, np.int64))
@@ -470,7 +476,8 @@ class PhysicsFederate(Federate):
 
     def _measure_range(self, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         assert self._range is not None
-        rng, rate, _, target = self._range.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"], self._ids)
+        rng, rate, _, target = self._range.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"], self._ids,
+                                                       yaw_rate=truth["yaw_rate"])
         return {"id": self._ids, "range_m": rng, "range_rate_mps": rate, "target": target}
 
     def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -174,8 +174,18 @@ class Gnss:
 
 
 @njit(cache=True)
-def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, rng_out, rate_out, tgt_out):
-    # pragma: no cover - compiled
+def path_offset(fwd, left, curvature):  # pragma: no cover - compiled (scalars or arrays)
+    """Signed distance [m] of the point (fwd, left), in the sensor's frame, from the circle of ``curvature``
+    [1/m] tangent to the heading at the sensor (the predicted path): sqrt(A) - |R| for A = fwd^2 + (left - R)^2,
+    R = 1 / curvature, written as (A - R^2) / (sqrt(A) + |R|) scaled by |curvature| so it stays exact at 0 (-left)."""
+    num = curvature * (fwd * fwd + left * left) - 2.0 * left
+    den = np.sqrt((curvature * fwd) ** 2 + (curvature * left - 1.0) ** 2) + 1.0
+    return num / den
+
+
+@njit(cache=True)
+def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curvature, corridor, rng_out,
+                  rate_out, tgt_out):  # pragma: no cover - compiled
     for k in range(pairs.shape[0]):
         for side in range(2):
             i = pairs[k, side]
@@ -187,10 +197,21 @@ def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, rng_
             d = np.sqrt(dx * dx + dy * dy)
             if fwd <= 0.0 or d > max_range[i] or abs(np.arctan2(left, fwd)) > half_fov[i]:
                 continue
+            if abs(path_offset(fwd, left, curvature[i])) > corridor[i]:
+                continue
             if np.isnan(rng_out[i]) or d < rng_out[i]:
                 rng_out[i] = d
                 rate_out[i] = ((vx[j] - vx[i]) * dx + (vy[j] - vy[i]) * dy) / max(d, 1e-9)
                 tgt_out[i] = j
+
+
+def path_curvature(yaw_rate: np.ndarray | None, v: np.ndarray, min_speed_mps: float = 0.1) -> np.ndarray:
+    """Curvature of the predicted path, yaw rate / speed [1/m]; 0 (straight ahead) without a yaw rate or below
+    ``min_speed_mps``, where the ratio means nothing."""
+    v = np.asarray(v, dtype=float)
+    if yaw_rate is None:
+        return np.zeros_like(v)
+    return np.where(v > min_speed_mps, np.asarray(yaw_rate, float) / np.maximum(v, min_speed_mps), 0.0)
 
 
 class RangeSensor:
@@ -198,34 +219,54 @@ class RangeSensor:
 
     The sensor sits ``front_offset_m`` ahead of the rear axle (front bumper); the target point of another vehicle is
     its rear bumper centre, ``rear_offset_m`` behind its rear axle. A target counts if it is ahead, within
-    ``max_range_m`` and within ``+-fov_rad/2`` of the heading; the nearest one wins. Range [m] and range rate [m/s]
-    (positive when opening) get white noise, the range clipped at 0; ``NaN`` (and target ``-1``) when nothing is
-    seen.
+    ``max_range_m``, within ``+-fov_rad/2`` of the heading, and within the corridor around the predicted path (the
+    circle of the robot's current curvature, yaw rate / speed), as ACC radars select the in-path target: on a curve
+    the vehicle ahead is off the heading but on the path, and a vehicle in the next lane is neither. The corridor's
+    half-width is ``corridor_half_width_m``, or by default each robot's own width. A target once chosen is kept
+    within ``keep_factor`` corridors (``retain_targets``). The nearest target wins. Range
+    [m] and range rate [m/s] (positive when opening) get white noise, the range clipped at 0; ``NaN`` (and target
+    ``-1``) when nothing is seen.
     """
 
-    def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 0.35,
-                 range_noise_std_m: float = 0.1, range_rate_noise_std_mps: float = 0.05) -> None:
+    def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 1.0,
+                 range_noise_std_m: float = 0.1, range_rate_noise_std_mps: float = 0.05,
+                 corridor_half_width_m: float | None = None, keep_factor: float = 3.0) -> None:
         self.rng = rng
         self.max_range_m = max_range_m
         self.fov_rad = fov_rad
         self.range_noise_std_m = range_noise_std_m
         self.range_rate_noise_std_mps = range_rate_noise_std_mps
+        self.corridor_half_width_m = corridor_half_width_m
+        self.keep_factor = keep_factor
         self.front_offset_m = np.empty(0)
         self.rear_offset_m = np.empty(0)
+        self.corridor_m = np.empty(0)
+        self.locked_id = np.empty(0, np.int64)  # each robot's target at the last measurement (-1: none)
 
-    def add(self, front_offset_m: np.ndarray, rear_offset_m: np.ndarray) -> None:
-        """Append robots: sensor position ahead of, and rear bumper behind, the rear axle [m]."""
-        self.front_offset_m = np.concatenate([self.front_offset_m, np.asarray(front_offset_m, float)])
+    def add(self, front_offset_m: np.ndarray, rear_offset_m: np.ndarray, width_m: np.ndarray | None = None) -> None:
+        """Append robots: sensor position ahead of, and rear bumper behind, the rear axle [m]; their widths [m] set
+        the corridor unless ``corridor_half_width_m`` does (neither: no corridor)."""
+        front = np.asarray(front_offset_m, float)
+        if self.corridor_half_width_m is not None:
+            corridor = np.full(front.shape, float(self.corridor_half_width_m))
+        else:
+            corridor = np.full(front.shape, np.inf) if width_m is None else np.asarray(width_m, float)
+        self.front_offset_m = np.concatenate([self.front_offset_m, front])
         self.rear_offset_m = np.concatenate([self.rear_offset_m, np.asarray(rear_offset_m, float)])
+        self.corridor_m = np.concatenate([self.corridor_m, corridor])
+        self.locked_id = np.concatenate([self.locked_id, np.full(front.shape, -1, np.int64)])
 
     def remove(self, rows: np.ndarray) -> None:
         """Delete robots at ``rows``."""
         self.front_offset_m = np.delete(self.front_offset_m, rows)
         self.rear_offset_m = np.delete(self.rear_offset_m, rows)
+        self.corridor_m = np.delete(self.corridor_m, rows)
+        self.locked_id = np.delete(self.locked_id, rows)
 
     def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
-                noise: bool = True) -> dict[str, np.ndarray]:
-        """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds."""
+                noise: bool = True, yaw_rate: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds; the
+        yaw rates [rad/s] bend the predicted path (straight without them)."""
         n = len(x)
         c, s = np.cos(yaw), np.sin(yaw)
         sx, sy = x + self.front_offset_m * c, y + self.front_offset_m * s
@@ -238,13 +279,47 @@ class RangeSensor:
         rng_out = np.full(n, np.nan)
         rate_out = np.full(n, np.nan)
         tgt = np.full(n, -1, dtype=np.int64)
+        curvature = path_curvature(yaw_rate, v)
         _range_kernel(pairs, sx, sy, c, s, tx, ty, v * c, v * s, np.full(n, self.max_range_m),
-                      np.full(n, 0.5 * self.fov_rad), rng_out, rate_out, tgt)
+                      np.full(n, 0.5 * self.fov_rad), curvature, self.corridor_m, rng_out, rate_out, tgt)
+        self.retain_targets(x, y, yaw, v, np.arange(n, dtype=np.int64), curvature, rng_out, rate_out, tgt)
         if noise:
             e = self.rng.standard_normal((2, n))
             rng_out = np.maximum(rng_out + self.range_noise_std_m * e[0], 0.0)  # a distance: never negative
             rate_out = rate_out + self.range_rate_noise_std_mps * e[1]
         return {"range": rng_out, "range_rate": rate_out, "target": tgt}
+
+    def retain_targets(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
+                       curvature: np.ndarray, rng_out: np.ndarray, rate_out: np.ndarray, rows: np.ndarray) -> None:
+        """Target tracking, in place: a robot keeps its previous target while that one stays in range, in the
+        field of view and within ``keep_factor`` corridors of the predicted path, unless a nearer one was
+        acquired. Entering a curve, the vehicle ahead turns before the follower does and leaves the narrow
+        acquisition corridor for a moment; a radar's tracker does not drop it for that. Then ``locked_id``
+        becomes the chosen target's id (``ids`` maps rows to ids)."""
+        n = len(ids)
+        if n == 0:
+            return
+        order = np.argsort(ids, kind="stable")
+        pos = np.minimum(np.searchsorted(ids[order], self.locked_id), n - 1)
+        prev = np.where((self.locked_id >= 0) & (ids[order][pos] == self.locked_id), order[pos], -1)
+        i = np.flatnonzero((prev >= 0) & (prev != rows))
+        if len(i):
+            j = prev[i]
+            ci, si, cj, sj = np.cos(yaw[i]), np.sin(yaw[i]), np.cos(yaw[j]), np.sin(yaw[j])
+            dx = (x[j] - self.rear_offset_m[j] * cj) - (x[i] + self.front_offset_m[i] * ci)
+            dy = (y[j] - self.rear_offset_m[j] * sj) - (y[i] + self.front_offset_m[i] * si)
+            fwd, left = ci * dx + si * dy, -si * dx + ci * dy
+            d = np.hypot(dx, dy)
+            offset = path_offset(fwd, left, curvature[i])  # compiled for arrays as well
+            keep = ((fwd > 0.0) & (d <= self.max_range_m) & (np.abs(np.arctan2(left, fwd)) <= 0.5 * self.fov_rad)
+                    & (np.abs(offset) <= self.keep_factor * self.corridor_m[i])
+                    & (np.isnan(rng_out[i]) | (d < rng_out[i])))
+            i, j, dx, dy, d = i[keep], j[keep], dx[keep], dy[keep], d[keep]
+            rng_out[i] = d
+            rate_out[i] = ((v[j] * cj[keep] - v[i] * ci[keep]) * dx + (v[j] * sj[keep] - v[i] * si[keep]) * dy) \
+                / np.maximum(d, 1e-9)
+            rows[i] = j
+        self.locked_id = np.where(rows >= 0, ids[np.maximum(rows, 0)], -1)
 
 
 @njit(cache=True, inline="always")

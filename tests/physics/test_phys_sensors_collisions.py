@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from federates.physics.collisions import colliding_pairs
-from federates.physics.sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor
+from federates.physics.sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, path_offset
 from orchestrator.rng import stream
 
 from .helpers import commands, make
@@ -79,6 +79,46 @@ def test_range_sensor_geometry() -> None:
     rot = sensor.measure(np.array([0.0, 0.0]), np.array([0.0, 8.0]), np.full(2, math.pi / 2), np.ones(2),
                          noise=False)
     assert rot["range"][0] == pytest.approx(7.5)
+
+
+def test_path_offset_is_the_distance_to_the_predicted_circle() -> None:
+    assert path_offset(5.0, 0.3, 0.0) == pytest.approx(-0.3)  # straight path: minus the lateral position
+    R = 10.0
+    for arc in (0.5, 3.5, 12.0):  # on the circle of curvature 1/R (centre at (0, R)) at any arc length
+        fwd, left = R * math.sin(arc / R), R * (1 - math.cos(arc / R))
+        assert path_offset(fwd, left, 1 / R) == pytest.approx(0.0, abs=1e-12)
+        # 0.4 m outside / inside the circle along the radius (outward: (sin, -cos) of the arc angle)
+        out_x, out_y = math.sin(arc / R), -math.cos(arc / R)
+        assert path_offset(fwd + 0.4 * out_x, left + 0.4 * out_y, 1 / R) == pytest.approx(0.4)
+        assert path_offset(fwd - 0.4 * out_x, left - 0.4 * out_y, 1 / R) == pytest.approx(-0.4)
+
+
+def _ego_and_target(left: float) -> tuple[np.ndarray, ...]:
+    """Ego at the origin heading +x (sensor 0.4 m ahead), target rear bumper 3 m ahead of it, ``left`` aside."""
+    return np.array([0.0, 3.5]), np.array([0.0, left]), np.zeros(2), np.ones(2)
+
+
+def test_range_sensor_selects_the_in_path_target_and_tracks_it_into_a_curve() -> None:
+    width = np.full(2, 0.18)
+    x, y, yaw, v = _ego_and_target(0.4)
+    on_path = 2 * 0.4 / (3.0**2 + 0.4**2)  # curvature of the circle through the target: yaw rate at 1 m/s
+    fresh = RangeSensor(stream(1, "range"))
+    fresh.add(np.full(2, 0.4), np.full(2, 0.1), width)
+    assert fresh.measure(x, y, yaw, v, noise=False)["target"][0] == -1  # 0.4 m off a straight path: not in path
+    sensor = RangeSensor(stream(1, "range"))
+    sensor.add(np.full(2, 0.4), np.full(2, 0.1), width)
+    turning = sensor.measure(x, y, yaw, v, noise=False, yaw_rate=np.array([on_path, 0.0]))
+    assert turning["target"][0] == 1 and turning["range"][0] == pytest.approx(math.hypot(3.0, 0.4))
+    # the follower straightens out (or has not turned in yet): the tracked target is kept within 3 corridors
+    assert sensor.measure(x, y, yaw, v, noise=False)["target"][0] == 1
+    # ... and dropped once it is further aside than that (0.6 m > 3 x 0.18 m)
+    x, y, yaw, v = _ego_and_target(0.6)
+    assert sensor.measure(x, y, yaw, v, noise=False)["target"][0] == -1
+    # a vehicle in the next lane (1 m aside) is never acquired, whatever the field of view
+    x, y, yaw, v = _ego_and_target(1.0)
+    wide = RangeSensor(stream(1, "range"), fov_rad=3.0)
+    wide.add(np.full(2, 0.4), np.full(2, 0.1), width)
+    assert wide.measure(x, y, yaw, v, noise=False)["target"][0] == -1
 
 
 def test_fusion_bounds_the_drift_and_is_reproducible() -> None:
