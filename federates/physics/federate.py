@@ -45,7 +45,7 @@ from orchestrator.timebase import ns_to_seconds, seconds_to_ns
 from .collisions import colliding_pairs, near_pairs
 from .config import PhysicsConfig
 from .presets import preset
-from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, path_curvature, path_offset
+from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, in_path, path_curvature, path_offset
 
 VEHICLE_MODELS = Registry(
     "vehicle model",
@@ -92,7 +92,8 @@ class CollisionError(RuntimeError):
 
 
 @njit(cache=True)
-def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, corridor):  # pragma: no cover
+def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, corridor, locked, keep
+                ):  # pragma: no cover - compiled
     """Nearest target per robot, the same test as ``RangeSensor``, with a per-sensor broad phase.
 
     Sensors sit ``front`` ahead of the rear axle, targets ``rear`` behind it. Targets are sorted along the axis of
@@ -153,7 +154,9 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
             if d2 > r2:
                 continue
             left = -s[i] * dx + c[i] * dy
-            if abs(left) > tan_h * fwd or abs(path_offset(fwd, left, curvature[i])) > corridor[i]:
+            if abs(left) > tan_h * fwd:
+                continue
+            if not in_path(path_offset(fwd, left, curvature[i]), corridor[i], ids[j] == locked[i], keep):
                 continue
             d = np.sqrt(d2)
             if row_out[i] < 0 or d < rng_out[i]:
@@ -194,12 +197,11 @@ class ForwardRange(RangeSensor):
                     noise: bool = True, yaw_rate: np.ndarray | None = None,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Range [m], range rate [m/s], target row and target id (from ``ids``) per robot."""
-        curvature = path_curvature(yaw_rate, v)
         rng_out, rate_out, rows, target = _range_scan(
             x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
-            0.5 * float(self.fov_rad), curvature, self.corridor_m)
-        self.retain_targets(x, y, yaw, v, ids, curvature, rng_out, rate_out, rows)
-        target = np.where(rows >= 0, self.locked_id, -1)
+            0.5 * float(self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, self.locked_id,
+            float(self.keep_factor))
+        self.locked_id = target.copy()
         if noise and len(x):
             e = self.rng.standard_normal((2, len(x)))
             rng_out += self.range_noise_std_m * e[0]

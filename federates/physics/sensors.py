@@ -184,8 +184,16 @@ def path_offset(fwd, left, curvature):  # pragma: no cover - compiled (scalars o
 
 
 @njit(cache=True)
-def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curvature, corridor, rng_out,
-                  rate_out, tgt_out):  # pragma: no cover - compiled
+def in_path(offset, corridor, tracked, keep_factor):  # pragma: no cover - compiled
+    """Whether a target ``offset`` [m] from the predicted path counts: within the corridor, or within
+    ``keep_factor`` corridors for the target the sensor already tracks."""
+    limit = corridor * keep_factor if tracked else corridor
+    return abs(offset) <= limit
+
+
+@njit(cache=True)
+def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curvature, corridor, ids, locked,
+                  keep, rng_out, rate_out, tgt_out):  # pragma: no cover - compiled
     for k in range(pairs.shape[0]):
         for side in range(2):
             i = pairs[k, side]
@@ -197,7 +205,7 @@ def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curv
             d = np.sqrt(dx * dx + dy * dy)
             if fwd <= 0.0 or d > max_range[i] or abs(np.arctan2(left, fwd)) > half_fov[i]:
                 continue
-            if abs(path_offset(fwd, left, curvature[i])) > corridor[i]:
+            if not in_path(path_offset(fwd, left, curvature[i]), corridor[i], ids[j] == locked[i], keep):
                 continue
             if np.isnan(rng_out[i]) or d < rng_out[i]:
                 rng_out[i] = d
@@ -222,8 +230,9 @@ class RangeSensor:
     ``max_range_m``, within ``+-fov_rad/2`` of the heading, and within the corridor around the predicted path (the
     circle of the robot's current curvature, yaw rate / speed), as ACC radars select the in-path target: on a curve
     the vehicle ahead is off the heading but on the path, and a vehicle in the next lane is neither. The corridor's
-    half-width is ``corridor_half_width_m``, or by default each robot's own width. A target once chosen is kept
-    within ``keep_factor`` corridors (``retain_targets``). The nearest target wins. Range
+    half-width is ``corridor_half_width_m``, or by default each robot's own width. A target once chosen is tracked:
+    it counts while within ``keep_factor`` corridors (entering a curve, the vehicle ahead turns first and leaves the
+    narrow corridor for a moment; a radar's tracker does not drop it for that). The nearest target wins. Range
     [m] and range rate [m/s] (positive when opening) get white noise, the range clipped at 0; ``NaN`` (and target
     ``-1``) when nothing is seen.
     """
@@ -241,7 +250,7 @@ class RangeSensor:
         self.front_offset_m = np.empty(0)
         self.rear_offset_m = np.empty(0)
         self.corridor_m = np.empty(0)
-        self.locked_id = np.empty(0, np.int64)  # each robot's target at the last measurement (-1: none)
+        self.locked_id = np.empty(0, np.int64)  # each robot's target id at the last measurement (-1: none)
 
     def add(self, front_offset_m: np.ndarray, rear_offset_m: np.ndarray, width_m: np.ndarray | None = None) -> None:
         """Append robots: sensor position ahead of, and rear bumper behind, the rear axle [m]; their widths [m] set
@@ -264,10 +273,13 @@ class RangeSensor:
         self.locked_id = np.delete(self.locked_id, rows)
 
     def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
-                noise: bool = True, yaw_rate: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                noise: bool = True, yaw_rate: np.ndarray | None = None,
+                ids: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds; the
-        yaw rates [rad/s] bend the predicted path (straight without them)."""
+        yaw rates [rad/s] bend the predicted path (straight without them). ``ids`` name the robots for target
+        tracking across measurements (default: the rows, valid while no robot is removed)."""
         n = len(x)
+        ids = np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
         c, s = np.cos(yaw), np.sin(yaw)
         sx, sy = x + self.front_offset_m * c, y + self.front_offset_m * s
         tx, ty = x - self.rear_offset_m * c, y - self.rear_offset_m * s
@@ -279,47 +291,15 @@ class RangeSensor:
         rng_out = np.full(n, np.nan)
         rate_out = np.full(n, np.nan)
         tgt = np.full(n, -1, dtype=np.int64)
-        curvature = path_curvature(yaw_rate, v)
         _range_kernel(pairs, sx, sy, c, s, tx, ty, v * c, v * s, np.full(n, self.max_range_m),
-                      np.full(n, 0.5 * self.fov_rad), curvature, self.corridor_m, rng_out, rate_out, tgt)
-        self.retain_targets(x, y, yaw, v, np.arange(n, dtype=np.int64), curvature, rng_out, rate_out, tgt)
+                      np.full(n, 0.5 * self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, ids,
+                      self.locked_id, float(self.keep_factor), rng_out, rate_out, tgt)
+        self.locked_id = np.where(tgt >= 0, ids[np.maximum(tgt, 0)], -1) if n else self.locked_id
         if noise:
             e = self.rng.standard_normal((2, n))
             rng_out = np.maximum(rng_out + self.range_noise_std_m * e[0], 0.0)  # a distance: never negative
             rate_out = rate_out + self.range_rate_noise_std_mps * e[1]
         return {"range": rng_out, "range_rate": rate_out, "target": tgt}
-
-    def retain_targets(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
-                       curvature: np.ndarray, rng_out: np.ndarray, rate_out: np.ndarray, rows: np.ndarray) -> None:
-        """Target tracking, in place: a robot keeps its previous target while that one stays in range, in the
-        field of view and within ``keep_factor`` corridors of the predicted path, unless a nearer one was
-        acquired. Entering a curve, the vehicle ahead turns before the follower does and leaves the narrow
-        acquisition corridor for a moment; a radar's tracker does not drop it for that. Then ``locked_id``
-        becomes the chosen target's id (``ids`` maps rows to ids)."""
-        n = len(ids)
-        if n == 0:
-            return
-        order = np.argsort(ids, kind="stable")
-        pos = np.minimum(np.searchsorted(ids[order], self.locked_id), n - 1)
-        prev = np.where((self.locked_id >= 0) & (ids[order][pos] == self.locked_id), order[pos], -1)
-        i = np.flatnonzero((prev >= 0) & (prev != rows))
-        if len(i):
-            j = prev[i]
-            ci, si, cj, sj = np.cos(yaw[i]), np.sin(yaw[i]), np.cos(yaw[j]), np.sin(yaw[j])
-            dx = (x[j] - self.rear_offset_m[j] * cj) - (x[i] + self.front_offset_m[i] * ci)
-            dy = (y[j] - self.rear_offset_m[j] * sj) - (y[i] + self.front_offset_m[i] * si)
-            fwd, left = ci * dx + si * dy, -si * dx + ci * dy
-            d = np.hypot(dx, dy)
-            offset = path_offset(fwd, left, curvature[i])  # compiled for arrays as well
-            keep = ((fwd > 0.0) & (d <= self.max_range_m) & (np.abs(np.arctan2(left, fwd)) <= 0.5 * self.fov_rad)
-                    & (np.abs(offset) <= self.keep_factor * self.corridor_m[i])
-                    & (np.isnan(rng_out[i]) | (d < rng_out[i])))
-            i, j, dx, dy, d = i[keep], j[keep], dx[keep], dy[keep], d[keep]
-            rng_out[i] = d
-            rate_out[i] = ((v[j] * cj[keep] - v[i] * ci[keep]) * dx + (v[j] * sj[keep] - v[i] * si[keep]) * dy) \
-                / np.maximum(d, 1e-9)
-            rows[i] = j
-        self.locked_id = np.where(rows >= 0, ids[np.maximum(rows, 0)], -1)
 
 
 @njit(cache=True, inline="always")
