@@ -98,8 +98,9 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
 
     Sensors sit ``front`` ahead of the rear axle, targets ``rear`` behind it. Targets are sorted along the axis of
     larger spread; each sensor only visits the targets whose key lies within the projection of its field of view (a
-    wedge of radius ``max_range``) on that axis, instead of every vehicle within ``max_range``: with a narrow field
-    of view across side-by-side platoons that is a few candidates each. Returns range [m], range rate [m/s], the
+    wedge of radius ``max_range``), narrowed by the band around the predicted path that the corridor allows, on
+    that axis, instead of every vehicle within ``max_range``: across side-by-side platoons that is a few
+    candidates each. Returns range [m], range rate [m/s], the
     target's row and its id (-1 and NaN when nothing is seen).
     """
     n = x.shape[0]
@@ -137,10 +138,21 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
             e2 = s[i] * ch - c[i] * sh
             cos_axis = s[i]
             origin = sy[i]
-        hi = 1.0 if cos_axis >= ch else max(0.0, e1, e2)
-        lo = -1.0 if -cos_axis >= ch else min(0.0, e1, e2)
-        k0 = np.searchsorted(sorted_key, origin + lo * max_range - 1e-9)
-        k1 = np.searchsorted(sorted_key, origin + hi * max_range + 1e-9, side="right")
+        hi = (1.0 if cos_axis >= ch else max(0.0, e1, e2)) * max_range
+        lo = (-1.0 if -cos_axis >= ch else min(0.0, e1, e2)) * max_range
+        # the corridor bounds it too: an accepted target lies within keep * corridor of the predicted circle,
+        # whose lateral offset at forward distance f <= max_range is at most min(|k| f^2, 2 / |k|)
+        # (1 - sqrt(1 - u^2) <= u^2); so inside the box f in [0, max_range], |left| <= lateral
+        k_abs = abs(curvature[i])
+        lateral = keep * corridor[i] + min(k_abs * r2, 2.0 / k_abs if k_abs > 0.0 else np.inf)
+        if lateral < max_range:
+            sin_axis = s[i] if along_x else c[i]  # |axis . left direction|
+            box_hi = max(0.0, cos_axis * max_range) + lateral * abs(sin_axis)
+            box_lo = min(0.0, cos_axis * max_range) - lateral * abs(sin_axis)
+            hi = min(hi, box_hi)
+            lo = max(lo, box_lo)
+        k0 = np.searchsorted(sorted_key, origin + lo - 1e-9)
+        k1 = np.searchsorted(sorted_key, origin + hi + 1e-9, side="right")
         for k in range(k0, k1):
             j = order[k]
             if j == i:
