@@ -1,5 +1,8 @@
 """String stability of the extended look-ahead CACC, linearised about a straight path at constant speed v.
 
+K = diag(k1, k2) acts on world-frame errors (E5), so the lateral gain below is k2 for a platoon heading along x
+and k1 heading along y; with k1 = k2 the results hold in every direction.
+
 Longitudinal (predecessor speed -> follower speed), from (E1), (E5)-(E8) with th = 0, s = alpha = 0:
   z1' = -k1 z1 and h V_i s = k1 Z1 + V_{i-1} - V_i give  (h s + 1)(s + k1) V_i = (s + k1) V_{i-1}, so
 (S1) Gamma_long(s) = 1 / (1 + h s)                       string stable for every h > 0, whatever k1.

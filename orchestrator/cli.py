@@ -7,6 +7,7 @@ arguments), with a message and no traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -203,7 +204,7 @@ def _vehicle_test(args: argparse.Namespace, console: Console) -> int:
 
 def _print_notes(notes: Sequence[str], console: Console) -> None:
     for note in notes:
-        console.print(f"note: {note}", highlight=False, markup=False)
+        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _count_robots(scenario: Any) -> int:
@@ -212,14 +213,18 @@ def _count_robots(scenario: Any) -> int:
 
 def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str, console: Console,
          err: Console) -> int:
+    from .advisories import lateral_stability_notes
     from .runner import run_scenario
+    from .world import expand_robots
 
+    # said before the run, which may take a while; a bad roster is reported by run_scenario itself
+    with contextlib.suppress(ValueError):
+        _print_notes(lateral_stability_notes(scenario, expand_robots(scenario)), console)
     result = run_scenario(scenario, out, seed=seed, progress=progress, source=source)
     if not result.ok:
         print(f"error: run failed: {result.error}", file=sys.stderr)
         print(f"traces up to the failure are in {out / 'trace'}", file=sys.stderr)
         return EXIT_FAILED
-    _print_notes(result.run_info.get("notes", []), console)
     if not result.metrics:
         console.print("outputs.trace is false: no trace was recorded, so there are no metrics, plots or report")
     else:

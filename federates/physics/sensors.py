@@ -176,8 +176,9 @@ class Gnss:
 @njit(cache=True)
 def path_offset(fwd, left, curvature):  # pragma: no cover - compiled (scalars or arrays)
     """Signed distance [m] of the point (fwd, left), in the sensor's frame, from the circle of ``curvature``
-    [1/m] tangent to the heading at the sensor (the predicted path): sqrt(A) - |R| for A = fwd^2 + (left - R)^2,
-    R = 1 / curvature, written as (A - R^2) / (sqrt(A) + |R|) scaled by |curvature| so it stays exact at 0 (-left)."""
+    [1/m] tangent to the heading at the sensor (the predicted path), positive to the right of the path: with
+    R = 1 / curvature and A = fwd^2 + (left - R)^2 it is sign(curvature) (sqrt(A) - |R|), written as
+    curvature (A - R^2) / (|curvature| sqrt(A) + 1) so that it stays exact through curvature 0 (-left)."""
     num = curvature * (fwd * fwd + left * left) - 2.0 * left
     den = np.sqrt((curvature * fwd) ** 2 + (curvature * left - 1.0) ** 2) + 1.0
     return num / den
@@ -240,6 +241,8 @@ class RangeSensor:
     def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 1.0,
                  range_noise_std_m: float = 0.1, range_rate_noise_std_mps: float = 0.05,
                  corridor_half_width_m: float | None = None, keep_factor: float = 3.0) -> None:
+        if keep_factor < 1.0:  # a tracked target must still count where a new one would be acquired
+            raise ValueError(f"keep_factor must be >= 1, got {keep_factor}")
         self.rng = rng
         self.max_range_m = max_range_m
         self.fov_rad = fov_rad

@@ -86,4 +86,4 @@ def test_a_brake_right_after_the_switch_needs_the_braking_floor(tmp_path, floor)
         assert all(m["collisions"] == 0 for m in followers)
         assert 0.2 < min(m["min_gap_m"] for m in followers) < 0.4
     else:
-        assert sum(m["collisions"] for m in followers) == 3
+        assert sum(m["collisions"] for m in followers) >= 1

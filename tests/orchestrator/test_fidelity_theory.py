@@ -74,7 +74,8 @@ def ratios(result, key: str) -> list[float]:
 @pytest.mark.parametrize("profile", ["s_curve", "circle_speed_change"])
 def test_reference_profiles_bounded_and_string_stable_along_eight_vehicles(tmp_path, profile):
     """S-curve and speed change, theory fidelity, r = 1 m, h = 0.2 s, gains inside the lateral stability bound:
-    bounded errors, and neither the longitudinal nor the lateral error grows from follower to follower."""
+    bounded errors and no growth of the longitudinal error from follower to follower (L2 and L-infinity), nor of
+    speed and acceleration on the speed change, nor of the lateral error on the S-curve."""
     assert lateral_string_stable(0.9, 1.0, 0.2, 0.5)
     result, _ = run_theory(tmp_path, profile, [f"leader.profile={profile}", *CHAIN_OF_8, *STABLE_GAINS])
     assert result.run_info["notes"] == []

@@ -128,7 +128,13 @@ def test_cli_help_validate_and_schema():
     proc = cli("validate", str(PLATOON), "--set", "controller.k2=3.5", "--set", "controller.time_gap_s=0.2")
     assert proc.returncode == 0
     assert "note: ela_cacc robot1 .. robot3 (3 robots): laterally string unstable" in proc.stdout
-    assert "k2 <= 1.67" in proc.stdout and "from 2.69 m/s" in proc.stdout
+    assert "k1, k2 <= 1.67" in proc.stdout and "from 2.69 m/s" in proc.stdout
+    # the gains act on world-frame errors: k1 is the lateral gain wherever the platoon heads along y
+    proc = cli("validate", str(PLATOON), "--set", "controller.k1=3.5", "--set", "controller.time_gap_s=0.2")
+    assert "laterally string unstable" in proc.stdout and "for the gain k = 3.5" in proc.stdout
+    # a stop is not cruising: the braking profile is judged at its cruise speed (on the bound, no note)
+    proc = cli("validate", str(PLATOON), "--set", "leader.profile=braking", "--set", "leader.params.speed_mps=1.0")
+    assert proc.returncode == 0 and "note:" not in proc.stdout
     proc = cli("schema")
     schema = json.loads(proc.stdout)
     assert "vehicles" in schema["properties"]

@@ -91,6 +91,9 @@ def test_path_offset_is_the_distance_to_the_predicted_circle() -> None:
         out_x, out_y = math.sin(arc / R), -math.cos(arc / R)
         assert path_offset(fwd + 0.4 * out_x, left + 0.4 * out_y, 1 / R) == pytest.approx(0.4)
         assert path_offset(fwd - 0.4 * out_x, left - 0.4 * out_y, 1 / R) == pytest.approx(-0.4)
+        # a right turn: the mirror image, positive still to the right of the path
+        assert path_offset(fwd, -left, -1 / R) == pytest.approx(0.0, abs=1e-12)
+        assert path_offset(fwd + 0.4 * out_x, -(left + 0.4 * out_y), -1 / R) == pytest.approx(-0.4)
 
 
 def _ego_and_target(left: float) -> tuple[np.ndarray, ...]:
@@ -119,6 +122,8 @@ def test_range_sensor_selects_the_in_path_target_and_tracks_it_into_a_curve() ->
     wide = RangeSensor(stream(1, "range"), fov_rad=3.0)
     wide.add(np.full(2, 0.4), np.full(2, 0.1), width)
     assert wide.measure(x, y, yaw, v, noise=False)["target"][0] == -1
+    with pytest.raises(ValueError, match="keep_factor"):
+        RangeSensor(stream(1, "range"), keep_factor=0.5)
 
 
 def test_fusion_bounds_the_drift_and_is_reproducible() -> None:
