@@ -1,9 +1,10 @@
-"""PNG plots of a run: trajectories, speeds and spacing errors (matplotlib, headless)."""
+"""PNG plots of a run: trajectories, speeds, spacing errors and string stability (matplotlib, headless)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,8 +28,10 @@ def plot_run(
     robots: Sequence[RobotSpec],
     series: Mapping[int, Series],
     follower_series: Mapping[str, Mapping[str, np.ndarray]],
+    followers: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
-    """Write trajectories.png, speeds.png and spacing_errors.png; returns their paths."""
+    """Write trajectories.png, speeds.png, spacing_errors.png and, given the per-follower metrics,
+    string_stability.png; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     drawn = _drawn(robots, series)
     paths = []
@@ -70,10 +73,50 @@ def plot_run(
         ax.legend(fontsize=8, ncol=2)
     paths.append(_save(fig, out_dir / "spacing_errors.png"))
 
+    if followers and any(r.position_in_platoon >= 2 for r in robots):
+        paths.append(_plot_string_stability(out_dir, robots, followers))
     estimated = [r for r in drawn if not np.array_equal(series[r.id].cols["est_x"], series[r.id].cols["x"])]
     if estimated:
         paths.append(_plot_estimate(out_dir, estimated, series))
     return paths
+
+
+STRING_STABILITY_PANELS = (
+    ("l2_spacing_error", "spacing error [m s^0.5]"),
+    ("l2_lateral_deviation", "lateral deviation [m s^0.5]"),
+    ("l2_speed_deviation", "speed deviation [m s^-0.5]"),
+    ("l2_acceleration", "acceleration [m s^-1.5]"),
+)
+MAX_PLATOONS_DRAWN = 8
+
+
+def _plot_string_stability(out_dir: Path, robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]
+                           ) -> Path:
+    """L2 norm of each quantity against the position in the platoon, one line per platoon (log scale): a line
+    that rises from follower to follower is amplification along the chain (ratio > 1)."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
+    platoons = sorted({r.platoon for r in robots})[:MAX_PLATOONS_DRAWN]
+    for (key, label), ax in zip(STRING_STABILITY_PANELS, axes.flat, strict=True):
+        for platoon in platoons:
+            rows = [(r.position_in_platoon, followers[r.name].get(key)) for r in robots
+                    if r.platoon == platoon and r.name in followers]
+            rows = [(pos, val) for pos, val in rows if val is not None and val > 0]
+            if rows:
+                pos, val = zip(*sorted(rows), strict=True)
+                ax.plot(pos, val, "o-", lw=1.2, ms=4, label=f"platoon {platoon}")
+        ax.set_yscale("log")
+        plain = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:.2g}")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.set_xlabel("position in the platoon (1 = first follower)")
+        ax.set_title(f"L2 norm of the {label.split(' [')[0]}", fontsize=10)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, which="both")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    if len(platoons) > 1:
+        axes.flat[0].legend(fontsize=7, ncol=2)
+    fig.suptitle("String stability along the chain: rising lines amplify", fontsize=11)
+    return _save(fig, out_dir / "string_stability.png")
 
 
 def _plot_estimate(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:

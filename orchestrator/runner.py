@@ -126,7 +126,8 @@ def run_scenario(
         if scenario.outputs.plots:
             from .plots import plot_run
 
-            plots = plot_run(out_dir / "plots", world.robots, split_by_robot(traces["vehicles"]), follower_series)
+            plots = plot_run(out_dir / "plots", world.robots, split_by_robot(traces["vehicles"]), follower_series,
+                             metrics["followers"])
         if scenario.outputs.report:
             from .report import write_run_report
 

@@ -34,13 +34,20 @@ def platoon_run(tmp_path_factory: pytest.TempPathFactory):
 def test_run_directory_has_every_artifact(platoon_run):
     out = platoon_run.out_dir
     for name in ("scenario.resolved.yaml", "run.json", "metrics.json", "trace/vehicles.parquet",
-                 "plots/trajectories.png", "plots/speeds.png", "plots/spacing_errors.png", "report.html"):
+                 "plots/trajectories.png", "plots/speeds.png", "plots/spacing_errors.png",
+                 "plots/string_stability.png", "report.html"):
         assert (out / name).is_file(), name
     run = json.loads((out / "run.json").read_text())
     assert run["seed"] == 42 and run["status"] == "ok" and len(run["digest"]) == 64
     assert run["sim_time_s"] == 40.0 and run["steps"] == 4001 and run["real_time_factor"] > 1
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 3 and "robot3" in html
+    assert html.count("data:image/png;base64,") == 4 and "robot3" in html
+    # the norms behind the string-stability plot, and the ratios are theirs
+    followers = json.loads((out / "metrics.json").read_text())["followers"]
+    for key in ("spacing_error", "lateral_deviation", "speed_deviation", "acceleration"):
+        norms = [followers[f"robot{i}"][f"l2_{key}"] for i in (1, 2, 3)]
+        assert all(n > 0 for n in norms), key
+        assert followers["robot3"][f"l2_ratio_{key}"] == pytest.approx(norms[2] / norms[1]), key
     # the resolved scenario runs again to the same traces
     again = run_scenario(load_scenario(out / "scenario.resolved.yaml"), out.parent / "again")
     assert again.run_info["digest"] == run["digest"]
@@ -215,7 +222,7 @@ def test_dynamic_platoon_on_odometry_reports_estimate_against_truth(tmp_path):
     result = run_scenario(scenario, tmp_path)
     assert result.ok and all(m["collisions"] == 0 for m in result.metrics["followers"].values())
     assert (tmp_path / "plots" / "estimate_vs_truth.png").is_file()
-    assert (tmp_path / "report.html").read_text().count("data:image/png;base64,") == 4
+    assert (tmp_path / "report.html").read_text().count("data:image/png;base64,") == 5
     table = pq.read_table(tmp_path / "trace" / "vehicles.parquet").to_pydict()
     drift = np.hypot(np.asarray(table["est_x"]) - np.asarray(table["x"]),
                      np.asarray(table["est_y"]) - np.asarray(table["y"]))
