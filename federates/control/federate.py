@@ -55,24 +55,39 @@ class _Group:
 class _Fallback:
     """Graceful degradation of one group (controllers.fallback.FallbackPolicy deciding, controllers.acc.Acc acting
     on the robot's own range sensor). The ACC's cruise part holds the speed the robot had when it degraded, so a
-    degraded follower never speeds up beyond it when its sensor sees nothing."""
+    degraded follower never speeds up beyond it when its sensor sees nothing. Steering, too, then comes from the
+    range sensor: pure pursuit on the positions where it saw the vehicle ahead (``fallback.steering`` takes the
+    pure-pursuit parameters), since the stale V2X poses would lead off the road in a curve."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         from controllers.acc import Acc, AccParams
         from controllers.fallback import FallbackParams, FallbackPolicy
+        from controllers.pure_pursuit import PurePursuit, PurePursuitParams
 
         cfg = dict(config)
         self.acc = Acc(AccParams(**cfg.pop("acc", {})))
+        self.sensed_path = PurePursuit(PurePursuitParams(**cfg.pop("steering", {})))
+        self.steer_by_sensor = bool(cfg.pop("steer_by_sensor", True))
         self.policy = FallbackPolicy(FallbackParams(**cfg))
         self.hold_speed = np.empty(0)
 
     def add_rows(self, n: int) -> None:
         self.policy.add_rows(n)
+        self.sensed_path.add_rows(n)
         self.hold_speed = np.append(self.hold_speed, np.full(n, np.nan))
 
     def remove_rows(self, rows: np.ndarray) -> None:
         self.policy.remove_rows(rows)
+        self.sensed_path.remove_rows(rows)
         self.hold_speed = np.delete(self.hold_speed, rows)
+
+    def steer(self, ego: Arrays, sensors: Arrays, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Yaw rate [rad/s] by pure pursuit on the path the range sensor has seen the vehicle ahead drive (its
+        rear bumper, placed from the robot's own pose estimate), and whether a row has such a path. Called every
+        control step, degraded or not, so the path is there when the V2X data goes stale."""
+        sensed = {"x": sensors["target_x"], "y": sensors["target_y"]}
+        out = self.sensed_path.compute(ego, sensed, {}, {}, dt)
+        return out["yaw_rate"], out["has_path"]
 
     def apply(self, t_s: float, age_s: np.ndarray, ego: Arrays, pred: Arrays, sensors: Arrays, dt: float,
               accel: np.ndarray) -> np.ndarray:
@@ -171,6 +186,7 @@ class ControlFederate(Federate):
         self._wheelbase = np.empty(0)
         self._max_steer = np.empty(0)
         self._max_speed = np.empty(0)
+        self._sensor_offset = np.empty(0)  # [m] range sensor (front bumper) ahead of the rear axle
         self._speed_cmd = np.empty(0)
         self._yaw_rate_cmd = np.empty(0)
         self._accel_cmd = np.empty(0)
@@ -213,6 +229,9 @@ class ControlFederate(Federate):
             self._wheelbase = np.append(self._wheelbase, params["wheelbase_m"])
             self._max_steer = np.append(self._max_steer, params["max_steer_rad"])
             self._max_speed = np.append(self._max_speed, params["max_speed_mps"])
+            dims = {**{k: params[k] for k in ("length_m", "rear_overhang_m")}, **spec.config.get("dims", {})}
+            front = float(dims["length_m"]) - float(dims["rear_overhang_m"])
+            self._sensor_offset = np.append(self._sensor_offset, front)
             self._speed_cmd = np.append(self._speed_cmd, float(spec.config.get("initial", {}).get("v", 0.0)))
             self._yaw_rate_cmd = np.append(self._yaw_rate_cmd, 0.0)
             self._accel_cmd = np.append(self._accel_cmd, 0.0)
@@ -244,7 +263,8 @@ class ControlFederate(Federate):
         for rid in gone:
             self._drivers.pop(rid, None)
         self._specs = [s for s, k in zip(self._specs, keep, strict=True) if k]
-        for name in ("_ids", "_wheelbase", "_max_steer", "_max_speed", "_speed_cmd", "_yaw_rate_cmd", "_accel_cmd",
+        for name in ("_ids", "_wheelbase", "_max_steer", "_max_speed", "_sensor_offset", "_speed_cmd", "_yaw_rate_cmd",
+                     "_accel_cmd",
                      "_stop", "_desired_gap", "_degraded", "_pred_id", "_leader_id"):
             setattr(self, name, getattr(self, name)[keep])
         self._pred.remove(keep)
@@ -370,12 +390,19 @@ class ControlFederate(Federate):
 
     def _sensors(self, range_port: Mapping[str, np.ndarray] | None, est: Mapping[str, np.ndarray]) -> dict:
         """What on-board sensors measure per robot row: the range sensor's gap to the vehicle ahead and its rate
-        (bumper to bumper). Without a range sensor, NaN (laws then act on V2X data alone)."""
+        (bumper to bumper), and where that vehicle's rear bumper is (world frame, from the robot's own estimate).
+        Without a range sensor, NaN (laws then act on V2X data alone)."""
         n = len(self._ids)
-        if range_port is not None and range_port["id"] is not None and len(range_port["id"]) == n:
-            return {"gap_m": np.asarray(range_port["range_m"], float),
-                    "gap_rate_mps": np.asarray(range_port["range_rate_mps"], float)}
-        return {"gap_m": np.full(n, np.nan), "gap_rate_mps": np.full(n, np.nan)}
+        if range_port is None or range_port["id"] is None or len(range_port["id"]) != n:
+            return {name: np.full(n, np.nan) for name in ("gap_m", "gap_rate_mps", "target_x", "target_y")}
+        gap = np.asarray(range_port["range_m"], float)
+        bearing = np.asarray(range_port.get("bearing_rad", np.full(n, np.nan)), float)
+        # where the vehicle ahead is (its rear bumper), from where this robot believes it is: the sensor sits on
+        # the front bumper, the target is ``range`` away at ``bearing`` from the heading
+        heading = est["yaw"] + bearing
+        return {"gap_m": gap, "gap_rate_mps": np.asarray(range_port["range_rate_mps"], float),
+                "target_x": est["x"] + self._sensor_offset * np.cos(est["yaw"]) + gap * np.cos(heading),
+                "target_y": est["y"] + self._sensor_offset * np.sin(est["yaw"]) + gap * np.sin(heading)}
 
     def _control_group(self, group: _Group, rows: np.ndarray, t_ns: int, est: Mapping[str, np.ndarray],
                        sensors_all: Mapping[str, np.ndarray], accel: np.ndarray, yaw_rate: np.ndarray,
@@ -403,6 +430,10 @@ class ControlFederate(Federate):
         degraded = np.zeros(len(rows), bool)
         if group.fallback is not None:
             degraded = group.fallback.apply(t_ns / NS_PER_S, pred_age, ego, pred, sensors, dt, a) == 1
+            if group.fallback.steer_by_sensor:
+                w_sensed, seen_path = group.fallback.steer(ego, sensors, dt)
+                if w is not None:
+                    w = np.where(degraded & seen_path, w_sensed, w)
         if "degraded" in out:
             degraded |= np.asarray(out["degraded"], bool)
         self._degraded[rows] = degraded

@@ -60,6 +60,7 @@ class RangeConfig(_Strict):
                                                       "corridors of the predicted path (target tracking)")
     range_noise_std_m: float = Field(0.1, ge=0)
     range_rate_noise_std_mps: float = Field(0.05, ge=0)
+    bearing_noise_std_rad: float = Field(0.005, ge=0, description="white noise on the target's bearing [rad]")
     enabled: bool = Field(True, description="publish the `range` port")
     period_s: float = Field(0.05, gt=0, description="[s] between measurements (20 Hz, a typical radar cycle); "
                                                     "the port holds the last one in between")

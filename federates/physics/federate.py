@@ -57,7 +57,7 @@ VEHICLE_MODELS = Registry(
 )
 
 _STATE_KEYS = tuple(STATE_FIELDS)
-RANGE_FIELDS: dict[str, str] = {"range_m": "m", "range_rate_mps": "m/s", "target": "robot id"}
+RANGE_FIELDS: dict[str, str] = {"range_m": "m", "range_rate_mps": "m/s", "bearing_rad": "rad", "target": "robot id"}
 """Fields of ``range`` besides ``id``."""
 COLLISION_FIELDS: dict[str, str] = {"t_ns": "ns", "a": "robot id", "b": "robot id"}
 """Fields of ``collisions`` (event rows)."""
@@ -257,6 +257,7 @@ class PhysicsFederate(Federate):
         self._gnss_period_ns = 0
         self._next_gnss_ns = 0
         self._range_period_ns = 0
+        self._bearing_noise: KeyedNormal | None = None
         self._next_range_ns = 0
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
@@ -277,6 +278,7 @@ class PhysicsFederate(Federate):
             self._range = ForwardRange(self._keyed("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
                                        r.range_rate_noise_std_mps, r.corridor_half_width_m, r.keep_factor)
             self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
+            self._bearing_noise = self._keyed("range_bearing") if r.bearing_noise_std_rad > 0 else None
         return FederateMeta(
             inputs=(Input("commands", delayed=True),),
             outputs=("state", "estimate", "range", "collisions"),
@@ -490,9 +492,21 @@ class PhysicsFederate(Federate):
 
     def _measure_range(self, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         assert self._range is not None
-        rng, rate, _, target = self._range.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"], self._ids,
-                                                       yaw_rate=truth["yaw_rate"])
-        return {"id": self._ids, "range_m": rng, "range_rate_mps": rate, "target": target}
+        x, y, yaw = truth["x"], truth["y"], truth["yaw"]
+        rng, rate, rows, target = self._range.measure_ids(x, y, yaw, truth["v"], self._ids,
+                                                          yaw_rate=truth["yaw_rate"])
+        # bearing of the target's rear bumper from the heading, as a radar or lidar measures it (positive left)
+        seen = rows >= 0
+        j = np.maximum(rows, 0)
+        front = self._length - self._rear
+        dx = (x[j] - self._rear[j] * np.cos(yaw[j])) - (x + front * np.cos(yaw))
+        dy = (y[j] - self._rear[j] * np.sin(yaw[j])) - (y + front * np.sin(yaw))
+        bearing = np.arctan2(-np.sin(yaw) * dx + np.cos(yaw) * dy, np.cos(yaw) * dx + np.sin(yaw) * dy)
+        if self._bearing_noise is not None and len(x):
+            bearing = bearing + self.config.range_sensor.bearing_noise_std_rad * self._bearing_noise.standard_normal(
+                len(x))
+        return {"id": self._ids, "range_m": rng, "range_rate_mps": rate,
+                "bearing_rad": np.where(seen, bearing, np.nan), "target": target}
 
     def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """New contacts at this step.

@@ -138,6 +138,13 @@ class FallbackBlock(FallbackParams):
     """Graceful degradation: CACC -> ACC on the robot's own range sensor when predecessor data is stale."""
 
     acc: AccParams = Field(default_factory=AccParams, description="the ACC used while degraded (time gap ...)")
+    steer_by_sensor: bool = Field(
+        True, description="while degraded, steer by pure pursuit on where the range sensor saw the vehicle ahead "
+        "(false: keep steering on the stale V2X data)"
+    )
+    steering: PurePursuitParams = Field(
+        default_factory=PurePursuitParams, description="pure pursuit parameters of the sensor-based steering"
+    )
 
 
 class ControllerBlock(BaseModel):

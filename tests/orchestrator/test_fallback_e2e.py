@@ -87,3 +87,23 @@ def test_a_brake_right_after_the_switch_needs_the_braking_floor(tmp_path, floor)
         assert 0.2 < min(m["min_gap_m"] for m in followers) < 0.4
     else:
         assert sum(m["collisions"] for m in followers) >= 1
+
+
+@pytest.mark.parametrize("steer_by_sensor", [True, False])
+def test_a_cut_in_a_curve_steers_on_what_the_range_sensor_saw(tmp_path, steer_by_sensor):
+    """The AuNa S-curve with the link down from 8 to 20 s, through both arcs (R = 10 m). While degraded the
+    look-ahead CACC's stale V2X poses would lead the followers off the road; steering by pure pursuit on where the
+    range sensor saw the robot ahead keeps them within about a tenth of a metre of their predecessor's path."""
+    scenario = parse_scenario((Path(__file__).resolve().parents[2] / "scenarios" / "platoon.yaml").read_text(),
+                              overrides=["channel.outages=[{start_s: 8, end_s: 20}]", "outputs.plots=false",
+                                         "outputs.report=false", "duration_s=30",
+                                         f"controller.fallback={{timeout_s: 0.5, steer_by_sensor: {steer_by_sensor}}}"])
+    result = run_scenario(scenario, tmp_path)
+    assert result.ok
+    followers = result.metrics["followers"].values()
+    assert all(m["fallback_switches"] == 2 for m in followers)
+    worst = max(m["lateral_deviation_max_m"] for m in followers)
+    if steer_by_sensor:
+        assert worst < 0.15 and all(m["collisions"] == 0 for m in followers)
+    else:
+        assert worst > 1.0
