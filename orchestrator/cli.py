@@ -97,6 +97,11 @@ def _parser() -> argparse.ArgumentParser:
                     help="comma-separated tyre models compared side by side (default: %(default)s)")
     vt.add_argument("--out", type=Path, help="output directory (default: runs/vehicle-test-<kind>)")
 
+    host = sub.add_parser("host", help="serve federates over gRPC to an orchestrator elsewhere (scenario "
+                                       "'federates:' entries with 'remote: host:port')")
+    host.add_argument("--listen", default="127.0.0.1:50051",
+                      help="address to listen on, host:port (default: %(default)s; port 0: any free port)")
+
     demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5, report included")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
     return parser
@@ -129,6 +134,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return EXIT_OK
     if args.command == "demo":
         return _demo(args.out, console, err)
+    if args.command == "host":
+        from federates.remote.host import main as host_main
+
+        return host_main(["--listen", args.listen])
     if args.command == "vehicle-test":
         return _vehicle_test(args, console)
     if args.command == "sweep":

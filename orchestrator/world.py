@@ -162,7 +162,13 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     control = FEDERATE_KINDS.get("control")("control", control_period)
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:
-        federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)
+        if extra.remote is not None:
+            from federates.remote.client import RemoteFederate
+
+            federates[extra.name] = RemoteFederate(extra.name, extra.remote, extra.type, extra.params,
+                                                   connect_timeout_s=extra.connect_timeout_s)
+        else:
+            federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)
     for fed in federates.values():
         scheduler.add(fed)
     for spec in robots:

@@ -220,6 +220,20 @@ class ExtraFederate(Strict):
     name: str
     type: str
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the federate")
+    remote: str | None = Field(
+        None, description="host:port of a 'coopsim host' that runs this federate over gRPC (type and params are "
+        "resolved there)"
+    )
+    connect_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the remote host at setup [s]")
+
+    @field_validator("remote")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            host, _, port = value.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"remote must be 'host:port' with a port in 1-65535, got '{value}'")
+        return value
 
     @field_validator("type")
     @classmethod
@@ -234,8 +248,12 @@ class ExtraFederate(Strict):
 
     @model_validator(mode="after")
     def _constructible(self) -> ExtraFederate:
-        """The class imports and takes (name, **params): checked before anything runs."""
+        """The class imports and takes (name, **params): checked before anything runs (by the host, for a remote
+        federate, whose code need not exist here)."""
         import inspect
+
+        if self.remote is not None:
+            return self
 
         from orchestrator.registry import UnknownNameError
         from orchestrator.world import FEDERATE_KINDS

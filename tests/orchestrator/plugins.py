@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.timebase import seconds_to_ns
 
@@ -23,3 +25,54 @@ class FailAt(Federate):
         if t_ns >= self.at_ns:
             raise RuntimeError("sensor driver lost")
         return {}
+
+
+class Probe(Federate):
+    """Reads the state (and the queued receptions) every ``period_s`` and publishes what it saw, scaled by
+    ``gain``; raises at ``fail_at_s`` when given. Run in process or in a ``coopsim host``."""
+
+    def __init__(self, name: str, period_s: float = 0.02, gain: float = 1.0, fail_at_s: float | None = None) -> None:
+        super().__init__(name)
+        self.period_ns = seconds_to_ns(period_s)
+        self.gain = gain
+        self.fail_at_ns = None if fail_at_s is None else seconds_to_ns(fail_at_s)
+        self.robots: list[int] = []
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("state"), Input("cam_rx", queued=True)), outputs=("probe",),
+                            period_ns=self.period_ns, units={"probe.v_scaled": "m/s"})
+
+    def spawn(self, robots: Any) -> None:
+        self.robots += [r.id for r in robots]
+
+    def despawn(self, robot_ids: Any) -> None:
+        self.robots = [r for r in self.robots if r not in set(robot_ids)]
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.fail_at_ns is not None and t_ns >= self.fail_at_ns:
+            raise RuntimeError("probe cable unplugged")
+        state = inputs["state"]
+        receptions = sum(len(rx["receiver"]) for rx in inputs.get("cam_rx") or () if rx is not None)
+        return {"probe": {"id": state["id"], "v_scaled": self.gain * state["v"], "yaw": state["yaw"].copy(),
+                          "receptions": np.array([receptions], np.int64), "robots": np.array(self.robots, np.int64)}}
+
+
+class Sink(Federate):
+    """Collects every ``probe`` value (queued input) and writes them to ``path`` (.npz) at finalize."""
+
+    def __init__(self, name: str, path: str) -> None:
+        super().__init__(name)
+        self.path = path
+        self.seen: dict[str, list[np.ndarray]] = {}
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("probe", queued=True),), period_ns=seconds_to_ns(0.05))
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        for value in inputs.get("probe") or ():
+            for key, array in value.items():
+                self.seen.setdefault(key, []).append(np.asarray(array))
+        return {}
+
+    def finalize(self) -> None:
+        np.savez(self.path, **{k: np.concatenate(v) for k, v in self.seen.items()})

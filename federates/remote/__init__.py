@@ -1,0 +1,1 @@
+"""Federates in other processes or on other machines: a gRPC host and the proxy the scheduler steps."""

@@ -1,0 +1,117 @@
+"""A federate that runs in a ``coopsim host`` elsewhere: the scheduler sees an ordinary Federate.
+
+Every call of the interface becomes one request on a gRPC bidirectional stream and waits for its reply (lock
+step), so the remote federate is stepped exactly as an in-process one would be and the traces are the same. A
+failure on the far side is raised here with the remote message; the scheduler then stops the run with this
+federate's name and the simulation time, as for any federate.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import grpc
+
+from orchestrator.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from orchestrator.robots import RobotSpec
+
+from .host import METHOD
+from .wire import decode, encode
+
+_END = object()
+
+
+class RemoteError(RuntimeError):
+    """The hosted federate raised, or its host cannot be reached."""
+
+    def __init__(self, message: str, robot: str | None = None) -> None:
+        super().__init__(message)
+        self.robot = robot
+
+
+class RemoteFederate(Federate):
+    """Proxy of the federate ``type`` (with keyword ``params``) hosted at ``address`` ("host:port")."""
+
+    def __init__(self, name: str, address: str, type: str, params: Mapping[str, Any] | None = None,
+                 connect_timeout_s: float = 10.0, call_timeout_s: float = 60.0) -> None:
+        super().__init__(name)
+        self.address = address
+        self.type = type
+        self.params = dict(params or {})
+        self.connect_timeout_s = connect_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self._channel: grpc.Channel | None = None
+        self._requests: queue.Queue[Any] = queue.Queue()
+        self._replies: Iterator[bytes] | None = None
+
+    # -- transport ----------------------------------------------------------------------------------------------
+    def _open(self) -> None:
+        self._channel = grpc.insecure_channel(
+            self.address, options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=self.connect_timeout_s)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            self._channel = None
+            raise RemoteError(f"no coopsim host answers at {self.address} (waited {self.connect_timeout_s:g} s); "
+                              "start one with 'coopsim host --listen ADDRESS'") from None
+        stream = self._channel.stream_stream(METHOD, request_serializer=None, response_deserializer=None)
+        self._replies = stream(self._outgoing())
+
+    def _outgoing(self) -> Iterator[bytes]:
+        while (frame := self._requests.get()) is not _END:
+            yield frame
+
+    def _call(self, call: str, **fields: Any) -> Any:
+        if self._replies is None:
+            raise RemoteError(f"'{call}' on a closed connection to {self.address}")
+        self._requests.put(encode({"call": call, **fields}))
+        try:
+            reply = decode(next(self._replies))
+        except StopIteration:
+            raise RemoteError(f"the host at {self.address} closed the session during '{call}'") from None
+        except grpc.RpcError as exc:
+            raise RemoteError(f"the host at {self.address} failed during '{call}': {exc.code().name} "
+                              f"{exc.details()}") from None
+        if not reply.get("ok"):
+            raise RemoteError(f"remote: {reply.get('error')}", robot=reply.get("robot"))
+        return reply.get("result")
+
+    # -- the federate interface ---------------------------------------------------------------------------------
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        self._open()
+        meta = self._call("setup", federate={"name": self.name, "type": self.type, "params": self.params},
+                          seed=ctx.seed, end_ns=ctx.end_ns, out_dir=str(ctx.out_dir) if ctx.out_dir else None)
+        return FederateMeta(
+            inputs=tuple(Input(port, delayed=delayed, queued=queued) for port, delayed, queued in meta["inputs"]),
+            outputs=tuple(meta["outputs"]),
+            period_ns=meta["period_ns"],
+            offset_ns=meta["offset_ns"],
+            units=meta["units"],
+        )
+
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        self._call("spawn", robots=[asdict(robot) for robot in robots])
+
+    def despawn(self, robot_ids: Sequence[int]) -> None:
+        self._call("despawn", robot_ids=[int(r) for r in robot_ids])
+
+    def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
+        return self._call("step", t_ns=int(t_ns), inputs=dict(inputs)) or {}
+
+    def next_time(self) -> int | None:
+        return self._call("next_time")
+
+    def finalize(self) -> None:
+        try:
+            if self._replies is not None:
+                self._call("finalize")
+        finally:
+            self._requests.put(_END)
+            self._replies = None
+            if self._channel is not None:
+                self._channel.close()
+                self._channel = None
