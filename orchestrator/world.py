@@ -25,6 +25,7 @@ FEDERATE_KINDS = Registry(
         "physics": "federates.physics.federate:PhysicsFederate",
         "v2x": "federates.v2x.federate:V2XFederate",
         "control": "federates.control.federate:ControlFederate",
+        "helics": "federates.helics_bridge:HelicsBridge",
     },
 )
 
