@@ -26,6 +26,7 @@ FEDERATE_KINDS = Registry(
         "v2x": "federates.v2x.federate:V2XFederate",
         "control": "federates.control.federate:ControlFederate",
         "helics": "federates.helics_bridge:HelicsBridge",
+        "ros2": "federates.ros2_bridge:Ros2Bridge",
     },
 )
 
