@@ -27,6 +27,7 @@ FEDERATE_KINDS = Registry(
         "control": "federates.control.federate:ControlFederate",
         "helics": "federates.helics_bridge:HelicsBridge",
         "ros2": "federates.ros2_bridge:Ros2Bridge",
+        "mqtt": "federates.mqtt_bridge:MqttBridge",
     },
 )
 
