@@ -28,6 +28,7 @@ FEDERATE_KINDS = Registry(
         "helics": "federates.helics_bridge:HelicsBridge",
         "ros2": "federates.ros2_bridge:Ros2Bridge",
         "mqtt": "federates.mqtt_bridge:MqttBridge",
+        "fmu": "federates.fmu_federate:FmuFederate",
     },
 )
 

@@ -58,18 +58,19 @@ class Probe(Federate):
 
 
 class Sink(Federate):
-    """Collects every ``probe`` value (queued input) and writes them to ``path`` (.npz) at finalize."""
+    """Collects every value of ``port`` (queued input) and writes them to ``path`` (.npz) at finalize."""
 
-    def __init__(self, name: str, path: str) -> None:
+    def __init__(self, name: str, path: str, port: str = "probe") -> None:
         super().__init__(name)
         self.path = path
+        self.port = port
         self.seen: dict[str, list[np.ndarray]] = {}
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
-        return FederateMeta(inputs=(Input("probe", queued=True),), period_ns=seconds_to_ns(0.05))
+        return FederateMeta(inputs=(Input(self.port, queued=True),), period_ns=seconds_to_ns(0.05))
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-        for value in inputs.get("probe") or ():
+        for value in inputs.get(self.port) or ():
             for key, array in value.items():
                 self.seen.setdefault(key, []).append(np.asarray(array))
         return {}
