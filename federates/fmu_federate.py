@@ -21,6 +21,7 @@ during the run gets an instance that starts at its first step.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -111,8 +112,8 @@ class FmuFederate(Federate):
                 fmu.enterInitializationMode()
                 fmu.exitInitializationMode()
                 self._started[rid] = True
-            elif h is not None and rid in self._held:
-                if self.inputs:
+            elif h is not None:  # every instance advances, also before its inputs first arrive (FMU time)
+                if self.inputs and rid in self._held:
                     fmu.setReal([self._vr[k] for k in self.inputs], self._held[rid])
                 fmu.doStep(currentCommunicationPoint=t_s - h, communicationStepSize=h)
         outputs: dict[str, dict[str, np.ndarray]] = {}
@@ -139,9 +140,19 @@ class FmuFederate(Federate):
                 self._held[rid] = [float(values[row_of[rid]]) for row_of, values in columns]
 
     def finalize(self) -> None:
+        """Frees every instance (all of them, even if one fails) and removes the unpacked FMU."""
+        error: Exception | None = None
         for rid, fmu in list(self._instances.items()):
-            self._free(fmu, self._started.get(rid, False))
+            try:
+                self._free(fmu, self._started.get(rid, False))
+            except Exception as exc:  # the first failure is reported, after the others are freed
+                error = error or exc
         self._instances.clear()
+        if self._unzipped is not None:
+            shutil.rmtree(self._unzipped, ignore_errors=True)
+            self._unzipped = None
+        if error is not None:
+            raise error
 
     @staticmethod
     def _free(fmu: Any, started: bool) -> None:

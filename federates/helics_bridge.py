@@ -15,11 +15,14 @@ Per step at t: every published field is sent as a vector of doubles (one entry p
 listed), then the bridge requests time t and waits for the grant, then it reads the subscriptions. HELICS
 delivers a value published at time t from the next grant on, so what the other federates publish in answer to
 coopsim's values at t reaches coopsim one period later, the usual HELICS co-simulation delay. An output port
-appears once each of its fields has received a value.
+appears once each of its fields has received a value. HELICS stamps coopsim's values with the previous grant,
+so peers should step with the bridge's period or a multiple of it: a finer peer would read a value early.
+``setup_timeout_s`` bounds the wait for the federation to start.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,7 +38,7 @@ class HelicsBridge(Federate):
     def __init__(self, name: str, broker: str, period_s: float = 0.1,
                  publish: Mapping[str, Sequence[str]] | None = None,
                  subscribe: Mapping[str, Mapping[str, str]] | None = None, core_type: str = "zmq",
-                 federation_name: str | None = None) -> None:
+                 federation_name: str | None = None, setup_timeout_s: float = 60.0) -> None:
         super().__init__(name)
         if period_s <= 0:
             raise ValueError(f"period_s must be positive, got {period_s}")
@@ -45,6 +48,7 @@ class HelicsBridge(Federate):
         self.subscribe = {port: dict(fields) for port, fields in (subscribe or {}).items()}
         self.core_type = core_type
         self.federation_name = federation_name or name
+        self.setup_timeout_s = setup_timeout_s
         self._fed: Any = None
         self._pubs: dict[tuple[str, str], Any] = {}
         self._subs: dict[tuple[str, str], Any] = {}
@@ -70,7 +74,16 @@ class HelicsBridge(Federate):
             for port, fields in self.subscribe.items():
                 for name, key in fields.items():
                     self._subs[port, name] = h.helicsFederateRegisterSubscription(self._fed, key, "")
-            h.helicsFederateEnterExecutingMode(self._fed)
+            # entering execution waits for every federate the broker expects: bounded, so a peer that never
+            # joins stops the run with a message instead of hanging it
+            h.helicsFederateEnterExecutingModeAsync(self._fed)
+            deadline = time.monotonic() + self.setup_timeout_s
+            while not h.helicsFederateIsAsyncOperationCompleted(self._fed):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the HELICS federation at {self.broker} did not start within "
+                                       f"{self.setup_timeout_s:g} s (do all its federates join?)")
+                time.sleep(0.01)
+            h.helicsFederateEnterExecutingModeComplete(self._fed)
         except h.HelicsException as exc:
             raise RuntimeError(f"cannot join the HELICS federation at {self.broker}: {exc}") from None
         return FederateMeta(inputs=tuple(Input(port) for port in self.publish), outputs=tuple(self.subscribe),
@@ -99,6 +112,8 @@ class HelicsBridge(Federate):
             return
         import helics as h
 
-        h.helicsFederateDisconnect(self._fed)
-        h.helicsFederateFree(self._fed)
-        self._fed = None
+        fed, self._fed = self._fed, None
+        try:
+            h.helicsFederateDisconnect(fed)
+        finally:
+            h.helicsFederateFree(fed)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -67,7 +68,9 @@ class MqttBridge(Federate):
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"{self.name}-mqtt", daemon=True)
         self._thread.start()
         async def connect() -> None:  # the client belongs to the loop it is made in
-            self._client = aiomqtt.Client(self.host, self.port, identifier=f"coopsim-{self.name}")
+            # unique per process and bridge: parallel runs (sweeps) on one broker must not knock each other off
+            self._client = aiomqtt.Client(self.host, self.port, identifier=f"coopsim-{self.name}-{os.getpid()}-"
+                                                                           f"{id(self):x}")
             await self._client.__aenter__()
 
         try:
@@ -98,6 +101,9 @@ class MqttBridge(Federate):
                                             if values.shape and len(values) == len(data["id"])}}
                     self._publish(f"{self.prefix}/{name}/{port}", payload)
         self._publish(f"{self.prefix}/clock", {"t": t_s})  # last: everything about t has been sent
+        for future in (f for f in self._pending if f.done()):
+            if future.exception() is not None:  # reported at the step where it is first seen
+                raise RuntimeError(f"publishing to the MQTT broker failed: {future.exception()}")
         self._pending = [f for f in self._pending if not f.done()]
         return {}
 

@@ -99,8 +99,9 @@ def _parser() -> argparse.ArgumentParser:
 
     host = sub.add_parser("host", help="serve federates over gRPC to an orchestrator elsewhere (scenario "
                                        "'federates:' entries with 'remote: host:port')")
-    host.add_argument("--listen", default="127.0.0.1:50051",
-                      help="address to listen on, host:port (default: %(default)s; port 0: any free port)")
+    from federates.remote.options import add_host_arguments
+
+    add_host_arguments(host)
 
     demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5, report included")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
@@ -137,7 +138,8 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.command == "host":
         from federates.remote.host import main as host_main
 
-        return host_main(["--listen", args.listen])
+        return host_main(["--listen", args.listen, "--max-sessions", str(args.max_sessions),
+                          *(f"--allow={prefix}" for prefix in args.allow)])
     if args.command == "vehicle-test":
         return _vehicle_test(args, console)
     if args.command == "sweep":

@@ -12,6 +12,7 @@ delayed inputs may keep references instead of copies.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -178,10 +179,14 @@ class Scheduler:
         """Call ``setup`` on every federate and fix the execution order (raises on cycles)."""
         ctx = SetupContext(seed=self.seed, end_ns=self.end_ns, scheduler=self, out_dir=self.out_dir)
         metas = {}
-        for fed in self._federates:
+        for k, fed in enumerate(self._federates):
             try:
                 meta = fed.setup(ctx)
             except Exception as exc:
+                # those already set up (threads, connections, brokers) and the failing one are finalized
+                for done in self._federates[: k + 1]:
+                    with contextlib.suppress(Exception):
+                        done.finalize()
                 raise FederateError(fed.name, 0, exc) from exc
             if not isinstance(meta, FederateMeta):
                 raise SchedulerError(f"federate '{fed.name}' setup() must return FederateMeta, got {meta!r}")

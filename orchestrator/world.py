@@ -170,7 +170,8 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
             from federates.remote.client import RemoteFederate
 
             federates[extra.name] = RemoteFederate(extra.name, extra.remote, extra.type, extra.params,
-                                                   connect_timeout_s=extra.connect_timeout_s)
+                                                   connect_timeout_s=extra.connect_timeout_s,
+                                                   call_timeout_s=extra.call_timeout_s)
         else:
             federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)
     for fed in federates.values():

@@ -187,6 +187,7 @@ class ControlFederate(Federate):
         self._max_steer = np.empty(0)
         self._max_speed = np.empty(0)
         self._sensor_offset = np.empty(0)  # [m] range sensor (front bumper) ahead of the rear axle
+        self._last_range: Any = None  # the range port value already turned into sensed positions
         self._speed_cmd = np.empty(0)
         self._yaw_rate_cmd = np.empty(0)
         self._accel_cmd = np.empty(0)
@@ -393,16 +394,21 @@ class ControlFederate(Federate):
         (bumper to bumper), and where that vehicle's rear bumper is (world frame, from the robot's own estimate).
         Without a range sensor, NaN (laws then act on V2X data alone)."""
         n = len(self._ids)
-        if range_port is None or range_port["id"] is None or len(range_port["id"]) != n:
+        if range_port is None or range_port["id"] is None or not np.array_equal(range_port["id"], self._ids):
             return {name: np.full(n, np.nan) for name in ("gap_m", "gap_rate_mps", "target_x", "target_y")}
         gap = np.asarray(range_port["range_m"], float)
-        bearing = np.asarray(range_port.get("bearing_rad", np.full(n, np.nan)), float)
-        # where the vehicle ahead is (its rear bumper), from where this robot believes it is: the sensor sits on
-        # the front bumper, the target is ``range`` away at ``bearing`` from the heading
-        heading = est["yaw"] + bearing
+        fresh = range_port is not self._last_range  # the port holds its last measurement between scans
+        self._last_range = range_port
+        if fresh:
+            # where the vehicle ahead is (its rear bumper), from where this robot believes it is now: the sensor
+            # sits on the front bumper, the target is ``range`` away at ``bearing`` from the heading
+            heading = est["yaw"] + np.asarray(range_port.get("bearing_rad", np.full(n, np.nan)), float)
+            target_x = est["x"] + self._sensor_offset * np.cos(est["yaw"]) + gap * np.cos(heading)
+            target_y = est["y"] + self._sensor_offset * np.sin(est["yaw"]) + gap * np.sin(heading)
+        else:  # an old scan placed from a newer pose would be off by the distance driven since
+            target_x = target_y = np.full(n, np.nan)
         return {"gap_m": gap, "gap_rate_mps": np.asarray(range_port["range_rate_mps"], float),
-                "target_x": est["x"] + self._sensor_offset * np.cos(est["yaw"]) + gap * np.cos(heading),
-                "target_y": est["y"] + self._sensor_offset * np.sin(est["yaw"]) + gap * np.sin(heading)}
+                "target_x": target_x, "target_y": target_y}
 
     def _control_group(self, group: _Group, rows: np.ndarray, t_ns: int, est: Mapping[str, np.ndarray],
                        sensors_all: Mapping[str, np.ndarray], accel: np.ndarray, yaw_rate: np.ndarray,
@@ -428,12 +434,14 @@ class ControlFederate(Federate):
             lateral = group.lateral.compute(ego, pred, leader, sensors, dt)
             w = np.where(lateral["has_path"], lateral["yaw_rate"], yaw_rate[rows])
         degraded = np.zeros(len(rows), bool)
+        steered_by_sensor = np.zeros(len(rows), bool)
         if group.fallback is not None:
             degraded = group.fallback.apply(t_ns / NS_PER_S, pred_age, ego, pred, sensors, dt, a) == 1
             if group.fallback.steer_by_sensor:
                 w_sensed, seen_path = group.fallback.steer(ego, sensors, dt)
+                steered_by_sensor = degraded & seen_path
                 if w is not None:
-                    w = np.where(degraded & seen_path, w_sensed, w)
+                    w = np.where(steered_by_sensor, w_sensed, w)
         if "degraded" in out:
             degraded |= np.asarray(out["degraded"], bool)
         self._degraded[rows] = degraded
@@ -441,7 +449,7 @@ class ControlFederate(Federate):
         if "stop" in out:
             stop[rows] = out["stop"] & have & ~degraded
         if w is not None:
-            usable = (have | (group.lateral is not None)) & ~stop[rows]
+            usable = (have | (group.lateral is not None) | steered_by_sensor) & ~stop[rows]
             yaw_rate[rows] = np.where(usable, w, yaw_rate[rows])
         curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
         self._desired_gap[rows] = group.law.desired_gap(ego["v"], curvature)

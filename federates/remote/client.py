@@ -9,6 +9,7 @@ federate's name and the simulation time, as for any federate.
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -60,6 +61,20 @@ class RemoteFederate(Federate):
                               "start one with 'coopsim host --listen ADDRESS'") from None
         stream = self._channel.stream_stream(METHOD, request_serializer=None, response_deserializer=None)
         self._replies = stream(self._outgoing())
+        # replies are read by a thread so that every call can wait with a timeout (a frozen host must not hang
+        # the run)
+        self._inbox: queue.Queue[Any] = queue.Queue()
+        threading.Thread(target=self._read_replies, args=(self._replies, self._inbox), daemon=True,
+                         name=f"{self.name}-replies").start()
+
+    @staticmethod
+    def _read_replies(replies: Iterator[bytes], inbox: queue.Queue) -> None:
+        try:
+            for frame in replies:
+                inbox.put(frame)
+            inbox.put(StopIteration())
+        except grpc.RpcError as exc:
+            inbox.put(exc)
 
     def _outgoing(self) -> Iterator[bytes]:
         while (frame := self._requests.get()) is not _END:
@@ -70,12 +85,19 @@ class RemoteFederate(Federate):
             raise RemoteError(f"'{call}' on a closed connection to {self.address}")
         self._requests.put(encode({"call": call, **fields}))
         try:
-            reply = decode(next(self._replies))
-        except StopIteration:
-            raise RemoteError(f"the host at {self.address} closed the session during '{call}'") from None
-        except grpc.RpcError as exc:
-            raise RemoteError(f"the host at {self.address} failed during '{call}': {exc.code().name} "
-                              f"{exc.details()}") from None
+            got = self._inbox.get(timeout=self.call_timeout_s)
+        except queue.Empty:
+            self._close()
+            raise RemoteError(f"the host at {self.address} did not answer '{call}' within "
+                              f"{self.call_timeout_s:g} s") from None
+        if isinstance(got, StopIteration):
+            self._close()
+            raise RemoteError(f"the host at {self.address} closed the session during '{call}'")
+        if isinstance(got, grpc.RpcError):
+            self._close()
+            raise RemoteError(f"the host at {self.address} failed during '{call}': {got.code().name} "
+                              f"{got.details()}")
+        reply = decode(got)
         if not reply.get("ok"):
             raise RemoteError(f"remote: {reply.get('error')}", robot=reply.get("robot"))
         return reply.get("result")
@@ -85,6 +107,7 @@ class RemoteFederate(Federate):
         self._open()
         meta = self._call("setup", federate={"name": self.name, "type": self.type, "params": self.params},
                           seed=ctx.seed, end_ns=ctx.end_ns, out_dir=str(ctx.out_dir) if ctx.out_dir else None)
+        # (a failed setup is finalized by the scheduler, which closes the stream and the channel)
         return FederateMeta(
             inputs=tuple(Input(port, delayed=delayed, queued=queued) for port, delayed, queued in meta["inputs"]),
             outputs=tuple(meta["outputs"]),
@@ -110,8 +133,14 @@ class RemoteFederate(Federate):
             if self._replies is not None:
                 self._call("finalize")
         finally:
-            self._requests.put(_END)
+            self._close()
+
+    def _close(self) -> None:
+        """End the stream and close the channel (idempotent)."""
+        self._requests.put(_END)
+        if self._replies is not None:
+            self._replies.cancel()
             self._replies = None
-            if self._channel is not None:
-                self._channel.close()
-                self._channel = None
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None

@@ -6,12 +6,16 @@ kind or a ``package.module:Class`` path), its name and keyword parameters; the h
 stream ends. Messages are ``federates.remote.wire`` frames; a federate's exception travels back as
 ``{"ok": false, "error": ...}`` and the session stays usable for ``finalize``.
 
-Run: ``coopsim host --listen 127.0.0.1:50051`` (or ``python -m federates.remote.host``).
+Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m federates.remote.host``). The
+host serves the registered federate kinds and ``module:Class`` paths under its ``--allow`` prefixes only, and
+checks that the class is a Federate: a client cannot make it run arbitrary code. There is no authentication, so
+listen on loopback or a trusted network.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -25,6 +29,7 @@ import grpc
 from orchestrator.federate import Federate, SetupContext
 from orchestrator.robots import RobotSpec
 
+from .options import add_host_arguments
 from .wire import decode, encode
 
 SERVICE = "coopsim.FederateHost"
@@ -55,8 +60,10 @@ def meta_message(meta: Any) -> dict[str, Any]:
 class _Session:
     """One hosted federate and the dispatch of its calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow: Sequence[str]) -> None:
         self.federate: Federate | None = None
+        self.allow = tuple(allow)
+        self.finalized = False
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         call = request.get("call")
@@ -77,6 +84,7 @@ class _Session:
             if call == "next_time":
                 return {"ok": True, "result": self.federate.next_time()}
             if call == "finalize":
+                self.finalized = True
                 self.federate.finalize()
                 return {"ok": True, "result": None}
             raise RuntimeError(f"unknown call '{call}'")
@@ -87,26 +95,43 @@ class _Session:
         from orchestrator.world import FEDERATE_KINDS
 
         spec = request["federate"]
-        self.federate = FEDERATE_KINDS.get(spec["type"])(spec["name"], **spec.get("params", {}))
+        kind = str(spec["type"])
+        # only what the host was told to serve: a client must not make it import and call arbitrary code
+        if ":" in kind and not any(kind.split(":", 1)[0] == a or kind.startswith(a + ".") for a in self.allow):
+            raise PermissionError(f"this host does not serve '{kind}'; start it with --allow "
+                                  f"{kind.split(':', 1)[0].rsplit('.', 1)[0]} (a package or module prefix)")
+        cls = FEDERATE_KINDS.get(kind)
+        if not (isinstance(cls, type) and issubclass(cls, Federate)):
+            raise TypeError(f"'{kind}' is not a Federate")
+        self.federate = cls(spec["name"], **spec.get("params", {}))
         out_dir = request.get("out_dir")
         ctx = SetupContext(seed=int(request["seed"]), end_ns=int(request["end_ns"]), scheduler=_NoScheduler(),
                            out_dir=Path(out_dir) if out_dir else None)
         return meta_message(self.federate.setup(ctx))
 
 
-def _session(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
-    session = _Session()
-    for frame in requests:
-        yield encode(session.handle(decode(frame)))
+def _session_handler(allow: Sequence[str]) -> Any:
+    def session(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+        state = _Session(allow)
+        try:
+            for frame in requests:
+                yield encode(state.handle(decode(frame)))
+        finally:  # the client went away without finalize: release what the federate holds
+            if state.federate is not None and not state.finalized:
+                with contextlib.suppress(Exception):
+                    state.federate.finalize()
+
+    return session
 
 
-def serve(listen: str, max_sessions: int = 8) -> grpc.Server:
+def serve(listen: str, max_sessions: int = 8, allow: Sequence[str] = ()) -> grpc.Server:
     """Start a host on ``listen`` ("host:port"; port 0 picks a free one) and return the running server; its
-    port is ``server.coopsim_port``."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_sessions),
+    port is ``server.coopsim_port``. It serves the registered federate kinds and ``module:Class`` paths under
+    the ``allow`` prefixes; a session beyond ``max_sessions`` is refused at once (RESOURCE_EXHAUSTED)."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_sessions), maximum_concurrent_rpcs=max_sessions,
                          options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
     handler = grpc.method_handlers_generic_handler(SERVICE, {"Session": grpc.stream_stream_rpc_method_handler(
-        _session, request_deserializer=None, response_serializer=None)})
+        _session_handler(allow), request_deserializer=None, response_serializer=None)})
     server.add_generic_rpc_handlers((handler,))
     port = server.add_insecure_port(listen)
     if port == 0:
@@ -119,11 +144,10 @@ def serve(listen: str, max_sessions: int = 8) -> grpc.Server:
 def main(argv: Sequence[str] | None = None) -> int:
     """``coopsim host``: serve federates until SIGINT or SIGTERM."""
     parser = argparse.ArgumentParser(prog="coopsim host", description=__doc__.splitlines()[0])
-    parser.add_argument("--listen", default="127.0.0.1:50051", help="address to listen on, host:port "
-                                                                    "(default 127.0.0.1:50051; port 0: any free)")
+    add_host_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        server = serve(args.listen)
+        server = serve(args.listen, args.max_sessions, args.allow)
     except (OSError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

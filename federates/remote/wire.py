@@ -5,7 +5,8 @@ Frame layout (all integers little-endian):
     b"CSW1" | u32 header length | header (UTF-8 JSON) | per buffer: u64 length | bytes
 
 The header is the message with every numpy array replaced by ``{"__nd__": k, "dtype": "<f8", "shape": [n]}``,
-k indexing the buffers in order (C order, the dtype's own byte order as numpy spells it). Arrays cross bit for
+k indexing the buffers in order (C order, the dtype's own byte order as numpy spells it). A NaN or infinite
+float, which JSON cannot hold, travels the same way as a 0-d array marked ``"scalar": true``. Arrays cross bit for
 bit, NaN included, so a remote federate sees exactly what an in-process one would. Anything a peer in another
 language needs is in this docstring: JSON, a 4-byte magic, lengths and raw buffers.
 """
@@ -13,6 +14,7 @@ language needs is in this docstring: JSON, a 4-byte magic, lengths and raw buffe
 from __future__ import annotations
 
 import json
+import math
 import struct
 from typing import Any
 
@@ -39,7 +41,11 @@ def encode(message: Any) -> bytes:
             buffers.append(array.tobytes())
             return {_ND: len(buffers) - 1, "dtype": array.dtype.str, "shape": list(array.shape)}
         if isinstance(value, np.generic):
-            return value.item()
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):  # not valid JSON: travels as a 0-d array
+            packed = pack(np.array(value))
+            packed["scalar"] = True
+            return packed
         if isinstance(value, dict):
             if _ND in value:
                 raise WireError(f"'{_ND}' is reserved and cannot be a key")
@@ -65,26 +71,34 @@ def decode(frame: bytes) -> Any:
     view = memoryview(frame)
     if bytes(view[:4]) != MAGIC:
         raise WireError("not a coopsim frame (bad magic)")
-    (header_len,) = struct.unpack_from("<I", view, 4)
-    pos = 8 + header_len
     try:
+        (header_len,) = struct.unpack_from("<I", view, 4)
+        pos = 8 + header_len
+        if pos > len(view):
+            raise WireError("truncated frame (header)")
         header = json.loads(bytes(view[8:pos]).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WireError(f"bad header: {exc}") from None
-    buffers = []
-    while pos < len(view):
-        (size,) = struct.unpack_from("<Q", view, pos)
-        buffers.append(view[pos + 8 : pos + 8 + size])
-        pos += 8 + size
+        buffers = []
+        while pos < len(view):
+            (size,) = struct.unpack_from("<Q", view, pos)
+            if pos + 8 + size > len(view):
+                raise WireError("truncated frame (buffer)")
+            buffers.append(view[pos + 8 : pos + 8 + size])
+            pos += 8 + size
 
-    def unpack(value: Any) -> Any:
-        if isinstance(value, dict):
-            if _ND in value:
-                dtype = np.dtype(value["dtype"])
-                return np.frombuffer(buffers[value[_ND]], dtype=dtype).reshape(value["shape"]).copy()
-            return {k: unpack(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [unpack(v) for v in value]
-        return value
+        def unpack(value: Any) -> Any:
+            if isinstance(value, dict):
+                if _ND in value:
+                    dtype = np.dtype(value["dtype"])
+                    array = np.frombuffer(buffers[value[_ND]], dtype=dtype).reshape(value["shape"]).copy()
+                    return array.item() if value.get("scalar") else array
+                return {k: unpack(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [unpack(v) for v in value]
+            return value
 
-    return unpack(header)
+        return unpack(header)
+    except WireError:
+        raise
+    except (struct.error, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, TypeError,
+            ValueError) as exc:
+        raise WireError(f"bad frame: {exc}") from None

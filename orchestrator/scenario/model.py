@@ -225,6 +225,7 @@ class ExtraFederate(Strict):
         "resolved there)"
     )
     connect_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the remote host at setup [s]")
+    call_timeout_s: float = Field(60.0, gt=0, description="how long to wait for each answer of a remote host [s]")
 
     @field_validator("remote")
     @classmethod

@@ -4,9 +4,6 @@ loopback and stopped by pid."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,38 +15,23 @@ import pytest
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
+from tests.orchestrator.processes import free_port, stop
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def broker(tmp_path) -> Iterator[int]:
     """A zmq helics_broker for two federates (coopsim and the peer); its port."""
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "broker.log", "w")  # noqa: SIM115 - closed below, after the broker stops
     proc = subprocess.Popen([str(BIN / "helics_broker"), "-t", "zmq", "-f", "2", f"--local_port={port}",
                              "--loglevel=warning"], stdout=log, stderr=subprocess.STDOUT)
     try:
         yield port
     finally:
-        _stop(proc)
+        stop(proc)
         log.close()
 
 
@@ -72,7 +54,7 @@ def test_coopsim_and_another_helics_federate_advance_together(tmp_path, broker):
         assert result.ok, result.error
         assert peer.returncode == 0, err
     finally:
-        _stop(peer)
+        stop(peer)
     trace = pq.read_table(tmp_path / "run" / "trace" / "vehicles.parquet").to_pydict()
     t_s, robot, v = (np.asarray(trace[k]) for k in ("t_s", "robot", "v"))
 

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import threading
@@ -20,20 +18,15 @@ import pytest
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
+from tests.orchestrator.processes import free_port, stop
 
 REPO = Path(__file__).resolve().parents[2]
 MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def broker():
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([MOSQUITTO, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
@@ -44,8 +37,7 @@ def broker():
             time.sleep(0.05)
         yield port
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
+        stop(proc)
 
 
 def _subscribe(port: int, end_s: float, ready: threading.Event, got: list) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +15,7 @@ import pytest
 from federates.remote.wire import WireError, decode, encode
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
+from tests.orchestrator.processes import stop
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
@@ -25,19 +26,15 @@ QUIET = ["outputs.plots=false", "outputs.report=false", "duration_s=3"]
 def host() -> Iterator[str]:
     """A federate host on a free loopback port; its address."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
+                             "--allow", "tests.orchestrator"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on port" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
+        assert "listening on port" in line, line
         yield f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def federates(sink: Path, remote: str | None, **probe: object) -> str:
@@ -107,7 +104,31 @@ def test_wire_round_trip_is_exact():
     assert back["nested"][1]["a"].tolist() == [0, 1, 2] and back["scalar"] == 2.0 and back["none"] is None
     with pytest.raises(WireError, match="magic"):
         decode(b"XXXX" + encode(1)[4:])
+    frame = encode({"a": np.arange(4.0)})
+    for cut in (6, 12, len(frame) - 3):  # truncated anywhere: a WireError, never another exception
+        with pytest.raises(WireError, match=r"truncated|bad frame"):
+            decode(frame[:cut])
+    # non-finite floats are not JSON: they cross as scalars all the same, and the header stays strict JSON
+    nan_frame = encode({"x": float("nan"), "y": -np.inf})
+    assert b"NaN" not in nan_frame and b"Infinity" not in nan_frame
+    back = decode(nan_frame)
+    assert np.isnan(back["x"]) and back["y"] == -np.inf and isinstance(back["x"], float)
     with pytest.raises(WireError, match="Python objects"):
         encode({"bad": np.array([object()])})
     with pytest.raises(WireError, match="keys must be strings"):
         encode({1: 2})
+
+
+def test_a_stalled_host_times_out_instead_of_hanging_the_run(tmp_path, host):
+    entry = federates(tmp_path / "s.npz", host, stall_at_s=0.5).replace('"remote"', '"call_timeout_s": 1, "remote"')
+    result = run_scenario(parse_scenario(PLATOON, overrides=[*QUIET, entry]), tmp_path / "run")
+    assert not result.ok and result.error.federate == "probe" and result.error.t_ns == 500_000_000
+    assert "did not answer 'step' within 1 s" in str(result.error)
+
+
+def test_the_host_serves_only_federates_it_was_allowed_to(tmp_path, host):
+    # a client must not be able to make the host import and call arbitrary code
+    entry = json.dumps([{"name": "evil", "type": "subprocess:Popen", "remote": host, "params": {"args": "true"}}])
+    result = run_scenario(parse_scenario(PLATOON, overrides=[*QUIET, f"federates={entry}"]), tmp_path / "run")
+    assert not result.ok and result.error.federate == "evil"
+    assert "PermissionError: this host does not serve 'subprocess:Popen'" in str(result.error)
