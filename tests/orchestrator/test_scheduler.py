@@ -259,3 +259,20 @@ def test_a_failing_finalize_still_closes_every_observer_and_finalizes_the_others
     with pytest.raises(FederateError, match=r"federate 'bad'.*disk full"):
         sched.run([Closer()])
     assert other.finalized and isinstance(Closer.ended, FederateError)
+
+
+class BrokenSetup(Probe):
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        raise ConnectionError("broker unreachable")
+
+
+def test_a_failing_setup_finalizes_what_was_already_set_up():
+    """Connections, threads and brokers opened by earlier setups are released when a later one fails."""
+    log: list = []
+    first, broken, never = Probe("first", log), BrokenSetup("broken", log), Probe("never", log)
+    sched = Scheduler(end_ns=MS)
+    for fed in (first, broken, never):
+        sched.add(fed)
+    with pytest.raises(FederateError, match=r"broken.*broker unreachable"):
+        sched.run()
+    assert first.finalized and broken.finalized and not never.finalized
