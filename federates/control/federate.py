@@ -39,55 +39,49 @@ class _Group:
     period_ns: int = 0  # the law's own rate; its outputs are held in between (zero-order hold); 0: every step
     lateral: Any = None  # PurePursuit on the predecessor's received path, for laws that do not steer
     fallback: Any = None  # _Fallback: CACC -> ACC on the range sensor when predecessor data goes stale
+    sensed: Any = None  # PurePursuit on where the range sensor saw the vehicle ahead: steering while degraded
 
     def add_row(self, robot_id: int) -> None:
         self.ids.append(robot_id)
-        for part in (self.law, self.lateral, self.fallback):
+        for part in (self.law, self.lateral, self.fallback, self.sensed):
             if part is not None and hasattr(part, "add_rows"):
                 part.add_rows(1)
 
     def remove_rows(self, rows: np.ndarray) -> None:
-        for part in (self.law, self.lateral, self.fallback):
+        for part in (self.law, self.lateral, self.fallback, self.sensed):
             if part is not None and hasattr(part, "remove_rows"):
                 part.remove_rows(rows)
+
+    def steer_by_sensor(self, ego: Arrays, sensors: Arrays, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Yaw rate [rad/s] by pure pursuit on the positions where the range sensor saw the vehicle ahead (its rear
+        bumper, placed from the robot's own estimate), and whether a row has such a path yet. Called every control
+        step, degraded or not, so the path is there when the V2X data goes stale."""
+        out = self.sensed.compute(ego, {"x": sensors["target_x"], "y": sensors["target_y"]}, {}, {}, dt)
+        return out["yaw_rate"], out["has_path"]
 
 
 class _Fallback:
     """Graceful degradation of one group (controllers.fallback.FallbackPolicy deciding, controllers.acc.Acc acting
     on the robot's own range sensor). The ACC's cruise part holds the speed the robot had when it degraded, so a
-    degraded follower never speeds up beyond it when its sensor sees nothing. Steering, too, then comes from the
-    range sensor: pure pursuit on the positions where it saw the vehicle ahead (``fallback.steering`` takes the
-    pure-pursuit parameters), since the stale V2X poses would lead off the road in a curve."""
+    degraded follower never speeds up beyond it when its sensor sees nothing. Steering while degraded comes from
+    the range sensor too (``_Group.steer_by_sensor``)."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         from controllers.acc import Acc, AccParams
         from controllers.fallback import FallbackParams, FallbackPolicy
-        from controllers.pure_pursuit import PurePursuit, PurePursuitParams
 
-        cfg = dict(config)
+        cfg = {k: v for k, v in config.items() if k not in ("steering", "steer_by_sensor")}  # the group steers
         self.acc = Acc(AccParams(**cfg.pop("acc", {})))
-        self.sensed_path = PurePursuit(PurePursuitParams(**cfg.pop("steering", {})))
-        self.steer_by_sensor = bool(cfg.pop("steer_by_sensor", True))
         self.policy = FallbackPolicy(FallbackParams(**cfg))
         self.hold_speed = np.empty(0)
 
     def add_rows(self, n: int) -> None:
         self.policy.add_rows(n)
-        self.sensed_path.add_rows(n)
         self.hold_speed = np.append(self.hold_speed, np.full(n, np.nan))
 
     def remove_rows(self, rows: np.ndarray) -> None:
         self.policy.remove_rows(rows)
-        self.sensed_path.remove_rows(rows)
         self.hold_speed = np.delete(self.hold_speed, rows)
-
-    def steer(self, ego: Arrays, sensors: Arrays, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """Yaw rate [rad/s] by pure pursuit on the path the range sensor has seen the vehicle ahead drive (its
-        rear bumper, placed from the robot's own pose estimate), and whether a row has such a path. Called every
-        control step, degraded or not, so the path is there when the V2X data goes stale."""
-        sensed = {"x": sensors["target_x"], "y": sensors["target_y"]}
-        out = self.sensed_path.compute(ego, sensed, {}, {}, dt)
-        return out["yaw_rate"], out["has_path"]
 
     def apply(self, t_s: float, age_s: np.ndarray, ego: Arrays, pred: Arrays, sensors: Arrays, dt: float,
               accel: np.ndarray) -> np.ndarray:
@@ -293,8 +287,16 @@ class ControlFederate(Federate):
 
                 lateral = PurePursuit(PurePursuitParams(**lateral_cfg))
             fallback = _Fallback(fallback_cfg) if fallback_cfg else None
+            # degraded followers (a fallback block, or a law with one built in) steer on their range sensor:
+            # stale V2X poses would lead them off the road in a curve
+            sensed = None
+            degrades = fallback_cfg is not None or "policy" in law_cls.Params.model_fields
+            if degrades and (fallback_cfg or {}).get("steer_by_sensor", True):
+                from controllers.pure_pursuit import PurePursuit, PurePursuitParams
+
+                sensed = PurePursuit(PurePursuitParams(**((fallback_cfg or {}).get("steering") or lateral_cfg)))
             group = self._groups[key] = _Group(law, predict=predict, lateral=lateral, fallback=fallback,
-                                               period_ns=period_ns)
+                                               period_ns=period_ns, sensed=sensed)
         return group
 
     def _path_driver_for(self, driver: Mapping[str, Any]) -> _Group:
@@ -434,16 +436,16 @@ class ControlFederate(Federate):
             lateral = group.lateral.compute(ego, pred, leader, sensors, dt)
             w = np.where(lateral["has_path"], lateral["yaw_rate"], yaw_rate[rows])
         degraded = np.zeros(len(rows), bool)
-        steered_by_sensor = np.zeros(len(rows), bool)
         if group.fallback is not None:
             degraded = group.fallback.apply(t_ns / NS_PER_S, pred_age, ego, pred, sensors, dt, a) == 1
-            if group.fallback.steer_by_sensor:
-                w_sensed, seen_path = group.fallback.steer(ego, sensors, dt)
-                steered_by_sensor = degraded & seen_path
-                if w is not None:
-                    w = np.where(steered_by_sensor, w_sensed, w)
         if "degraded" in out:
             degraded |= np.asarray(out["degraded"], bool)
+        steered_by_sensor = np.zeros(len(rows), bool)
+        if group.sensed is not None:
+            w_sensed, seen_path = group.steer_by_sensor(ego, sensors, dt)
+            steered_by_sensor = degraded & seen_path
+            if w is not None:
+                w = np.where(steered_by_sensor, w_sensed, w)
         self._degraded[rows] = degraded
         accel[rows] = a
         if "stop" in out:

@@ -107,3 +107,17 @@ def test_a_cut_in_a_curve_steers_on_what_the_range_sensor_saw(tmp_path, steer_by
         assert worst < 0.15 and all(m["collisions"] == 0 for m in followers)
     else:
         assert worst > 1.0
+
+
+def test_a_cacc_with_a_built_in_fallback_also_steers_on_its_sensor_in_a_curve(tmp_path):
+    """The same cut with the `cacc_fallback` law (Ploeg CACC, ACC behind it, pure pursuit on the received path):
+    once degraded it follows where the range sensor saw the robot ahead, not the received path that ends at the
+    cut (on which the first follower used to leave the track by tens of metres)."""
+    scenario = parse_scenario((Path(__file__).resolve().parents[2] / "scenarios" / "platoon.yaml").read_text(),
+                              overrides=["channel.outages=[{start_s: 8, end_s: 20}]", "outputs.plots=false",
+                                         "outputs.report=false", "duration_s=30", "controller={type: cacc_fallback}"])
+    result = run_scenario(scenario, tmp_path)
+    assert result.ok
+    followers = result.metrics["followers"].values()
+    assert all(m["collisions"] == 0 for m in followers)
+    assert max(m["lateral_deviation_max_m"] for m in followers) < 0.1
