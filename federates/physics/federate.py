@@ -100,16 +100,17 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
     larger spread; each sensor only visits the targets whose key lies within the projection of its field of view (a
     wedge of radius ``max_range``), narrowed by the band around the predicted path that the corridor allows, on
     that axis, instead of every vehicle within ``max_range``: across side-by-side platoons that is a few
-    candidates each. Returns range [m], range rate [m/s], the
+    candidates each. Returns range [m], range rate [m/s], bearing from the heading [rad, positive left], the
     target's row and its id (-1 and NaN when nothing is seen).
     """
     n = x.shape[0]
     rng_out = np.full(n, np.nan)
     rate_out = np.full(n, np.nan)
+    bearing_out = np.full(n, np.nan)
     row_out = np.full(n, -1, dtype=np.int64)
     id_out = np.full(n, -1, dtype=np.int64)
     if n < 2:
-        return rng_out, rate_out, row_out, id_out
+        return rng_out, rate_out, bearing_out, row_out, id_out
     c = np.cos(yaw)
     s = np.sin(yaw)
     sx = x + front * c
@@ -174,9 +175,10 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
             if row_out[i] < 0 or d < rng_out[i]:
                 rng_out[i] = d
                 rate_out[i] = ((v[j] * c[j] - v[i] * c[i]) * dx + (v[j] * s[j] - v[i] * s[i]) * dy) / max(d, 1e-9)
+                bearing_out[i] = np.arctan2(left, fwd)
                 row_out[i] = j
                 id_out[i] = ids[j]
-    return rng_out, rate_out, row_out, id_out
+    return rng_out, rate_out, bearing_out, row_out, id_out
 
 
 @njit(cache=True)
@@ -202,14 +204,16 @@ class ForwardRange(RangeSensor):
     def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
                 noise: bool = True, yaw_rate: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds."""
-        got = self.measure_ids(x, y, yaw, v, np.arange(len(x), dtype=np.int64), noise, yaw_rate)
-        return {"range": got[0], "range_rate": got[1], "target": got[2]}
+        rng, rate, bearing, rows, _ = self.measure_ids(x, y, yaw, v, np.arange(len(x), dtype=np.int64), noise,
+                                                       yaw_rate)
+        return {"range": rng, "range_rate": rate, "bearing": bearing, "target": rows}
 
     def measure_ids(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
                     noise: bool = True, yaw_rate: np.ndarray | None = None,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Range [m], range rate [m/s], target row and target id (from ``ids``) per robot."""
-        rng_out, rate_out, rows, target = _range_scan(
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Range [m], range rate [m/s], bearing [rad] (noise-free), target row and target id (from ``ids``) per
+        robot."""
+        rng_out, rate_out, bearing, rows, target = _range_scan(
             x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
             0.5 * float(self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, self.locked_id,
             float(self.keep_factor))
@@ -219,7 +223,7 @@ class ForwardRange(RangeSensor):
             rng_out += self.range_noise_std_m * e[0]
             rate_out += self.range_rate_noise_std_mps * e[1]
             np.maximum(rng_out, 0.0, out=rng_out)  # a distance: noise never makes it negative (NaN stays NaN)
-        return rng_out, rate_out, rows, target
+        return rng_out, rate_out, bearing, rows, target
 
 
 class PhysicsFederate(Federate):
@@ -492,21 +496,12 @@ class PhysicsFederate(Federate):
 
     def _measure_range(self, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         assert self._range is not None
-        x, y, yaw = truth["x"], truth["y"], truth["yaw"]
-        rng, rate, rows, target = self._range.measure_ids(x, y, yaw, truth["v"], self._ids,
-                                                          yaw_rate=truth["yaw_rate"])
-        # bearing of the target's rear bumper from the heading, as a radar or lidar measures it (positive left)
-        seen = rows >= 0
-        j = np.maximum(rows, 0)
-        front = self._length - self._rear
-        dx = (x[j] - self._rear[j] * np.cos(yaw[j])) - (x + front * np.cos(yaw))
-        dy = (y[j] - self._rear[j] * np.sin(yaw[j])) - (y + front * np.sin(yaw))
-        bearing = np.arctan2(-np.sin(yaw) * dx + np.cos(yaw) * dy, np.cos(yaw) * dx + np.sin(yaw) * dy)
-        if self._bearing_noise is not None and len(x):
+        rng, rate, bearing, _, target = self._range.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"],
+                                                                self._ids, yaw_rate=truth["yaw_rate"])
+        if self._bearing_noise is not None and len(rng):
             bearing = bearing + self.config.range_sensor.bearing_noise_std_rad * self._bearing_noise.standard_normal(
-                len(x))
-        return {"id": self._ids, "range_m": rng, "range_rate_mps": rate,
-                "bearing_rad": np.where(seen, bearing, np.nan), "target": target}
+                len(rng))
+        return {"id": self._ids, "range_m": rng, "range_rate_mps": rate, "bearing_rad": bearing, "target": target}
 
     def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """New contacts at this step.

@@ -194,7 +194,7 @@ def in_path(offset, corridor, tracked, keep_factor):  # pragma: no cover - compi
 
 @njit(cache=True)
 def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curvature, corridor, ids, locked,
-                  keep, rng_out, rate_out, tgt_out):  # pragma: no cover - compiled
+                  keep, rng_out, rate_out, bearing_out, tgt_out):  # pragma: no cover - compiled
     for k in range(pairs.shape[0]):
         for side in range(2):
             i = pairs[k, side]
@@ -211,6 +211,7 @@ def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curv
             if np.isnan(rng_out[i]) or d < rng_out[i]:
                 rng_out[i] = d
                 rate_out[i] = ((vx[j] - vx[i]) * dx + (vy[j] - vy[i]) * dy) / max(d, 1e-9)
+                bearing_out[i] = np.arctan2(left, fwd)
                 tgt_out[i] = j
 
 
@@ -234,8 +235,8 @@ class RangeSensor:
     half-width is ``corridor_half_width_m``, or by default each robot's own width. A target once chosen is tracked:
     it counts while within ``keep_factor`` corridors (entering a curve, the vehicle ahead turns first and leaves the
     narrow corridor for a moment; a radar's tracker does not drop it for that). The nearest target wins. Range
-    [m] and range rate [m/s] (positive when opening) get white noise, the range clipped at 0; ``NaN`` (and target
-    ``-1``) when nothing is seen.
+    [m] and range rate [m/s] (positive when opening) get white noise, the range clipped at 0; the bearing [rad] of
+    the target from the heading (positive left) is noise-free; ``NaN`` (and target ``-1``) when nothing is seen.
     """
 
     def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 1.0,
@@ -293,16 +294,17 @@ class RangeSensor:
         pairs = near_pairs(np.ascontiguousarray(x, float), np.ascontiguousarray(y, float), np.full(n, reach))
         rng_out = np.full(n, np.nan)
         rate_out = np.full(n, np.nan)
+        bearing = np.full(n, np.nan)
         tgt = np.full(n, -1, dtype=np.int64)
         _range_kernel(pairs, sx, sy, c, s, tx, ty, v * c, v * s, np.full(n, self.max_range_m),
                       np.full(n, 0.5 * self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, ids,
-                      self.locked_id, float(self.keep_factor), rng_out, rate_out, tgt)
+                      self.locked_id, float(self.keep_factor), rng_out, rate_out, bearing, tgt)
         self.locked_id = np.where(tgt >= 0, ids[np.maximum(tgt, 0)], -1) if n else self.locked_id
         if noise:
             e = self.rng.standard_normal((2, n))
             rng_out = np.maximum(rng_out + self.range_noise_std_m * e[0], 0.0)  # a distance: never negative
             rate_out = rate_out + self.range_rate_noise_std_mps * e[1]
-        return {"range": rng_out, "range_rate": rate_out, "target": tgt}
+        return {"range": rng_out, "range_rate": rate_out, "bearing": bearing, "target": tgt}
 
 
 @njit(cache=True, inline="always")
