@@ -1,6 +1,6 @@
 """Channel models behind one interface (``CommsModel``), looked up by the scenario's ``channel.type``."""
 
-from orchestrator.registry import Registry
+from orchestrator.core.registry import Registry
 
 from .base import CommsModel, Deliveries, Interest
 
@@ -10,6 +10,8 @@ COMMS_MODELS = Registry(
         "ideal": "comms_models.ideal:IdealChannel",
         "itsg5": "comms_models.itsg5.model:ItsG5Channel",
     },
+    group="coopsim.channels",
+    base="comms_models.base:CommsModel",
 )
 
 __all__ = ["COMMS_MODELS", "CommsModel", "Deliveries", "Interest"]

@@ -2,7 +2,7 @@
 
 A model owns one station per robot (created on ``spawn``, removed on ``despawn``). Each step it receives what every
 station's vehicle believes about itself (the ``estimate`` port: SI units, local frame, roster order) and returns the
-receptions that complete by now, as a struct of arrays (see ``orchestrator.ports.DELIVERY_FIELDS``).
+receptions that complete by now, as a struct of arrays (see ``orchestrator.core.ports.DELIVERY_FIELDS``).
 
 ``Interest`` names the (receiver, sender) pairs the applications read (predecessor, leader). An ideal channel only
 needs those; a realistic one simulates every station's broadcast and may return all receptions.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.robots import RobotSpec
+from orchestrator.core.robots import RobotSpec
 
 Deliveries = dict[str, np.ndarray]
 """Columns ``receiver, sender, generated_ns, received_ns, x, y, yaw, v, a, yaw_rate`` of equal length."""

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from orchestrator.robots import RobotSpec
-from orchestrator.timebase import seconds_to_ns
+from orchestrator.core.robots import RobotSpec
+from orchestrator.core.timebase import seconds_to_ns
 
 from .base import CommsModel, Deliveries, Interest
 

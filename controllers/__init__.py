@@ -1,6 +1,6 @@
 """Control laws behind one interface (``Controller``), looked up by the scenario's ``controller.type``."""
 
-from orchestrator.registry import Registry
+from orchestrator.core.registry import Registry
 
 CONTROLLERS = Registry(
     "controller",
@@ -12,6 +12,8 @@ CONTROLLERS = Registry(
         "ploeg_cacc": "controllers.ploeg_cacc:PloegCacc",
         "cacc_fallback": "controllers.fallback:CaccWithFallback",
     },
+    group="coopsim.controllers",
+    base="controllers.base:Controller",
 )
 
 __all__ = ["CONTROLLERS"]

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.timebase import NS_PER_S, seconds_to_ns
+from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 
 
 class HelicsBridge(Federate):

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.robots import RobotSpec
-from orchestrator.timebase import NS_PER_S, seconds_to_ns
+from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from orchestrator.core.robots import RobotSpec
+from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 
 
 class Ros2Bridge(Federate):

@@ -14,7 +14,7 @@ import numpy as np
 from controllers.ela_cacc_stability import lateral_peak_gain, max_stable_lateral_gain, min_lateral_stable_speed
 from controllers.profiles import PROFILES
 
-from .robots import RobotSpec
+from .core.robots import RobotSpec
 from .scenario.model import Scenario
 
 

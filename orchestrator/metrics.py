@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .robots import RobotSpec
+from .core.robots import RobotSpec
 
 Columns = Mapping[str, np.ndarray]
 

@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .core.robots import RobotSpec
 from .metrics import Series
-from .robots import RobotSpec
 
 MAX_ROBOTS_DRAWN = 16
 """Beyond this many robots only the first platoons are drawn (a plot of 1,000 lines shows nothing)."""

@@ -7,14 +7,14 @@ the roster changes). The file is closed on every exit path, so a failed run leav
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .ports import STATE_FIELDS
-from .robots import RobotSpec
+from .core.ports import STATE_FIELDS
+from .core.robots import RobotSpec, align_rows
 from .scheduler import BaseObserver
 from .tables import ParquetAppender
 
@@ -26,15 +26,15 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("cmd_accel", "commands", "accel"),
     ("cmd_steer", "commands", "steer"),
     ("cmd_yaw_rate", "commands", "yaw_rate"),
-    ("pred_age_s", "commands", "pred_age_s"),
-    ("desired_gap_m", "commands", "desired_gap_m"),
-    ("pred_x", "commands", "pred_x"),
-    ("pred_y", "commands", "pred_y"),
-    ("pred_v", "commands", "pred_v"),
-    ("degraded", "commands", "degraded"),
+    ("pred_age_s", "control_diag", "pred_age_s"),
+    ("desired_gap_m", "control_diag", "desired_gap_m"),
+    ("pred_x", "control_diag", "pred_x"),
+    ("pred_y", "control_diag", "pred_y"),
+    ("pred_v", "control_diag", "pred_v"),
+    ("degraded", "control_diag", "degraded"),
     ("range_m", "range", "range_m"),
 )
-_PORTS = ("state", "estimate", "commands", "range")
+_PORTS = ("state", "estimate", "commands", "control_diag", "range")
 
 
 class VehicleRecorder(BaseObserver):
@@ -66,7 +66,7 @@ class VehicleRecorder(BaseObserver):
         if self._ids is not state["id"] and (self._ids is None or not np.array_equal(self._ids, state["id"])):
             self.flush()
         self._ids = state["id"]
-        self._samples.append((t_ns, state, bus.get("estimate"), bus.get("commands"), bus.get("range")))
+        self._samples.append((t_ns, *(bus.get(port) for port in _PORTS)))
         if len(self._samples) * len(self._ids) >= self.chunk_rows:
             self.flush()
 
@@ -83,7 +83,7 @@ class VehicleRecorder(BaseObserver):
         missing = np.full(n, np.nan)
         for slot, port in enumerate(_PORTS, start=1):
             datas = [sample[slot] for sample in self._samples]
-            usable = [_aligned(d, ids) for d in datas]
+            usable = [align_rows(d, ids) for d in datas]
             for col, col_port, field in COLUMNS:
                 if col_port != port:
                     continue
@@ -97,23 +97,3 @@ class VehicleRecorder(BaseObserver):
         self.flush()
         self._table.close()
 
-
-def _aligned(data: Mapping[str, Any] | None, ids: np.ndarray) -> Mapping[str, Any] | None:
-    """Port data in the rows of ``ids``: as is when the rows match (the usual case), re-indexed by robot id after a
-    spawn or despawn that a held value (e.g. commands between control steps) has not seen yet; NaN where absent."""
-    if data is None:
-        return None
-    own = data["id"]
-    if own is ids or (len(own) == len(ids) and np.array_equal(own, ids)):
-        return data
-    row_of = {int(rid): row for row, rid in enumerate(own)}
-    rows = np.array([row_of.get(int(rid), -1) for rid in ids], np.int64)
-    present = rows >= 0
-    out: dict[str, Any] = {"id": ids}
-    for key, values in data.items():
-        if key == "id":
-            continue
-        column = np.full(len(ids), np.nan)
-        column[present] = np.asarray(values)[rows[present]]
-        out[key] = column
-    return out

@@ -21,11 +21,11 @@ import yaml
 
 from . import __version__
 from .advisories import lateral_stability_notes
-from .federate import FederateError
+from .core.federate import FederateError
+from .core.timebase import seconds_to_ns
 from .metrics import platoon_metrics, split_by_robot
 from .recorder import VehicleRecorder
 from .scenario import Problem, Scenario, ScenarioError
-from .timebase import seconds_to_ns
 from .world import build_world
 
 

@@ -20,8 +20,9 @@ from pathlib import Path
 from time import perf_counter
 from typing import Protocol
 
-from .federate import Federate, FederateError, FederateMeta, PortData, SetupContext
-from .robots import RobotSpec, Roster
+from .core.federate import Federate, FederateError, FederateMeta, PortData, SetupContext
+from .core.ports import ContractError, PortSpec, check_contract
+from .core.robots import RobotSpec, Roster
 
 
 class SchedulerError(ValueError):
@@ -80,7 +81,7 @@ def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
     names = list(metas)
     producer: dict[str, str] = {}
     for name, meta in metas.items():
-        for port in meta.outputs:
+        for port in meta.output_names:
             if port in producer:
                 raise SchedulerError(f"port '{port}' is written by both '{producer[port]}' and '{name}'")
             producer[port] = name
@@ -121,6 +122,27 @@ def dependency_order(metas: dict[str, FederateMeta]) -> list[str]:
     return order
 
 
+def check_contracts(metas: dict[str, FederateMeta]) -> dict[str, tuple[str, PortSpec]]:
+    """Every input has a producer (unless optional) whose port offers the fields it reads with the same dtype and
+    unit. Returns ``port -> (producer, spec)``. Raises ``ContractError`` naming both ends."""
+    produced: dict[str, tuple[str, PortSpec]] = {}
+    for name, meta in metas.items():
+        for spec in meta.outputs:
+            produced[spec.name] = (name, spec)  # type: ignore[union-attr]
+    for name, meta in metas.items():
+        for inp in meta.inputs:
+            found = produced.get(inp.port)
+            if found is None:
+                if inp.optional:
+                    continue
+                offered = ", ".join(sorted(produced)) or "none"
+                raise ContractError(f"input '{inp.port}' of federate '{name}' has no producer (ports produced: "
+                                    f"{offered}); declare it optional if the federate can run without it")
+            if inp.fields:
+                check_contract(name, inp.fields, found[0], found[1])
+    return produced
+
+
 class Scheduler:
     """Steps federates in integer-nanosecond time from 0 to ``end_ns`` inclusive."""
 
@@ -140,6 +162,9 @@ class Scheduler:
         self._sequence = 0
         self._set_up = False
         self._subscribers: dict[str, list[list]] = {}
+        self.ports: dict[str, tuple[str, PortSpec]] = {}  # port -> (producer, contract), known after setup
+        self._robot_ports: set[str] = set()
+        self._aligned_version: dict[str, int] = {}  # robot-indexed port -> roster version its rows were checked at
 
     # -- building -------------------------------------------------------------------------------------------
     def add(self, federate: Federate) -> Federate:
@@ -192,6 +217,14 @@ class Scheduler:
                 raise SchedulerError(f"federate '{fed.name}' setup() must return FederateMeta, got {meta!r}")
             metas[fed.name] = meta
         order = dependency_order(metas)
+        try:
+            self.ports = check_contracts(metas)
+        except ContractError:
+            for fed in self._federates:
+                with contextlib.suppress(Exception):
+                    fed.finalize()
+            raise
+        self._robot_ports = {p for p, (_, spec) in self.ports.items() if spec.index == "robot" and spec.typed}
         by_name = {f.name: f for f in self._federates}
         self._slots = []
         for rank, name in enumerate(order):
@@ -199,7 +232,7 @@ class Scheduler:
             slot = _Slot(
                 by_name[name], meta, rank,
                 inputs=tuple((i.port, i.delayed) for i in meta.inputs if not i.queued),
-                declared=frozenset(meta.outputs),
+                declared=frozenset(meta.output_names),
                 queues={i.port: [] for i in meta.inputs if i.queued} or None,
             )
             slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
@@ -259,6 +292,21 @@ class Scheduler:
                 raise FederateError(slot.federate.name, t_ns, exc) from exc
         for obs in self._observers:
             obs.on_despawn(t_ns, removed)
+
+    def _check_rows(self, federate: str, t_ns: int, outputs: PortData) -> None:
+        """Robot-indexed outputs carry one row per live robot in roster order: checked once per roster change and
+        port (the rows cannot drift between changes without the producer ignoring a spawn or despawn)."""
+        version = self.roster.version
+        for port, value in outputs.items():
+            if port not in self._robot_ports or self._aligned_version.get(port) == version:
+                continue
+            ids = value.get("id") if hasattr(value, "get") else None
+            if ids is None or len(ids) != len(self.roster) or not (ids == self.roster.ids).all():
+                got = "no id column" if ids is None else f"ids {list(ids)[:8]}"
+                raise FederateError(federate, t_ns, SchedulerError(
+                    f"port '{port}' is robot-indexed but its rows ({got}) are not the live robots in roster order "
+                    f"({list(self.roster.ids)[:8]})"))
+            self._aligned_version[port] = version
 
     def run(self, observers: Iterable[Observer] = ()) -> int:
         """Run to the end time; returns the last granted time. Federates are finalized also on failure."""
@@ -326,6 +374,8 @@ class Scheduler:
                         raise FederateError(
                             fed.name, t_ns, SchedulerError(f"wrote undeclared ports {sorted(undeclared)}")
                         )
+                    if self._robot_ports:
+                        self._check_rows(fed.name, t_ns, outputs)
                     bus.update(outputs)
                     if subscribers:
                         for port, value in outputs.items():

@@ -11,26 +11,13 @@ import numpy as np
 
 from controllers import CONTROLLERS
 from controllers.profiles import PROFILES
+from federates import FEDERATE_KINDS
 from federates.physics.federate import vehicle_params
 
-from .registry import Registry
-from .robots import RobotSpec
+from .core.robots import RobotSpec
+from .core.timebase import seconds_to_ns
 from .scenario.model import BLOCK_KEYS, ControllerBlock, Scenario, Vehicle, VehicleEntry, merge_controller
 from .scheduler import Scheduler
-from .timebase import seconds_to_ns
-
-FEDERATE_KINDS = Registry(
-    "federate",
-    {
-        "physics": "federates.physics.federate:PhysicsFederate",
-        "v2x": "federates.v2x.federate:V2XFederate",
-        "control": "federates.control.federate:ControlFederate",
-        "helics": "federates.helics_bridge:HelicsBridge",
-        "ros2": "federates.ros2_bridge:Ros2Bridge",
-        "mqtt": "federates.mqtt_bridge:MqttBridge",
-        "fmu": "federates.fmu_federate:FmuFederate",
-    },
-)
 
 
 @dataclass

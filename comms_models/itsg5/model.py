@@ -14,7 +14,7 @@ Per channel step (``step(t_ns, estimate, interest)``):
 4. Receptions whose receiver-side processing completes by ``t_ns`` are returned.
 
 A station is a robot (station id = robot id). Every random draw is keyed by the event it belongs to
-(``orchestrator.rng.keyed_u01`` / ``KeyedDraws`` with ``purpose_key(seed, "v2x", purpose)``): fading and shadowing
+(``orchestrator.core.rng.keyed_u01`` / ``KeyedDraws`` with ``purpose_key(seed, "v2x", purpose)``): fading and shadowing
 by (sender, receiver, generation time), backoff, transmit delay and the codec sample by (sender, generation time),
 receive delay by (sender, receiver, generation time); each station's start offset by its robot id. The same seed
 gives bit-identical results, and a station that joins never changes the draws of the others' links.
@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from orchestrator.rng import KeyedDraws, id_hashes, purpose_key, stream
-from orchestrator.robots import RobotSpec
+from orchestrator.core.rng import KeyedDraws, id_hashes, purpose_key, stream
+from orchestrator.core.robots import RobotSpec
 
 from ..base import OUTCOMES, CommsModel, Deliveries, Interest, empty_deliveries
 from . import access as ax
@@ -77,7 +77,7 @@ class ItsG5Channel(CommsModel):
         self.tables = build_tables(cfg.radio)
         self.projection = LocalProjection(cfg.origin_lat_deg, cfg.origin_lon_deg)
         self.codec = CamCodec()
-        # every draw is keyed by its event (sender, receiver, generation time): see orchestrator.rng.KeyedDraws
+        # every draw is keyed by its event (sender, receiver, generation time): see orchestrator.core.rng.KeyedDraws
         self._radio_key = purpose_key(seed, "v2x", "radio")
         self._mac_key = purpose_key(seed, "v2x", "mac")
         self._tx_latency_key = purpose_key(seed, "v2x", "tx_latency")
@@ -306,7 +306,7 @@ class ItsG5Channel(CommsModel):
                     self._write_pcap(start, entry)
 
     def _id_hashes(self) -> np.ndarray:
-        """``orchestrator.rng.id_hash`` of every station (recomputed when the stations change)."""
+        """``orchestrator.core.rng.id_hash`` of every station (recomputed when the stations change)."""
         cache = getattr(self, "_id_hash_cache", None)
         if cache is None or cache[0] != self._roster_version or len(cache[1]) != len(self._ids):
             out = np.empty(len(self._ids), np.uint64)

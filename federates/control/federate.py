@@ -20,10 +20,10 @@ from controllers.base import Arrays, Controller
 from controllers.conversions import integrate_speed, yaw_rate_to_steer
 from controllers.profiles import PROFILES, ProfileParams
 from federates.physics.federate import vehicle_params
-from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.ports import COMMAND_FIELDS, units
-from orchestrator.robots import RobotSpec
-from orchestrator.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
+from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
+from orchestrator.core.ports import CAM_RX, COMMANDS, CONTROL_DIAG, ESTIMATE, RANGE, fields_of
+from orchestrator.core.robots import RobotSpec
+from orchestrator.core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 
 _RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
@@ -206,14 +206,13 @@ class ControlFederate(Federate):
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._end_ns = ctx.end_ns
         return FederateMeta(
-            inputs=(Input("estimate"), Input("cam_rx", queued=True), Input("range")),
-            outputs=("commands",),
-            period_ns=self.period_ns,
-            units=units(
-                "commands",
-                {**COMMAND_FIELDS, "pred_age_s": "s", "desired_gap_m": "m", "pred_x": "m", "pred_y": "m",
-                 "pred_v": "m/s", "degraded": "-"},
+            inputs=(
+                Input("estimate", fields=ESTIMATE.fields),
+                Input("cam_rx", queued=True, fields=CAM_RX.fields),
+                Input("range", fields=fields_of(RANGE, ("range_m", "range_rate_mps", "bearing_rad"))),
             ),
+            outputs=(COMMANDS, CONTROL_DIAG),
+            period_ns=self.period_ns,
         )
 
     # -- robots -------------------------------------------------------------------------------------------------
@@ -382,6 +381,9 @@ class ControlFederate(Federate):
                 "accel": accel.copy(),
                 "steer": steer,
                 "yaw_rate": yaw_rate.copy(),
+            },
+            "control_diag": {
+                "id": self._ids,
                 "pred_age_s": age,
                 "desired_gap_m": self._desired_gap.copy(),
                 "pred_x": self._pred.values["x"].copy(),

@@ -22,7 +22,7 @@ Ports (robot-indexed ones in roster order, ``id`` first):
   contact being new when the pair did not overlap at the previous step; published every step (empty when nothing
   new). ``collisions`` (the attribute) keeps every event of the run.
 
-Randomness: per-step sensor noise is ``orchestrator.rng.KeyedNormal(seed, <federate name>, <purpose>)``, keyed by
+Randomness: per-step sensor noise is ``orchestrator.core.rng.KeyedNormal(seed, <federate name>, <purpose>)``, keyed by
 robot id and time; constant errors (wheel scale factors, gyro bias) come from ``stream(seed, <federate name>,
 <purpose>, robot id)``. A new robot never changes another robot's draws.
 """
@@ -35,32 +35,28 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.ports import COMMAND_FIELDS, STATE_FIELDS, units
-from orchestrator.registry import Registry
-from orchestrator.rng import KeyedNormal, stream
-from orchestrator.robots import RobotSpec
-from orchestrator.timebase import ns_to_seconds, seconds_to_ns
+from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
+from orchestrator.core.ports import (
+    COLLISION_FIELDS,
+    COLLISIONS,
+    COMMAND_FIELDS,
+    COMMANDS,
+    ESTIMATE,
+    RANGE,
+    STATE,
+    STATE_FIELDS,
+)
+from orchestrator.core.rng import KeyedNormal, stream
+from orchestrator.core.robots import RobotSpec
+from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import colliding_pairs, near_pairs
 from .config import PhysicsConfig
+from .models import VEHICLE_MODELS
 from .presets import preset
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, in_path, path_curvature, path_offset
 
-VEHICLE_MODELS = Registry(
-    "vehicle model",
-    {
-        "kinematic": "federates.physics.models.kinematic:KinematicBicycle",
-        "dynamic": "federates.physics.models.dynamic:DynamicSingleTrack",
-        "unicycle": "federates.physics.models.unicycle:Unicycle",
-    },
-)
-
 _STATE_KEYS = tuple(STATE_FIELDS)
-RANGE_FIELDS: dict[str, str] = {"range_m": "m", "range_rate_mps": "m/s", "bearing_rad": "rad", "target": "robot id"}
-"""Fields of ``range`` besides ``id``."""
-COLLISION_FIELDS: dict[str, str] = {"t_ns": "ns", "a": "robot id", "b": "robot id"}
-"""Fields of ``collisions`` (event rows)."""
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
 
 GroupKey = tuple[str, str]  # (vehicle model, input mode)
@@ -284,11 +280,9 @@ class PhysicsFederate(Federate):
             self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
             self._bearing_noise = self._keyed("range_bearing") if r.bearing_noise_std_rad > 0 else None
         return FederateMeta(
-            inputs=(Input("commands", delayed=True),),
-            outputs=("state", "estimate", "range", "collisions"),
+            inputs=(Input("commands", delayed=True, fields=COMMANDS.fields),),
+            outputs=(STATE, ESTIMATE, RANGE, COLLISIONS),
             period_ns=self.step_ns,
-            units={**units("state", STATE_FIELDS), **units("estimate", STATE_FIELDS),
-                   **units("range", RANGE_FIELDS), **units("collisions", COLLISION_FIELDS)},
         )
 
     def _keyed(self, purpose: str) -> KeyedNormal:

@@ -16,8 +16,8 @@ from typing import Any
 
 import grpc
 
-from orchestrator.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.robots import RobotSpec
+from orchestrator.core.federate import Federate, FederateMeta, PortData, SetupContext, meta_from_dict
+from orchestrator.core.robots import RobotSpec
 
 from .host import METHOD
 from .wire import decode, encode
@@ -108,13 +108,7 @@ class RemoteFederate(Federate):
         meta = self._call("setup", federate={"name": self.name, "type": self.type, "params": self.params},
                           seed=ctx.seed, end_ns=ctx.end_ns, out_dir=str(ctx.out_dir) if ctx.out_dir else None)
         # (a failed setup is finalized by the scheduler, which closes the stream and the channel)
-        return FederateMeta(
-            inputs=tuple(Input(port, delayed=delayed, queued=queued) for port, delayed, queued in meta["inputs"]),
-            outputs=tuple(meta["outputs"]),
-            period_ns=meta["period_ns"],
-            offset_ns=meta["offset_ns"],
-            units=meta["units"],
-        )
+        return meta_from_dict(meta)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         self._call("spawn", robots=[asdict(robot) for robot in robots])

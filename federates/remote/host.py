@@ -26,8 +26,8 @@ from typing import Any
 
 import grpc
 
-from orchestrator.federate import Federate, SetupContext
-from orchestrator.robots import RobotSpec
+from orchestrator.core.federate import Federate, SetupContext, meta_to_dict
+from orchestrator.core.robots import RobotSpec
 
 from .options import add_host_arguments
 from .wire import decode, encode
@@ -48,13 +48,7 @@ class _NoScheduler:
 
 def meta_message(meta: Any) -> dict[str, Any]:
     """FederateMeta as a wire message."""
-    return {
-        "inputs": [[i.port, i.delayed, i.queued] for i in meta.inputs],
-        "outputs": list(meta.outputs),
-        "period_ns": meta.period_ns,
-        "offset_ns": meta.offset_ns,
-        "units": dict(meta.units),
-    }
+    return meta_to_dict(meta)
 
 
 class _Session:
@@ -92,7 +86,7 @@ class _Session:
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "robot": getattr(exc, "robot", None)}
 
     def _setup(self, request: dict[str, Any]) -> dict[str, Any]:
-        from orchestrator.world import FEDERATE_KINDS
+        from federates import FEDERATE_KINDS
 
         spec = request["federate"]
         kind = str(spec["type"])

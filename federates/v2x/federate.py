@@ -14,9 +14,9 @@ import numpy as np
 
 from comms_models import COMMS_MODELS
 from comms_models.base import OUTCOMES, CommsModel, Interest
-from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.ports import DELIVERY_FIELDS, units
-from orchestrator.robots import RobotSpec
+from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
+from orchestrator.core.ports import CAM_RX, ESTIMATE
+from orchestrator.core.robots import RobotSpec
 from orchestrator.tables import ParquetAppender, categorical
 
 
@@ -42,10 +42,9 @@ class V2XFederate(Federate):
         if ctx.out_dir is not None and self.record:
             self._trace = ParquetAppender(Path(ctx.out_dir) / "trace" / "v2x.parquet")
         return FederateMeta(
-            inputs=(Input("estimate"),),
-            outputs=("cam_rx",),
+            inputs=(Input("estimate", fields=ESTIMATE.fields),),
+            outputs=(CAM_RX,),
             period_ns=self.step_ns,
-            units=units("cam_rx", DELIVERY_FIELDS),
         )
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:

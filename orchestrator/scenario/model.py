@@ -63,7 +63,7 @@ class Vehicle(Strict):
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
-        from federates.physics.federate import VEHICLE_MODELS
+        from federates.physics.models import VEHICLE_MODELS
 
         return VEHICLE_MODELS.check(value)
 
@@ -239,7 +239,7 @@ class ExtraFederate(Strict):
     @field_validator("type")
     @classmethod
     def _known_kind(cls, value: str) -> str:
-        from orchestrator.world import FEDERATE_KINDS
+        from federates import FEDERATE_KINDS
 
         names = FEDERATE_KINDS.names()
         if ":" not in value and value not in names:
@@ -256,8 +256,8 @@ class ExtraFederate(Strict):
         if self.remote is not None:
             return self
 
-        from orchestrator.registry import UnknownNameError
-        from orchestrator.world import FEDERATE_KINDS
+        from federates import FEDERATE_KINDS
+        from orchestrator.core.registry import UnknownNameError
 
         try:
             federate_cls = FEDERATE_KINDS.get(self.type)

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.timebase import seconds_to_ns
+from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
+from orchestrator.core.timebase import seconds_to_ns
 
 
 class FailAt(Federate):

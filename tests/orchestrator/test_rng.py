@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 from comms_models.itsg5.access import frame_key, link_u01
-from orchestrator.rng import KeyedDraws, KeyedNormal, event_key, id_hash, keyed_u01, keyed_u01_from, purpose_key, stream
+from orchestrator.core.rng import (
+    KeyedDraws,
+    KeyedNormal,
+    event_key,
+    id_hash,
+    keyed_u01,
+    keyed_u01_from,
+    purpose_key,
+    stream,
+)
 
 
 def test_streams_differ_by_label_and_repeat_by_seed():

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
-from orchestrator.federate import Federate, FederateError, FederateMeta, Input, SetupContext
-from orchestrator.robots import RobotSpec
+from orchestrator.core.federate import Federate, FederateError, FederateMeta, Input, SetupContext
+from orchestrator.core.ports import ContractError, FieldSpec, PortSpec, port
+from orchestrator.core.robots import RobotSpec
 from orchestrator.scheduler import Scheduler, SchedulerError, dependency_order
 
 MS = 1_000_000
@@ -43,7 +45,7 @@ class Probe(Federate):
         if self._events:
             self._events.pop(0)
         self.log.append((t_ns, self.name, dict(inputs)))
-        return {port: (self.name, self.count, t_ns) for port in self._meta.outputs}
+        return {port: (self.name, self.count, t_ns) for port in self._meta.output_names}
 
     def next_time(self) -> int | None:
         return self._events[0] if self._events else None
@@ -276,3 +278,88 @@ def test_a_failing_setup_finalizes_what_was_already_set_up():
     with pytest.raises(FederateError, match=r"broken.*broker unreachable"):
         sched.run()
     assert first.finalized and broken.finalized and not never.finalized
+
+
+# -- port contracts ---------------------------------------------------------------------------------------------
+def _typed(name: str, inputs: Sequence[Input], outputs: Sequence[PortSpec | str], log: list) -> Probe:
+    probe = Probe(name, log, inputs, ())
+    probe._meta = FederateMeta(tuple(inputs), tuple(outputs), 10 * MS)
+    return probe
+
+
+def test_a_unit_mismatch_is_rejected_at_setup_naming_both_ends() -> None:
+    sched = Scheduler(end_ns=20 * MS)
+    log: list = []
+    sched.add(_typed("physics", [], [port("state", {"v": "m/s"})], log))
+    sched.add(_typed("bridge", [Input("state", fields=(FieldSpec("v", "float64", "km/h"),))], [], log))
+    with pytest.raises(ContractError) as err:
+        sched.setup()
+    message = str(err.value)
+    assert "'bridge'" in message and "'physics'" in message and "state.v" in message
+    assert "km/h" in message and "m/s" in message
+    assert log == []  # nothing was stepped
+
+
+def test_a_missing_field_or_dtype_mismatch_is_rejected() -> None:
+    for wanted, needle in ((FieldSpec("w", "float64", "m/s"), "no field 'w'"),
+                           (FieldSpec("v", "int64", "m/s"), "dtype int64")):
+        sched = Scheduler(end_ns=20 * MS)
+        sched.add(_typed("physics", [], [port("state", {"v": "m/s"})], []))
+        sched.add(_typed("bridge", [Input("state", fields=(wanted,))], [], []))
+        with pytest.raises(ContractError, match=needle):
+            sched.setup()
+
+
+def test_an_input_without_producer_is_an_error_unless_optional() -> None:
+    sched = Scheduler(end_ns=20 * MS)
+    sched.add(_typed("bridge", [Input("nowhere")], [], []))
+    with pytest.raises(ContractError, match="'nowhere' of federate 'bridge' has no producer"):
+        sched.setup()
+    sched = Scheduler(end_ns=20 * MS)
+    sched.add(_typed("bridge", [Input("nowhere", optional=True)], [], []))
+    sched.setup()
+
+
+def test_matching_contracts_pass_and_untyped_ports_still_run() -> None:
+    sched = Scheduler(end_ns=20 * MS)
+    log: list = []
+    sched.add(_typed("physics", [], [port("state", {"v": "m/s"}), "legacy"], log))
+    sched.add(_typed("bridge", [Input("state", fields=(FieldSpec("v", "float64", "m/s"),)), Input("legacy")], [], log))
+    sched.setup()
+    assert sched.ports["state"][0] == "physics" and sched.ports["legacy"][1].typed is False
+
+
+class _Rows(Federate):
+    """Publishes a robot-indexed port whose ids are, on purpose, reversed after the second robot spawns."""
+
+    def __init__(self, name: str, reverse: bool) -> None:
+        super().__init__(name)
+        self.ids: list[int] = []
+        self.reverse = reverse
+        self.steps = 0
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(outputs=(port("state", {"v": "m/s"}),), period_ns=10 * MS)
+
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        self.ids += [r.id for r in robots]
+
+    def step(self, t_ns: int, inputs):
+        self.steps += 1
+        ids = self.ids[::-1] if self.reverse and len(self.ids) > 1 else self.ids
+        return {"state": {"id": np.asarray(ids, np.int64), "v": np.zeros(len(ids))}}
+
+
+def test_robot_rows_are_checked_once_per_roster_change() -> None:
+    for reverse in (False, True):
+        sched = Scheduler(end_ns=100 * MS)
+        fed = sched.add(_Rows("physics", reverse))
+        sched.schedule_spawn(RobotSpec(1, "a"), 0)
+        sched.schedule_spawn(RobotSpec(2, "b"), 30 * MS)
+        if not reverse:
+            sched.run()
+            assert fed.steps == 11
+            continue
+        with pytest.raises(FederateError, match=r"rows .* are not the live robots in roster order"):
+            sched.run()
+        assert sched.now_ns == 30 * MS

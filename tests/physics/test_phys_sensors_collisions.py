@@ -10,7 +10,7 @@ import pytest
 
 from federates.physics.collisions import colliding_pairs
 from federates.physics.sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, path_offset
-from orchestrator.rng import stream
+from orchestrator.core.rng import stream
 
 from .helpers import commands, make
 

@@ -21,8 +21,8 @@ from federates.physics.federate import ForwardRange, PhysicsFederate, vehicle_pa
 from federates.physics.models.dynamic import DynamicSingleTrack
 from federates.physics.models.kinematic import KinematicBicycle
 from federates.physics.sensors import RangeSensor
-from orchestrator.federate import SetupContext
-from orchestrator.robots import RobotSpec
+from orchestrator.core.federate import SetupContext
+from orchestrator.core.robots import RobotSpec
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 from orchestrator.scheduler import BaseObserver

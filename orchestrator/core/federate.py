@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .ports import FieldSpec, PortSpec, untyped
 from .robots import RobotSpec
 
 PortData = Mapping[str, Any]
@@ -27,11 +28,18 @@ class Input:
     ``queued`` inputs are for event ports (receptions, messages): the federate receives the list of every value
     published on the port since its own previous step, in publication order, so a consumer slower than its
     producer loses nothing. A plain input only sees the latest value (state ports: the newest state is all
-    that matters)."""
+    that matters).
+
+    ``fields`` are the fields the federate reads, with the dtype and unit it expects: the scheduler checks them
+    against the producer's ``PortSpec`` at setup. ``optional`` inputs may have no producer (the federate then
+    receives None); any other input without a producer is a setup error.
+    """
 
     port: str
     delayed: bool = False
     queued: bool = False
+    fields: tuple[FieldSpec, ...] = ()
+    optional: bool = False
 
     def __post_init__(self) -> None:
         if self.delayed and self.queued:
@@ -43,11 +51,12 @@ class FederateMeta:
     """What a federate declares at setup.
 
     ``period_ns`` set: stepped at ``offset_ns + k * period_ns``. ``period_ns`` None: event-driven, stepped at the
-    times ``next_time()`` returns. ``units`` maps ``"port.field"`` to its SI unit, for documentation and checks.
+    times ``next_time()`` returns. ``outputs`` are ``PortSpec`` contracts; a bare port name is accepted for
+    simple plug-ins (an untyped port, recorded as found), with ``units`` (``"port.field" -> unit``) documenting it.
     """
 
     inputs: tuple[Input, ...] = ()
-    outputs: tuple[str, ...] = ()
+    outputs: tuple[PortSpec | str, ...] = ()
     period_ns: int | None = None
     offset_ns: int = 0
     units: Mapping[str, str] = field(default_factory=dict)
@@ -57,6 +66,29 @@ class FederateMeta:
             raise ValueError(f"period must be positive, got {self.period_ns} ns")
         if self.offset_ns < 0:
             raise ValueError(f"offset must not be negative, got {self.offset_ns} ns")
+        specs = []
+        for out in self.outputs:
+            if isinstance(out, PortSpec):
+                specs.append(out)
+            else:
+                prefix = f"{out}."
+                specs.append(untyped(out, {k[len(prefix):]: u for k, u in self.units.items() if k.startswith(prefix)}))
+        names = [spec.name for spec in specs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"an output port is declared twice in {names}")
+        object.__setattr__(self, "outputs", tuple(specs))
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The names of the output ports."""
+        return tuple(spec.name for spec in self.outputs)  # type: ignore[union-attr]
+
+    def output(self, name: str) -> PortSpec:
+        """The contract of output port ``name``."""
+        for spec in self.outputs:
+            if spec.name == name:  # type: ignore[union-attr]
+                return spec  # type: ignore[return-value]
+        raise KeyError(name)
 
 
 @dataclass
@@ -122,3 +154,37 @@ class FederateError(RuntimeError):
         super().__init__(
             f"federate '{federate}'{where} failed at t = {t_ns / 1e9:.3f} s: {type(cause).__name__}: {cause}"
         )
+
+
+def meta_to_dict(meta: FederateMeta) -> dict[str, Any]:
+    """FederateMeta as plain data (the remote protocol's setup reply)."""
+
+    def fields(specs: Sequence[FieldSpec]) -> list[list[str]]:
+        return [[f.name, f.dtype, f.unit] for f in specs]
+
+    return {
+        "inputs": [{"port": i.port, "delayed": i.delayed, "queued": i.queued, "optional": i.optional,
+                    "fields": fields(i.fields)} for i in meta.inputs],
+        "outputs": [{"name": p.name, "index": p.index, "typed": p.typed, "doc": p.doc, "fields": fields(p.fields)}
+                    for p in meta.outputs],  # type: ignore[union-attr]
+        "period_ns": meta.period_ns,
+        "offset_ns": meta.offset_ns,
+        "units": dict(meta.units),
+    }
+
+
+def meta_from_dict(data: Mapping[str, Any]) -> FederateMeta:
+    """The inverse of ``meta_to_dict``."""
+
+    def fields(rows: Sequence[Sequence[str]]) -> tuple[FieldSpec, ...]:
+        return tuple(FieldSpec(str(n), str(d), str(u)) for n, d, u in rows)
+
+    return FederateMeta(
+        inputs=tuple(Input(str(i["port"]), bool(i["delayed"]), bool(i["queued"]), fields(i["fields"]),
+                           bool(i["optional"])) for i in data["inputs"]),
+        outputs=tuple(PortSpec(str(o["name"]), fields(o["fields"]), o["index"], str(o["doc"]), bool(o["typed"]))
+                      for o in data["outputs"]),
+        period_ns=data["period_ns"],
+        offset_ns=int(data["offset_ns"]),
+        units=dict(data["units"]),
+    )

@@ -1,19 +1,23 @@
 """Per-step cost of the physics stack for N robots: dynamic single track + tyres + actuators, wheel odometry with
 dead reckoning, IMU and pose fusion.
 
-``python -m federates.physics.models.benchmark --robots 1000 --steps 2000 --preset mit_racecar_1to10 --tyre pacejka``
+``.venv/bin/python bench/bench_physics.py --robots 1000 --steps 2000 --preset mit_racecar_1to10 --tyre pacejka``
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from ..presets import preset
-from ..sensors import DeadReckoning, Imu, PoseFusion
-from .dynamic import DynamicSingleTrack
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from federates.physics.models.dynamic import DynamicSingleTrack
+from federates.physics.presets import preset
+from federates.physics.sensors import DeadReckoning, Imu, PoseFusion
 
 
 def run(robots: int, steps: int, preset_name: str, tyre: str, speed_mps: float, dt: float = 0.01,

@@ -1,0 +1,5 @@
+"""The leaf of coopsim: the federate interface, port contracts, registries, robots, seeded randomness and time.
+
+Everything else depends on this package and it depends on nothing of coopsim (only numpy and numba), so channel
+models, control laws and vehicle models can be used, tested and extended without the orchestrator.
+"""

@@ -1,0 +1,210 @@
+"""Port contracts: what travels between federates, field by field, with dtype and SI unit.
+
+Frames follow REP-103: x forward/east, y left/north, yaw counter-clockwise from +x, all in the scenario's local ENU
+frame. A port is either
+
+- **robot-indexed** (``index="robot"``): one row per live robot in roster order, with an ``id`` column (int64);
+- **event-indexed** (``index="event"``): a table of any number of rows, each naming the robots it concerns.
+
+A producer declares a ``PortSpec`` per output; a consumer may declare the fields it reads (``Input.fields``). The
+scheduler checks both ends at setup (``check_contract``) so a unit or dtype mismatch is an error naming both
+federates before the first step, never a wrong number afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+Index = Literal["robot", "event"]
+DTYPES = ("float64", "int64", "bool", "uint8", "str")
+"""Field dtypes a port may declare (``str`` only on event ports: names, outcomes)."""
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One column of a port: its name, numpy dtype name and SI unit (``-`` for dimensionless, ``robot id``, ``ns``)."""
+
+    name: str
+    dtype: str = "float64"
+    unit: str = "-"
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"field '{self.name}': dtype '{self.dtype}' is not one of {', '.join(DTYPES)}")
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    """The contract of one port. ``fields`` excludes the ``id`` column of robot-indexed ports (always int64)."""
+
+    name: str
+    fields: tuple[FieldSpec, ...] = ()
+    index: Index = "robot"
+    doc: str = ""
+    typed: bool = True  # False: declared by name only (legacy plug-ins); recorded as found, not checked
+
+    def __post_init__(self) -> None:
+        if self.index not in ("robot", "event"):
+            raise ValueError(f"port '{self.name}': index must be 'robot' or 'event', got {self.index!r}")
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise ValueError(f"port '{self.name}': a field is declared twice in {names}")
+
+    def field(self, name: str) -> FieldSpec | None:
+        """The field called ``name`` (None when the port has none)."""
+        for spec in self.fields:
+            if spec.name == name:
+                return spec
+        return None
+
+    @property
+    def units(self) -> dict[str, str]:
+        """``{field: unit}``."""
+        return {f.name: f.unit for f in self.fields}
+
+    def renamed(self, name: str) -> PortSpec:
+        """The same contract on another port name (bridges re-publish under their own names)."""
+        return PortSpec(name, self.fields, self.index, self.doc, self.typed)
+
+
+def port(name: str, fields: Mapping[str, str | tuple[str, str]], index: Index = "robot", doc: str = "") -> PortSpec:
+    """Shorthand: ``fields`` maps a name to its unit (float64) or to ``(dtype, unit)``."""
+    specs = []
+    for field_name, value in fields.items():
+        dtype, unit = ("float64", value) if isinstance(value, str) else value
+        specs.append(FieldSpec(field_name, dtype, unit))
+    return PortSpec(name, tuple(specs), index, doc)
+
+
+def untyped(name: str, units: Mapping[str, str] | None = None) -> PortSpec:
+    """A port declared by name only; ``units`` (``{"field": unit}``), when given, still documents and records them."""
+    fields = tuple(FieldSpec(k, "float64", v) for k, v in (units or {}).items())
+    return PortSpec(name, fields, "robot", typed=False)
+
+
+class ContractError(ValueError):
+    """A consumer's input does not match its producer's port (field, dtype or unit), or has no producer."""
+
+
+def check_contract(consumer: str, wanted: Iterable[FieldSpec], producer: str, spec: PortSpec) -> None:
+    """Raise ``ContractError`` naming both federates, the port, the field and both ends' declarations when a field
+    the consumer reads is missing from the producer's port or differs in dtype or unit."""
+    for want in wanted:
+        have = spec.field(want.name)
+        where = f"input '{spec.name}.{want.name}' of federate '{consumer}'"
+        if have is None:
+            offered = ", ".join(f.name for f in spec.fields) or "no declared fields"
+            raise ContractError(f"{where}: producer '{producer}' has no field '{want.name}' (it offers {offered})")
+        if have.unit != want.unit:
+            raise ContractError(f"{where} expects unit '{want.unit}', but producer '{producer}' declares "
+                                f"'{have.unit}'")
+        if have.dtype != want.dtype:
+            raise ContractError(f"{where} expects dtype {want.dtype}, but producer '{producer}' declares "
+                                f"{have.dtype}")
+
+
+# -- the built-in ports (docs/extending.md has the catalogue) --------------------------------------------------
+STATE_FIELDS: dict[str, str] = {
+    "x": "m",
+    "y": "m",
+    "yaw": "rad",
+    "v": "m/s",
+    "a": "m/s^2",
+    "yaw_rate": "rad/s",
+    "steer": "rad",
+}
+"""Fields of ``state`` (ground truth, rear-axle reference point) and ``estimate`` (what the robot believes)."""
+
+COMMAND_FIELDS: dict[str, str] = {
+    "speed": "m/s",
+    "accel": "m/s^2",
+    "steer": "rad",
+    "yaw_rate": "rad/s",
+}
+"""Fields of ``commands``: the controller fills all; the vehicle model uses the pair its input mode names."""
+
+DIAGNOSTIC_FIELDS: dict[str, str | tuple[str, str]] = {
+    "pred_age_s": "s",
+    "desired_gap_m": "m",
+    "pred_x": "m",
+    "pred_y": "m",
+    "pred_v": "m/s",
+    "degraded": "-",
+}
+"""Fields of ``control_diag``: what each follower's law used (NaN for robots without a law); 1.0 while degraded."""
+
+RANGE_FIELDS: dict[str, str | tuple[str, str]] = {
+    "range_m": "m",
+    "range_rate_mps": "m/s",
+    "bearing_rad": "rad",
+    "target": ("int64", "robot id"),
+}
+"""Fields of ``range``: the forward sensor's nearest in-path target (NaN / -1 when there is none)."""
+
+COLLISION_FIELDS: dict[str, str | tuple[str, str]] = {
+    "t_ns": ("int64", "ns"),
+    "a": ("int64", "robot id"),
+    "b": ("int64", "robot id"),
+}
+"""Fields of ``collisions``: one row per new contact between two vehicle bodies."""
+
+DELIVERY_FIELDS: dict[str, str | tuple[str, str]] = {
+    "receiver": ("int64", "robot id"),
+    "sender": ("int64", "robot id"),
+    "generated_ns": ("int64", "ns"),
+    "received_ns": ("int64", "ns"),
+    "x": "m",
+    "y": "m",
+    "yaw": "rad",
+    "v": "m/s",
+    "a": "m/s^2",
+    "yaw_rate": "rad/s",
+}
+"""Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception."""
+
+STATE = port("state", STATE_FIELDS, doc="ground truth of every robot (rear-axle reference point)")
+ESTIMATE = port("estimate", STATE_FIELDS, doc="what each robot believes about itself")
+COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or controller asks of its vehicle")
+CONTROL_DIAG = port("control_diag", DIAGNOSTIC_FIELDS, doc="what each follower's law used, for the trace")
+RANGE = port("range", RANGE_FIELDS, doc="forward range sensor")
+COLLISIONS = port("collisions", COLLISION_FIELDS, index="event", doc="new contacts between vehicle bodies")
+CAM_RX = port("cam_rx", DELIVERY_FIELDS, index="event", doc="received CAMs, decoded to SI in the local frame")
+
+BUILTIN_PORTS: tuple[PortSpec, ...] = (STATE, ESTIMATE, COMMANDS, CONTROL_DIAG, RANGE, COLLISIONS, CAM_RX)
+
+
+def fields_of(spec: PortSpec, names: Iterable[str] | None = None) -> tuple[FieldSpec, ...]:
+    """The fields of ``spec`` a consumer reads (all of them when ``names`` is None), for ``Input.fields``."""
+    if names is None:
+        return spec.fields
+    wanted = []
+    for name in names:
+        found = spec.field(name)
+        if found is None:
+            raise ValueError(f"port '{spec.name}' has no field '{name}'")
+        wanted.append(found)
+    return tuple(wanted)
+
+
+def units(port_name: str, fields: Mapping[str, str]) -> dict[str, str]:
+    """``{"port.field": unit}`` (the flat form remote and bridge federates exchange)."""
+    return {f"{port_name}.{name}": unit for name, unit in fields.items()}
+
+
+def conforms(spec: PortSpec, data: Mapping[str, object]) -> str | None:
+    """None when ``data`` carries every declared field with the declared dtype kind, else what is wrong
+    (used at the port boundary of plug-ins and by the conformance tests)."""
+    kinds = {"float64": "f", "int64": "iu", "bool": "b", "uint8": "u", "str": "OUS"}
+    for field_spec in spec.fields:
+        if field_spec.name not in data:
+            return f"port '{spec.name}' lacks field '{field_spec.name}'"
+        value = np.asarray(data[field_spec.name])
+        if value.dtype.kind not in kinds[field_spec.dtype]:
+            return f"port '{spec.name}' field '{field_spec.name}' is {value.dtype}, declared {field_spec.dtype}"
+    if spec.index == "robot" and "id" not in data:
+        return f"robot-indexed port '{spec.name}' has no 'id' column"
+    return None

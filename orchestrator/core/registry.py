@@ -1,0 +1,125 @@
+"""Name -> class registries, as python-can keeps its bus backends.
+
+Three sources, looked up in this order:
+
+1. the built-in table (``name -> "package.module:Attribute"``), imported on first use, so a missing optional
+   dependency only breaks its own entry;
+2. installed distributions' entry points in the registry's group (``coopsim.controllers`` ...), imported only when
+   selected;
+3. a ``package.module:Attribute`` path written in the scenario (a plug-in that is not installed as a distribution).
+
+A registry may name a ``base`` class: whatever it returns is a subclass of it, checked before anything is called.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+
+class UnknownNameError(KeyError):
+    """Raised for a name that is not registered or cannot be imported; the message lists the valid names."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def is_plugin_path(name: str) -> bool:
+    """``package.module:Attribute``: a plug-in named by its import path."""
+    module, sep, attribute = name.partition(":")
+    return bool(sep and module and attribute.isidentifier())
+
+
+class Registry:
+    """Maps a scenario name (``itsg5``, ``ela_cacc`` ...) to a class, imported on first use.
+
+    ``group`` is the entry-point group read for installed plug-ins; ``base`` (a ``"module:Class"`` string, resolved
+    lazily so the registry module imports nothing) is the class every entry must derive from.
+    """
+
+    def __init__(self, kind: str, entries: dict[str, str], group: str | None = None, base: str | None = None) -> None:
+        self.kind = kind
+        self.group = group
+        self._entries = dict(entries)
+        self._base = base
+
+    # -- names ----------------------------------------------------------------------------------------------
+    def builtin_names(self) -> list[str]:
+        """The names shipped with coopsim, sorted."""
+        return sorted(self._entries)
+
+    def names(self) -> list[str]:
+        """Every selectable name: built-ins and installed entry points, sorted."""
+        return sorted({*self._entries, *self._entry_points()})
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries or name in self._entry_points()
+
+    def register(self, name: str, target: str) -> None:
+        """Add an entry ``name -> "package.module:Attribute"``."""
+        self._entries[name] = target
+
+    def unregister(self, name: str) -> None:
+        """Remove a built-in entry (tests use it to prove the conformance suite notices)."""
+        del self._entries[name]
+
+    def _entry_points(self) -> dict[str, Any]:
+        if not self.group:
+            return {}
+        return {ep.name: ep for ep in entry_points(group=self.group)}
+
+    # -- checks ---------------------------------------------------------------------------------------------
+    def check(self, name: str) -> str:
+        """``name`` if selectable (registered, an entry point or a plug-in path), else ValueError with a suggestion
+        and the allowed names (for validators)."""
+        if is_plugin_path(name) or name in self:
+            return name
+        raise ValueError(self.unknown_message(name))
+
+    def unknown_message(self, name: str) -> str:
+        """"unknown <kind> 'name' (did you mean ...?); allowed: ..."."""
+        names = self.names()
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown {self.kind} '{name}'{hint}; allowed: {', '.join(names)} or a 'package.module:Class' path"
+
+    # -- lookup ---------------------------------------------------------------------------------------------
+    def get(self, name: str) -> Any:
+        """Import and return the class selected by ``name``; checked against the registry's base class."""
+        if name in self._entries:
+            obj = _import(self._entries[name], self.kind, name)
+        else:
+            found = self._entry_points().get(name)
+            if found is not None:
+                try:
+                    obj = found.load()
+                except Exception as exc:  # a broken plug-in names itself, never a traceback from deep inside
+                    raise UnknownNameError(f"cannot load {self.kind} '{name}' ({found.value}): {exc}") from None
+            elif is_plugin_path(name):
+                obj = _import(name, self.kind, name)
+            else:
+                raise UnknownNameError(self.unknown_message(name))
+        self._check_base(name, obj)
+        return obj
+
+    def base(self) -> type | None:
+        """The class every entry derives from (None: any object)."""
+        return None if self._base is None else _import(self._base, self.kind, self._base)
+
+    def _check_base(self, name: str, obj: Any) -> None:
+        base = self.base()
+        if base is None:
+            return
+        if not (isinstance(obj, type) and issubclass(obj, base)):
+            what = f"class {obj.__module__}.{obj.__qualname__}" if isinstance(obj, type) else type(obj).__name__
+            raise UnknownNameError(f"{self.kind} '{name}' is not a {base.__name__} subclass (it is a {what})")
+
+
+def _import(target: str, kind: str, name: str) -> Any:
+    module_name, _, attribute = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownNameError(f"cannot import {kind} '{name}': {exc}") from None

@@ -1,0 +1,139 @@
+"""The dependency rules of the package layout, checked on the source (every import, function-level included) and by
+importing the model packages in a fresh interpreter.
+
+    orchestrator.core  <-  models (controllers, comms_models, federates.physics.models)  <-  federates  <-  orchestrator
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("orchestrator", "federates", "comms_models", "controllers")
+MODELS = ("controllers", "comms_models", "federates.physics.models")
+CORE = "orchestrator.core"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every project module ``path`` imports, at any depth of the file (function-level imports included)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    return {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10_000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _package_of(module: str) -> str:
+    for prefix in (CORE, *MODELS):
+        if module == prefix or module.startswith(prefix + "."):
+            return prefix
+    return module.split(".")[0]
+
+
+def test_no_import_cycle_anywhere() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_detector_sees_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_core_is_a_leaf() -> None:
+    bad = {m: sorted(d for d in deps if not d.startswith(CORE)) for m, deps in _graph().items() if m.startswith(CORE)}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+@pytest.mark.parametrize("package", MODELS)
+def test_models_import_only_core_and_themselves(package: str) -> None:
+    graph = _graph()
+    bad = {}
+    for module, deps in graph.items():
+        if _package_of(module) != package:
+            continue
+        foreign = sorted(d for d in deps if _package_of(d) not in (package, CORE))
+        if foreign:
+            bad[module] = foreign
+    assert bad == {}
+
+
+def test_importing_models_loads_nothing_of_the_orchestrator() -> None:
+    """A fresh interpreter: importing every model package pulls in only orchestrator.core of the orchestrator."""
+    code = (
+        "import sys, controllers, comms_models, federates.physics.models\n"
+        "from controllers import CONTROLLERS\n"
+        "from comms_models import COMMS_MODELS\n"
+        "from federates.physics.models import VEHICLE_MODELS\n"
+        "for reg in (CONTROLLERS, COMMS_MODELS, VEHICLE_MODELS):\n"
+        "    [reg.get(n) for n in reg.builtin_names()]\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'orchestrator' and m != 'orchestrator'"
+        " and not m.startswith('orchestrator.core'))\n"
+        "bad += sorted(m for m in sys.modules if m.startswith('federates') and m not in"
+        " ('federates', 'federates.physics') and not m.startswith('federates.physics.models'))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
