@@ -1,4 +1,5 @@
-"""Control laws behind one interface (``Controller``), looked up by the scenario's ``controller.type``."""
+"""Control laws behind one interface (``Controller``), looked up by the scenario's ``controller.type``, and the
+leaders' input profiles (``LeaderProfile``), looked up by ``leader.profile``."""
 
 from orchestrator.core.registry import Registry
 
@@ -16,4 +17,19 @@ CONTROLLERS = Registry(
     base="controllers.base:Controller",
 )
 
-__all__ = ["CONTROLLERS"]
+LEADER_PROFILES = Registry(
+    "leader profile",
+    {
+        "circle": "controllers.profiles:Circle",
+        "circle_speed_change": "controllers.profiles:CircleSpeedChange",
+        "s_curve": "controllers.profiles:SCurve",
+        "sinusoid": "controllers.profiles:Sinusoid",
+        "weave": "controllers.profiles:Weave",
+        "braking": "controllers.profiles:Braking",
+        "constant": "controllers.profiles:Constant",
+    },
+    group="coopsim.profiles",
+    base="controllers.profiles:LeaderProfile",
+)
+
+__all__ = ["CONTROLLERS", "LEADER_PROFILES"]

@@ -4,22 +4,32 @@ The shapes are those used to evaluate platoon controllers (Bayuwindra et al. 202
 Plexe): AuNa's circle, circle with speed
 change and S-curve; Plexe's sinusoid and emergency braking; a lateral weave (the steering counterpart of the
 sinusoid) to measure lateral string stability at one frequency. Each function is vectorised over time ``t`` [s].
+
+Profiles are a registry (``controllers.LEADER_PROFILES``, entry-point group ``coopsim.profiles``): a profile is a
+``LeaderProfile`` subclass whose ``Params`` model validates the scenario's ``leader.params``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from . import LEADER_PROFILES
 from .base import ControllerParams
 
-Profile = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+Inputs = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Speed v [m/s], yaw rate w [rad/s] and acceleration a [m/s^2], one value per time sample."""
+
+Profile = Callable[[np.ndarray, Any], Inputs]
 
 
-class ProfileParams(ControllerParams):
-    """Shape parameters shared by the profiles (each profile uses the ones it names)."""
+class ShapeParams(ControllerParams):
+    """Shape parameters shared by the built-in profiles (each profile uses the ones it names); unknown keys are
+    errors."""
 
     speed_mps: float = Field(1.0, ge=0, description="cruise speed v [m/s] (circle, s_curve; sinusoid/braking mean)")
     yaw_rate_radps: float = Field(0.1, description="turn rate w on the arcs [rad/s]")
@@ -28,6 +38,13 @@ class ProfileParams(ControllerParams):
     frequency_hz: float = Field(0.2, gt=0, description="sinusoid / weave frequency [Hz]")
     start_s: float = Field(5.0, ge=0, description="sinusoid / weave / braking start time [s]")
     decel_mps2: float = Field(8.0, gt=0, description="emergency braking deceleration [m/s^2]")
+
+
+class ProfileParams(ShapeParams):
+    """``leader.params`` as a driver configuration carries them: the built-in shape parameters, plus the keys of a
+    plug-in profile's own ``Params`` (kept, not checked: the selected profile validates them, see ``PROFILES``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
 
 def ramp(t: np.ndarray, t0: float, t1: float) -> np.ndarray:
@@ -44,6 +61,24 @@ def _triangle(t: np.ndarray, t0: float, t1: float) -> np.ndarray:
     """Triangle of height 1 on [t0, t1]."""
     mid = 0.5 * (t0 + t1)
     return np.clip(1.0 - np.abs(t - mid) / (mid - t0), 0.0, None)
+
+
+class LeaderProfile(ABC):
+    """Base class of leader input profiles: unicycle inputs as functions of time, vectorised over ``t``.
+
+    ``Params`` is the pydantic model of the profile's parameters (the scenario's ``leader.params``); an instance
+    is built from validated parameters and must be a pure function of time (the control federate evaluates it once
+    for the whole run).
+    """
+
+    Params: ClassVar[type[BaseModel]] = ShapeParams
+
+    def __init__(self, params: BaseModel) -> None:
+        self.params = params
+
+    @abstractmethod
+    def inputs(self, t: np.ndarray) -> Inputs:
+        """``(v, w, a)`` at the times ``t`` [s]: speed [m/s], yaw rate [rad/s], acceleration [m/s^2]."""
 
 
 def circle(t: np.ndarray, p: ProfileParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,12 +136,61 @@ def constant(t: np.ndarray, p: ProfileParams) -> tuple[np.ndarray, np.ndarray, n
     return np.full_like(t, p.speed_mps), np.zeros_like(t), np.zeros_like(t)
 
 
-PROFILES: dict[str, Callable[[np.ndarray, ProfileParams], tuple[np.ndarray, np.ndarray, np.ndarray]]] = {
-    "circle": circle,
-    "circle_speed_change": circle_speed_change,
-    "s_curve": s_curve,
-    "sinusoid": sinusoid,
-    "weave": weave,
-    "braking": braking,
-    "constant": constant,
-}
+class _Shape(LeaderProfile):
+    """A built-in profile: one of the shape functions above on ``ShapeParams``."""
+
+    shape: ClassVar[Callable[[np.ndarray, Any], Inputs]]
+
+    def inputs(self, t: np.ndarray) -> Inputs:
+        """The shape function at ``t``."""
+        return type(self).shape(np.asarray(t, dtype=np.float64), self.params)
+
+
+def _builtin(name: str, function: Callable[[np.ndarray, Any], Inputs]) -> type[LeaderProfile]:
+    return type(name, (_Shape,), {"shape": staticmethod(function), "__doc__": function.__doc__,
+                                  "__module__": __name__, "__qualname__": name})
+
+
+Circle = _builtin("Circle", circle)
+CircleSpeedChange = _builtin("CircleSpeedChange", circle_speed_change)
+SCurve = _builtin("SCurve", s_curve)
+Sinusoid = _builtin("Sinusoid", sinusoid)
+Weave = _builtin("Weave", weave)
+Braking = _builtin("Braking", braking)
+Constant = _builtin("Constant", constant)
+
+
+def profile_params(name: str, given: BaseModel | Mapping[str, Any] | None = None) -> BaseModel:
+    """The parameters of profile ``name`` validated by its own ``Params`` (``given``: a mapping, or a parameter
+    model whose explicitly set fields are taken)."""
+    if isinstance(given, BaseModel):
+        given = given.model_dump(exclude_unset=True)
+    return LEADER_PROFILES.get(name).Params.model_validate(dict(given or {}))
+
+
+def profile_inputs(name: str, params: BaseModel | Mapping[str, Any] | None, t: np.ndarray) -> Inputs:
+    """``(v, w, a)`` of profile ``name`` with ``params`` at the times ``t`` [s]."""
+    cls = LEADER_PROFILES.get(name)
+    return cls(profile_params(name, params)).inputs(np.asarray(t, dtype=np.float64))
+
+
+class _ProfileFunctions(Mapping[str, Profile]):
+    """``PROFILES[name](t, params)``: the registry seen as the name -> function table it replaced (the form the
+    control federate calls); built-ins, entry points and ``package.module:Class`` paths alike."""
+
+    def __getitem__(self, name: str) -> Profile:
+        LEADER_PROFILES.get(name)  # an unknown name raises here (a KeyError listing the valid ones)
+        return lambda t, params: profile_inputs(name, params, t)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(LEADER_PROFILES.names())
+
+    def __len__(self) -> int:
+        return len(LEADER_PROFILES.names())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in LEADER_PROFILES
+
+
+PROFILES: Mapping[str, Profile] = _ProfileFunctions()
+"""Every selectable profile by name, as a function ``(t, params) -> (v, w, a)``."""

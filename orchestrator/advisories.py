@@ -12,23 +12,23 @@ from typing import Any
 import numpy as np
 
 from controllers.ela_cacc_stability import lateral_peak_gain, max_stable_lateral_gain, min_lateral_stable_speed
-from controllers.profiles import PROFILES
+from controllers.profiles import profile_inputs
 
 from .core.robots import RobotSpec
-from .scenario.model import Scenario
+from .scenario.model import WAYPOINTS, Scenario
 
 
 def leader_cruise_speeds(scenario: Scenario, min_speed_mps: float, hold_s: float = 1.0) -> np.ndarray:
     """The speeds above ``min_speed_mps`` the leaders cruise at: held (zero acceleration) for at least ``hold_s``
     on a profile sampled at 10 Hz, so that the ramps of a speed change or a stop do not count; for a track, its
     cruise and per-waypoint speeds. Empty when the leader never cruises."""
-    if scenario.leader.profile == "waypoints" and scenario.leader.path is not None:
+    if scenario.leader.profile == WAYPOINTS and scenario.leader.path is not None:
         path = scenario.leader.path
         speeds = np.asarray(path.speeds_mps if path.speeds_mps else [path.speed_mps], dtype=float)
         return speeds[speeds > min_speed_mps]
     dt = 0.1
     t = np.arange(0.0, scenario.duration_s + 1e-9, dt)
-    v, _, a = PROFILES[scenario.leader.profile](t, scenario.leader.params)
+    v, _, a = profile_inputs(scenario.leader.profile, scenario.leader.params, t)
     held = (np.abs(a) < 1e-9) & (v > min_speed_mps)
     # runs of held samples: keep those lasting hold_s or more
     edges = np.flatnonzero(np.diff(np.concatenate([[0], held.astype(np.int8), [0]])))

@@ -10,13 +10,21 @@ from typing import Any
 import numpy as np
 
 from controllers import CONTROLLERS
-from controllers.profiles import PROFILES
+from controllers.profiles import profile_inputs
 from federates import FEDERATE_KINDS
 from federates.physics.federate import vehicle_params
 
 from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns
-from .scenario.model import BLOCK_KEYS, ControllerBlock, Scenario, Vehicle, VehicleEntry, merge_controller
+from .scenario.model import (
+    BLOCK_KEYS,
+    WAYPOINTS,
+    ControllerBlock,
+    Scenario,
+    Vehicle,
+    VehicleEntry,
+    merge_controller,
+)
 from .scheduler import Scheduler
 
 
@@ -90,9 +98,9 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
 
 def _start_speed(scenario: Scenario) -> float:
     """Initial speed of every robot: the leader's profile at t = 0 (a waypoint leader starts at rest)."""
-    if scenario.leader.profile == "waypoints":
+    if scenario.leader.profile == WAYPOINTS:
         return 0.0
-    return float(PROFILES[scenario.leader.profile](np.zeros(1), scenario.leader.params)[0][0])
+    return float(profile_inputs(scenario.leader.profile, scenario.leader.params, np.zeros(1))[0][0])
 
 
 def _leader_start(scenario: Scenario, platoon: int) -> dict[str, float]:
@@ -100,7 +108,7 @@ def _leader_start(scenario: Scenario, platoon: int) -> dict[str, float]:
     segment (paths); platoons side by side, ``lateral_spacing_m`` apart to the right of the heading."""
     x0, y0, yaw = 0.0, 0.0, 0.0
     path = scenario.leader.path
-    if scenario.leader.profile == "waypoints" and path is not None:
+    if scenario.leader.profile == WAYPOINTS and path is not None:
         (x0, y0), (x1, y1) = path.waypoints[0], path.waypoints[1]
         yaw = float(np.arctan2(y1 - y0, x1 - x0))
     offset = platoon * scenario.platoon.lateral_spacing_m

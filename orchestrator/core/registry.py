@@ -78,6 +78,14 @@ class Registry:
             return name
         raise ValueError(self.unknown_message(name))
 
+    def resolve(self, name: str) -> Any:
+        """``get`` for validators: the class selected by ``name``, every failure (unknown name, import error, wrong
+        base class) raised as ValueError so that the scenario reports it at the field's line."""
+        try:
+            return self.get(name)
+        except UnknownNameError as exc:
+            raise ValueError(str(exc)) from None
+
     def unknown_message(self, name: str) -> str:
         """"unknown <kind> 'name' (did you mean ...?); allowed: ..."."""
         names = self.names()
@@ -123,3 +131,5 @@ def _import(target: str, kind: str, name: str) -> Any:
         return getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise UnknownNameError(f"cannot import {kind} '{name}': {exc}") from None
+    except Exception as exc:  # a plug-in module that fails while importing names itself, not a deep traceback
+        raise UnknownNameError(f"cannot import {kind} '{name}': {type(exc).__name__}: {exc}") from None

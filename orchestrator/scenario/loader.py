@@ -14,7 +14,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import Problem, ScenarioError, format_path
-from .model import BLOCK_KEYS, ControllerBlock, Scenario, merge_controller
+from .model import (
+    BLOCK_KEYS,
+    ControllerBlock,
+    Scenario,
+    Vehicle,
+    merge_controller,
+    profile_params_model,
+    vehicle_model_fields,
+)
 from .yamlmarks import Loc, line_of, load_value, load_with_lines
 
 _TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locations
@@ -49,7 +57,7 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[st
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(source, _problems(exc, lines, set_locs, data)) from None
-    problems = _check_laws_and_channel(scenario, data, lines, set_locs)
+    problems = _check_plugins(scenario, lines, set_locs)
     if problems:
         raise ScenarioError(source, problems)
     return with_defaults(scenario)
@@ -63,8 +71,8 @@ def override_scenario(scenario: Scenario, overrides: Iterable[str], source: str 
 
 
 def with_defaults(scenario: Scenario) -> Scenario:
-    """The scenario with the law's and the channel's parameter defaults written out, so that the resolved scenario
-    says every value the run used."""
+    """The scenario with the law's, the channel's and the leader profile's parameter defaults written out, so that
+    the resolved scenario says every value the run used."""
     from comms_models import COMMS_MODELS
     from controllers import CONTROLLERS
 
@@ -81,7 +89,10 @@ def with_defaults(scenario: Scenario) -> Scenario:
             given.update(origin_lat_deg=scenario.origin.lat_deg, origin_lon_deg=scenario.origin.lon_deg)
         params = params_model(**given)
         channel = ChannelBlock(type=channel.type, **params.model_dump(mode="json"))
-    return scenario.model_copy(update={"controller": controller, "channel": channel})
+    leader = scenario.leader
+    leader_params = profile_params_model(leader.profile).model_validate(leader.params).model_dump(mode="json")
+    leader = leader.model_copy(update={"params": leader_params})
+    return scenario.model_copy(update={"controller": controller, "channel": channel, "leader": leader})
 
 
 # -- --set ------------------------------------------------------------------------------------------------------
@@ -218,11 +229,31 @@ def _flatten(tp: Any) -> list[Any]:
     return [tp]
 
 
-# -- law and channel parameters --------------------------------------------------------------------------------
-def _check_laws_and_channel(
-    scenario: Scenario, data: dict[str, Any], lines: dict[Loc, int], set_locs: set[Loc]
-) -> list[Problem]:
-    from comms_models import COMMS_MODELS
+# -- the registry-backed blocks' own parameters ------------------------------------------------------------------
+def _check_plugins(scenario: Scenario, lines: dict[Loc, int], set_locs: set[Loc]) -> list[Problem]:
+    """Each selected law, channel model, leader profile, vehicle model and federate validates its own parameters
+    with its ``Params`` model, built-in or plug-in alike, every problem at its line."""
+    check = _ParamsCheck(lines, set_locs)
+    return [*_check_laws(scenario, check), *_check_channel(scenario, check), *_check_leader(scenario, check),
+            *_check_vehicles(scenario, check), *_check_federates(scenario, check)]
+
+
+class _ParamsCheck:
+    """``_validate_params`` bound to the scenario's line table and ``--set`` paths."""
+
+    def __init__(self, lines: dict[Loc, int], set_locs: set[Loc]) -> None:
+        self.lines = lines
+        self.set_locs = set_locs
+
+    def __call__(self, model: type[BaseModel], params: dict[str, Any], prefix: Loc) -> list[Problem]:
+        return _validate_params(model, params, prefix, self.lines, self.set_locs)
+
+    def at(self, loc: Loc, message: str) -> Problem:
+        """A problem at ``loc`` with its line."""
+        return Problem(format_path(loc), message, None if loc in self.set_locs else line_of(self.lines, loc))
+
+
+def _check_laws(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
     from controllers import CONTROLLERS
 
     problems: list[Problem] = []
@@ -236,38 +267,82 @@ def _check_laws_and_channel(
                    for name, e in scenario.vehicles.overrides.items() if e.controller]
     for prefix, merged, own in blocks:
         # the federate-level keys (type, period, prediction, lateral, fallback), then the law's parameters
-        found = _validate_params(ControllerBlock, merged, prefix, lines, set_locs)
+        found = check(ControllerBlock, merged, prefix)
         if not found:
             period = merged.get("period_s", 0.0)
             if abs(period / scenario.step_s - round(period / scenario.step_s)) > 1e-6:
-                loc = (*prefix, "period_s")
-                found.append(Problem(format_path(loc), f"must be a multiple of step_s ({scenario.step_s:g} s), got "
-                                     f"{period:g}", line_of(lines, loc)))
+                found.append(check.at((*prefix, "period_s"), f"must be a multiple of step_s ({scenario.step_s:g} s), "
+                                      f"got {period:g}"))
             law = CONTROLLERS.get(merged["type"]).Params
-            found += _validate_params(law, _law_params(merged), prefix, lines, set_locs)
+            found += check(law, _law_params(merged), prefix)
         # problems with keys the robot inherited are reported once, at the scenario's controller block
         if prefix == ("controller",):
             problems += found
         else:
             head = format_path(prefix) + "."
             problems += [p for p in found if re.split(r"[.\[]", p.path.removeprefix(head))[0] in own]
+    return problems
+
+
+def _check_channel(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    from comms_models import COMMS_MODELS
+
+    problems: list[Problem] = []
     channel_cls = COMMS_MODELS.get(scenario.channel.type)
     for key in ("origin_lat_deg", "origin_lon_deg"):
         given = (scenario.channel.model_extra or {}).get(key)
         own = {"origin_lat_deg": scenario.origin.lat_deg, "origin_lon_deg": scenario.origin.lon_deg}[key]
         if given is not None and given != own:
-            loc = ("channel", key)
-            problems.append(Problem(format_path(loc), "the channel uses the scenario's origin: set origin.lat_deg / "
-                                    "origin.lon_deg instead", line_of(lines, loc)))
+            problems.append(check.at(("channel", key), "the channel uses the scenario's origin: set origin.lat_deg / "
+                                     "origin.lon_deg instead"))
     params_model = getattr(channel_cls, "Params", None)
     if params_model is not None:
         params = {k: v for k, v in scenario.channel.model_dump().items() if k != "type"}
-        problems += _validate_params(params_model, params, ("channel",), lines, set_locs)
+        problems += check(params_model, params, ("channel",))
     elif scenario.channel.model_extra:
         extra = sorted(scenario.channel.model_extra)
-        loc = ("channel", extra[0])
-        problems.append(Problem(format_path(loc), f"the '{scenario.channel.type}' channel takes no parameters",
-                                line_of(lines, loc)))
+        problems.append(check.at(("channel", extra[0]), f"the '{scenario.channel.type}' channel takes no parameters"))
+    return problems
+
+
+def _check_leader(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    return check(profile_params_model(scenario.leader.profile), scenario.leader.params, ("leader", "params"))
+
+
+def _check_vehicles(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    """A vehicle model's own parameters (those its ``Params`` declares) in every vehicle block; an override that
+    names no model uses the template's."""
+    block = scenario.vehicles
+    if isinstance(block, list):
+        vehicles: list[tuple[Loc, Vehicle, str]] = [(("vehicles", i, "vehicle"), e.vehicle, e.vehicle.model)
+                                                    for i, e in enumerate(block) if e.vehicle is not None]
+    else:
+        vehicles = [(("vehicles", "template"), block.template, block.template.model)]
+        vehicles += [(("vehicles", "overrides", name, "vehicle"), e.vehicle,
+                      e.vehicle.model if "model" in e.vehicle.model_fields_set else block.template.model)
+                     for name, e in block.overrides.items() if e.vehicle is not None]
+    from federates.physics.models import VEHICLE_MODELS
+
+    problems: list[Problem] = []
+    for prefix, vehicle, model in vehicles:
+        own = vehicle_model_fields(model)
+        if own:
+            params_model = VEHICLE_MODELS.get(model).Params
+            given = {k: v for k, v in vehicle.params.items() if k in own}
+            problems += check(params_model, given, (*prefix, "params"))
+    return problems
+
+
+def _check_federates(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    """Extra federates with a ``Params`` model (in process; a remote one is checked by its host)."""
+    from federates import FEDERATE_KINDS
+
+    problems: list[Problem] = []
+    for i, extra in enumerate(scenario.federates):
+        if extra.remote is None:
+            params_model = getattr(FEDERATE_KINDS.get(extra.type), "Params", None)
+            if params_model is not None:
+                problems += check(params_model, extra.params, ("federates", i, "params"))
     return problems
 
 

@@ -1,18 +1,19 @@
 """The scenario schema (version 1): what a YAML scenario may say, with types, ranges and defaults.
 
-Law- and channel-specific parameters are validated by the parameter model of the law or channel the scenario
-names (``controllers.*.Params``, ``comms_models.*.Params``), so adding a law never touches this file.
+Every registry-backed field (``controller.type``, ``channel.type``, ``vehicles...model``, ``leader.profile``,
+``federates[].type``) takes a built-in name, an installed entry point's name or a ``package.module:Class`` path.
+The selected class's own ``Params`` model validates its parameters (``loader._check_plugins``), so adding a law,
+channel, vehicle model, profile or federate never touches this file.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 from controllers.acc import AccParams
 from controllers.fallback import FallbackParams
-from controllers.profiles import PROFILES, ProfileParams
 from controllers.pure_pursuit import PurePursuitParams, WaypointDriverParams
 from federates.physics.config import PhysicsConfig
 
@@ -37,8 +38,10 @@ class Vehicle(Strict):
     """Body and physics model of a robot."""
 
     preset: str = Field("auna_rc_1to10", description="vehicle preset (federates/physics/presets.py)")
-    model: str = Field("kinematic", description="vehicle model: kinematic | dynamic")
-    params: dict[str, Any] = Field(default_factory=dict, description="overrides of preset values")
+    model: str = Field("kinematic", description="vehicle model: kinematic | dynamic | unicycle, an entry point of "
+                       "'coopsim.vehicle_models' or a 'package.module:Class' path")
+    params: dict[str, Any] = Field(default_factory=dict, description="overrides of preset values (and the model's "
+                                   "own parameters, for a model with a Params model)")
 
     @field_validator("preset")
     @classmethod
@@ -50,22 +53,36 @@ class Vehicle(Strict):
                              f"{', '.join(sorted(PRESETS))}")
         return value
 
-    @field_validator("params")
-    @classmethod
-    def _known_params(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from federates.physics.presets import parameter_problems
-
-        problems = parameter_problems(value)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return value
-
     @field_validator("model")
     @classmethod
     def _known_model(cls, value: str) -> str:
         from federates.physics.models import VEHICLE_MODELS
 
-        return VEHICLE_MODELS.check(value)
+        VEHICLE_MODELS.resolve(value)
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from federates.physics.presets import parameter_problems
+
+        # the model's own parameters are checked by its Params model, at their lines (loader._check_plugins)
+        own = set(vehicle_model_fields(info.data.get("model")))
+        problems = parameter_problems({k: v for k, v in value.items() if k not in own})
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+
+def vehicle_model_fields(model: str | None) -> list[str]:
+    """The parameter names a vehicle model declares in its own ``Params`` (none for the built-in models, whose
+    parameters are the presets')."""
+    from federates.physics.models import VEHICLE_MODELS
+
+    if model is None:
+        return []
+    params = getattr(VEHICLE_MODELS.get(model), "Params", None)
+    return sorted(params.model_fields) if params is not None else []
 
 
 class VehicleEntry(Strict):
@@ -106,26 +123,45 @@ class Platoon(Strict):
     lateral_spacing_m: float = Field(5.0, gt=0, description="[m] between platoons placed side by side")
 
 
+WAYPOINTS = "waypoints"
+"""The leader profile that follows ``leader.path`` by pure pursuit instead of an input profile."""
+
+
+def profile_params_model(profile: str) -> type[BaseModel]:
+    """The model validating ``leader.params`` for ``profile`` (the built-in shape parameters for 'waypoints')."""
+    from controllers import LEADER_PROFILES
+    from controllers.profiles import ShapeParams
+
+    return ShapeParams if profile == WAYPOINTS else LEADER_PROFILES.get(profile).Params
+
+
 class Driver(Strict):
     """The leaders' driving: a synthetic input profile (controllers.profiles), or ``profile: waypoints`` with a
     ``path`` followed by pure pursuit."""
 
-    profile: str = Field("s_curve", description="leader input profile, or 'waypoints'")
-    params: ProfileParams = Field(default_factory=ProfileParams)
+    profile: str = Field("s_curve", description="leader input profile (a built-in, an entry point of "
+                         "'coopsim.profiles' or a 'package.module:Class' path), or 'waypoints'")
+    params: dict[str, Any] = Field(default_factory=dict, description="the profile's parameters (its Params model)")
     path: WaypointDriverParams | None = Field(None, description="the track for profile 'waypoints'")
 
     @field_validator("profile")
     @classmethod
     def _known_profile(cls, value: str) -> str:
-        allowed = [*PROFILES, "waypoints"]
-        if value not in allowed:
-            raise ValueError(f"unknown profile '{value}'{_did_you_mean(value, allowed)}; allowed: "
-                             f"{', '.join(sorted(allowed))}")
+        from controllers import LEADER_PROFILES
+        from orchestrator.core.registry import is_plugin_path
+
+        if value == WAYPOINTS:
+            return value
+        if not is_plugin_path(value) and value not in LEADER_PROFILES:
+            names = sorted([*LEADER_PROFILES.names(), WAYPOINTS])
+            raise ValueError(f"unknown leader profile '{value}'{_did_you_mean(value, names)}; allowed: "
+                             f"{', '.join(names)} or a 'package.module:Class' path")
+        LEADER_PROFILES.resolve(value)
         return value
 
     @model_validator(mode="after")
     def _path_for_waypoints(self) -> Driver:
-        if self.profile == "waypoints" and self.path is None:
+        if self.profile == WAYPOINTS and self.path is None:
             raise ValueError("profile 'waypoints' needs a 'path' with at least two waypoints")
         return self
 
@@ -152,7 +188,8 @@ class ControllerBlock(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    type: str = Field("ela_cacc", description="control law")
+    type: str = Field("ela_cacc", description="control law: a built-in, an entry point of 'coopsim.controllers' or "
+                      "a 'package.module:Class' path")
     period_s: float = Field(0.02, gt=0, description="[s] control period (zero-order hold between steps)")
     predict: Literal["none", "ctrv"] = Field(
         "none",
@@ -169,7 +206,8 @@ class ControllerBlock(BaseModel):
     def _known_law(cls, value: str) -> str:
         from controllers import CONTROLLERS
 
-        return CONTROLLERS.check(value)
+        CONTROLLERS.resolve(value)
+        return value
 
 
 def merge_controller(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
@@ -188,14 +226,16 @@ class ChannelBlock(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    type: str = Field("ideal", description="channel model: ideal | itsg5")
+    type: str = Field("ideal", description="channel model: ideal | itsg5, an entry point of 'coopsim.channels' or a "
+                      "'package.module:Class' path")
 
     @field_validator("type")
     @classmethod
     def _known_channel(cls, value: str) -> str:
         from comms_models import COMMS_MODELS
 
-        return COMMS_MODELS.check(value)
+        COMMS_MODELS.resolve(value)
+        return value
 
 
 class Origin(Strict):
@@ -241,11 +281,7 @@ class ExtraFederate(Strict):
     def _known_kind(cls, value: str) -> str:
         from federates import FEDERATE_KINDS
 
-        names = FEDERATE_KINDS.names()
-        if ":" not in value and value not in names:
-            raise ValueError(f"unknown federate type '{value}'{_did_you_mean(value, names)}; allowed: "
-                             f"{', '.join(names)} or a 'package.module:Class' path")
-        return value
+        return FEDERATE_KINDS.check(value)  # imported by _constructible (here) or by the host (remote)
 
     @model_validator(mode="after")
     def _constructible(self) -> ExtraFederate:
@@ -263,6 +299,8 @@ class ExtraFederate(Strict):
             federate_cls = FEDERATE_KINDS.get(self.type)
         except (UnknownNameError, ImportError) as exc:
             raise ValueError(str(exc)) from None
+        if getattr(federate_cls, "Params", None) is not None:
+            return self  # a Params model checks the parameters, at their lines (loader._check_plugins)
         try:
             inspect.signature(federate_cls).bind(self.name, **self.params)
         except TypeError as exc:
