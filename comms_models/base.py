@@ -73,6 +73,11 @@ class CommsModel(ABC):
         ``OUTCOMES``). None when the model records nothing (the federate then logs deliveries itself)."""
         return None
 
+    def drain_load(self) -> dict[str, np.ndarray] | None:
+        """Channel load measured since the last call: columns ``t_ns`` (end of the measurement window), ``robot``
+        and ``cbr`` (channel busy ratio, 0..1), one row per station and window. None when not modelled."""
+        return None
+
     def metrics(self) -> dict[str, Any]:
         """Run-level channel metrics (e.g. channel busy ratio) for metrics.json."""
         return {}

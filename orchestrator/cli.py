@@ -84,7 +84,11 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the scenario JSON Schema (for editors)")
 
-    from .sweep import add_sweep_parser
+    from .metrics_command import add_metrics_parser
+
+    add_metrics_parser(sub)
+
+    from .batch import add_sweep_parser
 
     add_sweep_parser(sub)
 
@@ -133,6 +137,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
 
         print(json.dumps(scenario_schema(), indent=2))  # plain: pipe it into a file for the editor
         return EXIT_OK
+    if args.command == "metrics":
+        from .metrics_command import run_metrics_command
+
+        return run_metrics_command(args, console, err)
     if args.command == "demo":
         return _demo(args.out, console, err)
     if args.command == "host":
@@ -143,7 +151,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.command == "vehicle-test":
         return _vehicle_test(args, console)
     if args.command == "sweep":
-        from .sweep import run_sweep_command
+        from .batch import run_sweep_command
 
         return run_sweep_command(args, console)
     scenario = load_scenario(args.scenario, args.overrides)
@@ -164,17 +172,18 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         out = args.out or Path("runs") / scenario.name
         return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err)
     if args.command == "compare":
-        from .compare import compare
+        from .batch import compare
 
         out = args.out or Path("runs") / f"{scenario.name}-compare"
-        common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario),
+        # every variant is built from the file and --set like `coopsim run` builds a scenario
+        common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario), "overrides": args.overrides,
                   "console": None if args.quiet else err}
         if args.fidelity:
             fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
-            result = compare(scenario, "fidelity", fidelities, out, **common)
+            result = compare(args.scenario, "fidelity", fidelities, out, **common)
         else:
             channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
-            result = compare(scenario, "channel", channels, out, **common)
+            result = compare(args.scenario, "channel", channels, out, **common)
         _print_comparison(result, console)
         console.print(f"report: {out / 'comparison.html'}")
         return EXIT_OK if result["ok"] else EXIT_FAILED
@@ -277,7 +286,7 @@ def _print_comparison(result: dict[str, Any], console: Console) -> None:
 
 
 def _demo(out: Path, console: Console, err: Console) -> int:
-    from .compare import compare
+    from .batch import compare
     from .scenario import load_scenario
 
     scenario_path = Path(__file__).resolve().parent.parent / "scenarios" / "platoon.yaml"

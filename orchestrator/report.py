@@ -59,28 +59,12 @@ def page(title: str, sections: Iterable[tuple[str, str]], meta: str = "") -> str
     return "".join(parts)
 
 
-FOLLOWER_COLUMNS = (
-    "spacing_error_rms_m",
-    "spacing_error_max_m",
-    "lateral_deviation_rms_m",
-    "lateral_deviation_max_m",
-    "min_gap_m",
-    "l2_ratio_spacing_error",
-    "l2_ratio_acceleration",
-    "l2_ratio_lateral_deviation",
-    "collisions",
-    "aoi_mean_s",
-    "pdr",
-    "latency_mean_s",
-    "latency_p95_s",
-    "interval_mean_s",
-)
-
-
 def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path]) -> Path:
     """report.html of one run."""
+    from .metrics import report_columns
+
     followers = metrics.get("followers", {})
-    columns = [c for c in FOLLOWER_COLUMNS if any(f.get(c) is not None for f in followers.values())]
+    columns = [c for c in report_columns() if any(f.get(c) is not None for f in followers.values())]
     meta = (
         f"scenario <b>{html.escape(str(run_info.get('scenario')))}</b> · seed {run_info.get('seed')} · "
         f"channel {html.escape(str(run_info.get('channel')))} · simulated {fmt(run_info.get('sim_time_s'))} s in "

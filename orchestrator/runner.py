@@ -6,7 +6,6 @@ A run directory is the unit of result: everything in it can be derived again fro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import sys
@@ -15,17 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow.parquet as pq
 import yaml
 
 from . import __version__
 from .advisories import lateral_stability_notes
 from .core.federate import FederateError
+from .core.ports import ContractError
 from .core.timebase import seconds_to_ns
-from .metrics import platoon_metrics, split_by_robot
+from .metrics import DIGEST_TRACES, RunData, json_safe, read_traces, trace_digest, write_metrics
+from .port_recorder import PortRecorder
 from .recorder import VehicleRecorder
 from .scenario import Problem, Scenario, ScenarioError
+from .scheduler import SchedulerError
 from .world import build_world
 
 
@@ -74,6 +74,7 @@ def run_scenario(
     if scenario.outputs.trace:
         period = seconds_to_ns(scenario.outputs.trace_period_s or scenario.step_s)
         observers.append(VehicleRecorder(trace_path, period))
+        observers.append(PortRecorder(trace_path.parent, period))
     if progress:
         from .progress import ProgressObserver
 
@@ -84,6 +85,8 @@ def run_scenario(
         world.scheduler.run(observers)
     except FederateError as exc:
         error = exc
+    except (ContractError, SchedulerError) as exc:  # the federates as configured do not fit together
+        raise ScenarioError(source, [Problem("federates", str(exc))]) from None
     wall = time.perf_counter() - t0
     sim_s = world.scheduler.now_ns / 1e9
     run_info: dict[str, Any] = {
@@ -104,96 +107,41 @@ def run_scenario(
     if error is not None:
         run_info["error"] = {"federate": error.federate, "robot": error.robot, "sim_time_s": error.t_ns / 1e9,
                              "message": str(error)}
+    model_facts = _channel_model_facts(world.federates.get("v2x"))
+    if model_facts:
+        run_info["channel_model"] = model_facts
     result = RunResult(out_dir, run_info, error=error)
-    collisions = getattr(world.federates["physics"], "collisions", None)
-    if collisions is not None and scenario.outputs.trace:
-        _write_collisions(out_dir / "trace" / "collisions.parquet", collisions, world.robots)
-    traces = _read_traces(out_dir)
-    run_info["digest"] = trace_digest(traces)
-    if error is None and "vehicles" in traces:
-        control = world.federates["control"]
-        gap_reference = {r.id: control.gap_reference(r.id) for r in world.robots if r.predecessor is not None}
-        follower_series: dict[str, dict[str, np.ndarray]] = {}
-        laws = {r.id: control.law_of(r.id).spacing_error for r in world.robots if control.law_of(r.id) is not None}
-        metrics = platoon_metrics(traces["vehicles"], world.robots, gap_reference, traces.get("v2x"), follower_series,
-                                  laws, collisions)
-        channel_metrics = world.federates["v2x"].metrics()
-        if channel_metrics:
-            metrics["channel"] = json_safe(channel_metrics)
-        result.metrics = metrics
-        (out_dir / "metrics.json").write_text(json.dumps(json_safe(metrics), indent=2), encoding="utf-8")
-        plots: list[Path] = []
-        if scenario.outputs.plots:
-            from .plots import plot_run
-
-            plots = plot_run(out_dir / "plots", world.robots, split_by_robot(traces["vehicles"]), follower_series,
-                             metrics["followers"])
-        if scenario.outputs.report:
-            from .report import write_run_report
-
-            write_run_report(out_dir, run_info, metrics, plots)
+    run_info["digest"] = trace_digest(read_traces(out_dir, DIGEST_TRACES))
+    if error is None and (out_dir / "trace" / "vehicles.parquet").exists():
+        result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
+                                       report=scenario.outputs.report)
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
-    (out_dir / "run.json").write_text(json.dumps(run_info, indent=2), encoding="utf-8")
+    (out_dir / "run.json").write_text(json.dumps(json_safe(run_info), indent=2), encoding="utf-8")
     return result
 
 
-def json_safe(value: Any) -> Any:
-    """NaN and infinities become null, so every JSON file we write is strict JSON."""
-    if isinstance(value, float):
-        return value if np.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return json_safe(value.item())
-    return value
+def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, report: bool = True) -> dict[str, Any]:
+    """``metrics.json``, the plots and ``report.html`` of a run directory, from the directory alone."""
+    metrics, follower_series = write_metrics(run)
+    drawn: list[Path] = []
+    if plots:
+        from .plots import plot_run
+
+        drawn = plot_run(run.out_dir / "plots", run.robots, run.vehicles, follower_series, metrics["followers"])
+    if report:
+        from .report import write_run_report
+
+        write_run_report(run.out_dir, run_info, metrics, drawn)
+    return metrics
 
 
-def _write_collisions(path: Path, events: list[tuple[int, int, int]], robots: list[Any]) -> None:
-    """``trace/collisions.parquet``: one row per new contact between two bodies (oriented rectangles)."""
-    import pyarrow as pa
-
-    names = {r.id: r.name for r in robots}
-    t, a, b = (np.asarray(col, np.int64) for col in zip(*events, strict=True)) if events else (
-        np.empty(0, np.int64),) * 3
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"t_ns": t, "t_s": t / 1e9, "robot_a": a, "robot_b": b,
-                             "name_a": [names.get(int(x), "") for x in a],
-                             "name_b": [names.get(int(x), "") for x in b]}), path)
+_read_traces = read_traces  # the batch runner's old name, until it reads the run directory itself
 
 
-def _read_traces(out_dir: Path) -> dict[str, dict[str, np.ndarray]]:
-    traces = {}
-    for name in ("vehicles", "v2x"):
-        path = out_dir / "trace" / f"{name}.parquet"
-        if path.exists():
-            table = pq.read_table(path)
-            traces[name] = {
-                col: _column(table.column(col)) for col in table.column_names
-            }
-    return traces
-
-
-def _column(chunked: Any) -> np.ndarray:
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(chunked.type):
-        return np.asarray(chunked.cast(pa.string()).to_pylist(), dtype=object)
-    if pa.types.is_string(chunked.type):
-        return np.asarray(chunked.to_pylist(), dtype=object)
-    return chunked.to_numpy()
-
-
-def trace_digest(traces: dict[str, dict[str, np.ndarray]]) -> str:
-    """SHA-256 over every trace column's name and bytes, in a fixed order: equal digests, identical traces."""
-    h = hashlib.sha256()
-    for name in sorted(traces):
-        for col in sorted(traces[name]):
-            h.update(f"{name}.{col}".encode())
-            values = traces[name][col]
-            if values.dtype == object:
-                h.update("\x1f".join(map(str, values)).encode())
-            else:
-                h.update(np.ascontiguousarray(values).tobytes())
-    return h.hexdigest()
+def _channel_model_facts(v2x: Any) -> dict[str, Any]:
+    """What the channel model reports about itself (frame sizes, codec self-checks): facts of this run for
+    ``run.json``, not metrics (those come from the traces)."""
+    if v2x is None or not hasattr(v2x, "metrics"):
+        return {}
+    facts = v2x.metrics()
+    return {k: facts[k] for k in ("frame_bytes", "codec_checked") if k in facts}

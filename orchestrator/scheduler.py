@@ -165,6 +165,7 @@ class Scheduler:
         self.ports: dict[str, tuple[str, PortSpec]] = {}  # port -> (producer, contract), known after setup
         self._robot_ports: set[str] = set()
         self._aligned_version: dict[str, int] = {}  # robot-indexed port -> roster version its rows were checked at
+        self.written_now: list[str] = []  # ports written at the current instant (recorders read only those)
 
     # -- building -------------------------------------------------------------------------------------------
     def add(self, federate: Federate) -> Federate:
@@ -353,6 +354,8 @@ class Scheduler:
                 self._apply_pending(t_ns)
             previous = bus.copy()  # what delayed inputs see: the values from before this instant
             stepped = []
+            written: list[str] = []
+            self.written_now = written
             for slot in slots:
                 if slot.next_ns != t_ns:
                     continue
@@ -377,6 +380,7 @@ class Scheduler:
                     if self._robot_ports:
                         self._check_rows(fed.name, t_ns, outputs)
                     bus.update(outputs)
+                    written.extend(outputs)
                     if subscribers:
                         for port, value in outputs.items():
                             for queue in subscribers.get(port, ()):

@@ -20,8 +20,15 @@ import pyarrow.parquet as pq
 class ParquetAppender:
     """Collects column chunks; ``flush`` hands them to the writer thread as one row group."""
 
-    def __init__(self, path: Path, flush_rows: int = 200_000) -> None:
+    def __init__(self, path: Path, flush_rows: int = 200_000, units: Mapping[str, str] | None = None,
+                 metadata: Mapping[str, str] | None = None, empty_schema: pa.Schema | None = None) -> None:
+        """``units`` (column -> unit) go into each column's field metadata (``unit``); ``metadata`` into the
+        schema's, so a reader of the file alone knows what it holds. ``empty_schema``: the columns of the file
+        written when nothing was appended (none: no file)."""
+        self.empty_schema = empty_schema
         self.path = Path(path)
+        self.units = dict(units or {})
+        self.metadata = dict(metadata or {})
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.flush_rows = flush_rows
         self._chunks: list[Mapping[str, np.ndarray]] = []
@@ -64,7 +71,7 @@ class ParquetAppender:
                 names = list(chunks[0])
                 table = pa.table({name: _to_arrow(_concat([c[name] for c in chunks])) for name in names})
                 if writer is None:
-                    schema = table.schema
+                    schema = self._schema(table.schema)
                     writer = pq.ParquetWriter(self.path, schema, compression="zstd")
                 writer.write_table(table.cast(schema))
                 self.rows_written += table.num_rows
@@ -72,6 +79,10 @@ class ParquetAppender:
                 self._error = exc
         if writer is not None:
             writer.close()
+
+    def _schema(self, schema: pa.Schema) -> pa.Schema:
+        fields = [f.with_metadata({"unit": self.units[f.name]}) if f.name in self.units else f for f in schema]
+        return pa.schema(fields, metadata=self.metadata or None)
 
     def close(self) -> None:
         """Flush, wait for the writer and close the file (its footer makes it readable); raise a writer error."""
@@ -82,6 +93,8 @@ class ParquetAppender:
             self._thread = None
         if self._error is not None:
             raise RuntimeError(f"writing {self.path} failed: {self._error}") from self._error
+        if self.rows_written == 0 and self.empty_schema is not None:
+            pq.write_table(self._schema(self.empty_schema).empty_table(), self.path, compression="zstd")
 
 
 class Categorical:

@@ -127,6 +127,7 @@ class ItsG5Channel(CommsModel):
 
         self._pending_rx: Deliveries = empty_deliveries()
         self._records: list[dict[str, np.ndarray]] = []
+        self._load: list[dict[str, np.ndarray]] = []
         self._wire: dict[int, tuple[bytes, dict[str, int]]] = {}  # frame serial -> CAM bytes, fields (pcap)
         self._pcap: PcapWriter | None = None
         if out_dir is not None and cfg.pcap and cfg.pcap_max_frames > 0:
@@ -277,8 +278,11 @@ class ItsG5Channel(CommsModel):
         for w in range(int(self._ctr[ax.C_WIN_OUT])):
             cbr = self._win_out[w]
             self.dcc.update(cbr)
-            measured = cbr[~np.isnan(cbr)]
+            has = ~np.isnan(cbr)
+            measured = cbr[has]
             if len(measured):
+                self._load.append({"t_ns": np.full(len(measured), self._win_t[w], np.int64),
+                                   "robot": self._ids[has], "cbr": measured})
                 self._cbr_sum += float(measured.sum())
                 self._cbr_count += len(measured)
                 self._cbr_max = max(self._cbr_max, float(measured.max()))
@@ -537,6 +541,13 @@ class ItsG5Channel(CommsModel):
             dtypes = (np.int64, object, np.int64, np.int64, np.int64, np.float64, np.float64, object)
             return {name: np.empty(0, dt) for name, dt in zip(names, dtypes, strict=True)}
         return {name: np.concatenate([c[name] for c in chunks]) for name in names}
+
+    def drain_load(self) -> dict[str, np.ndarray]:
+        """Each station's CBR per DCC window since the last call (see ``CommsModel.drain_load``)."""
+        chunks, self._load = self._load, []
+        if not chunks:
+            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cbr": np.empty(0)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr")}
 
     def metrics(self) -> dict[str, Any]:
         """``cbr_mean`` / ``cbr_max`` over every station and 100 ms window, frame counts, and the packet delivery

@@ -166,6 +166,25 @@ DELIVERY_FIELDS: dict[str, str | tuple[str, str]] = {
 }
 """Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception."""
 
+V2X_LOG_FIELDS: dict[str, str | tuple[str, str]] = {
+    "t_ns": ("int64", "ns"),
+    "event": ("str", "-"),
+    "sender": ("int64", "robot id"),
+    "receiver": ("int64", "robot id"),
+    "generated_ns": ("int64", "ns"),
+    "latency_s": "s",
+    "rx_power_dbm": "dBm",
+    "outcome": ("str", "-"),
+}
+"""Fields of ``v2x``: every transmission ("tx" rows, receiver -1) and reception ("rx") with its outcome."""
+
+CHANNEL_LOAD_FIELDS: dict[str, str | tuple[str, str]] = {
+    "t_ns": ("int64", "ns"),
+    "robot": ("int64", "robot id"),
+    "cbr": "-",
+}
+"""Fields of ``channel_load``: each station's channel busy ratio over each DCC measurement window (end time)."""
+
 STATE = port("state", STATE_FIELDS, doc="ground truth of every robot (rear-axle reference point)")
 ESTIMATE = port("estimate", STATE_FIELDS, doc="what each robot believes about itself")
 COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or controller asks of its vehicle")
@@ -173,8 +192,11 @@ CONTROL_DIAG = port("control_diag", DIAGNOSTIC_FIELDS, doc="what each follower's
 RANGE = port("range", RANGE_FIELDS, doc="forward range sensor")
 COLLISIONS = port("collisions", COLLISION_FIELDS, index="event", doc="new contacts between vehicle bodies")
 CAM_RX = port("cam_rx", DELIVERY_FIELDS, index="event", doc="received CAMs, decoded to SI in the local frame")
+V2X_LOG = port("v2x", V2X_LOG_FIELDS, index="event", doc="every V2X transmission and reception with its outcome")
+CHANNEL_LOAD = port("channel_load", CHANNEL_LOAD_FIELDS, index="event", doc="channel busy ratio per station")
 
-BUILTIN_PORTS: tuple[PortSpec, ...] = (STATE, ESTIMATE, COMMANDS, CONTROL_DIAG, RANGE, COLLISIONS, CAM_RX)
+BUILTIN_PORTS: tuple[PortSpec, ...] = (STATE, ESTIMATE, COMMANDS, CONTROL_DIAG, RANGE, COLLISIONS, CAM_RX, V2X_LOG,
+                                       CHANNEL_LOAD)
 
 
 def fields_of(spec: PortSpec, names: Iterable[str] | None = None) -> tuple[FieldSpec, ...]:

@@ -1,0 +1,75 @@
+"""Platoon metrics, computed from a run directory alone (``scenario.resolved.yaml`` and ``trace/*.parquet``).
+
+``compute_metrics`` is the one code path: the runner calls it after a run and ``coopsim metrics RUN_DIR`` calls it
+later, so both write the same ``metrics.json`` byte for byte. Each metric is one function in the ``METRICS``
+registry (``registry.py``); installed plug-ins join through the ``coopsim.metrics`` entry-point group.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .follower import FollowerView, follower_views
+from .geometry import Series, l2_norm, path_projection, signed_path_distance, split_by_robot
+from .registry import METRICS, Metric, follower_metric, report_columns, run_metric, selected
+from .rundata import DIGEST_TRACES, RunData, read_traces, trace_digest
+
+__all__ = [
+    "DIGEST_TRACES", "METRICS", "FollowerView", "Metric", "RunData", "Series", "compute_metrics", "follower_metric",
+    "json_safe", "l2_norm", "metrics_json", "path_projection", "read_traces", "report_columns", "run_metric",
+    "signed_path_distance", "split_by_robot", "trace_digest", "write_metrics",
+]
+
+
+def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
+    """``metrics.json``'s content (``followers`` by name, ``run``, and whatever run metrics add, e.g. ``channel``)
+    and, per follower name, the time series behind it for plots (``t_s``, ``spacing_error_m``, ``lateral_m``)."""
+    metrics = selected()
+    entries: dict[int, dict[str, Any]] = {}
+    series: dict[str, dict[str, np.ndarray]] = {}
+    followers: dict[str, dict[str, Any]] = {}
+    for view in follower_views(run, entries):
+        entry: dict[str, Any] = {}
+        entries[view.robot.id] = entry
+        for metric in metrics:
+            if metric.scope == "follower":
+                entry.update(metric.compute(view) or {})
+        followers[view.robot.name] = entry
+        series[view.robot.name] = {"t_s": view.me.t_ns[view.im] / 1e9, "spacing_error_m": view.error_series,
+                                   "lateral_m": view.lateral[view.im]}
+    out: dict[str, Any] = {"followers": followers}
+    for metric in metrics:
+        if metric.scope == "run":
+            block = metric.compute(run, followers)
+            if block:
+                out[metric.section] = block
+    return out, series
+
+
+def json_safe(value: Any) -> Any:
+    """NaN and infinities become null, so every JSON file we write is strict JSON."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return json_safe(value.item())
+    return value
+
+
+def metrics_json(metrics: dict[str, Any]) -> str:
+    """The exact text of ``metrics.json``."""
+    return json.dumps(json_safe(metrics), indent=2)
+
+
+def write_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
+    """Compute the metrics of ``run`` and write ``metrics.json`` into its directory."""
+    metrics, series = compute_metrics(run)
+    (Path(run.out_dir) / "metrics.json").write_text(metrics_json(metrics), encoding="utf-8")
+    return metrics, series

@@ -1,0 +1,226 @@
+"""The built-in metrics, one function each (the registry in ``registry.py`` lists them in order)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .follower import FollowerView
+from .geometry import l2_norm, path_projection, path_with_tail
+from .registry import follower_metric, run_metric
+from .rundata import RunData
+
+_RX_OUTCOMES = ("received", "below_sensitivity", "collision", "half_duplex")
+"""Reception outcomes of ``trace/v2x.parquet`` (``comms_models.base.OUTCOMES`` without the tx ones)."""
+
+
+# -- per follower ----------------------------------------------------------------------------------------------
+@follower_metric("spacing_error", report=("spacing_error_rms_m", "spacing_error_max_m"))
+def spacing_error(f: FollowerView) -> dict[str, Any]:
+    """RMS and largest spacing error (gap minus the law's desired gap), degraded samples excluded."""
+    return {"spacing_error_rms_m": _rms(f.error), "spacing_error_max_m": _linf(f.error)}
+
+
+@follower_metric("lateral_deviation", report=("lateral_deviation_rms_m", "lateral_deviation_max_m"))
+def lateral_deviation(f: FollowerView) -> dict[str, Any]:
+    """RMS and largest distance to the predecessor's driven path (signed: positive to the left)."""
+    return {"lateral_deviation_rms_m": _rms(f.lateral), "lateral_deviation_max_m": float(np.max(np.abs(f.lateral)))}
+
+
+@follower_metric("min_gap", report=("min_gap_m",))
+def min_gap(f: FollowerView) -> dict[str, Any]:
+    """Smallest bumper-to-bumper gap to the predecessor."""
+    return {"min_gap_m": float(np.min(f.bumper_gap))}
+
+
+@follower_metric("l2_norms")
+def l2_norms(f: FollowerView) -> dict[str, Any]:
+    """L2 norms sqrt(sum y^2 dt) of spacing error, lateral deviation, speed deviation and acceleration."""
+    own = f.norms[f.robot.id]
+    return {
+        "l2_spacing_error": l2_norm(f.error, f.dt),
+        "l2_lateral_deviation": l2_norm(f.lateral, f.dt),
+        "l2_speed_deviation": own.l2_speed_deviation,
+        "l2_acceleration": own.l2_acceleration,
+    }
+
+
+@follower_metric("string_stability",
+                 report=("l2_ratio_spacing_error", "l2_ratio_acceleration", "l2_ratio_lateral_deviation"))
+def string_stability(f: FollowerView) -> dict[str, Any]:
+    """Ratios of this follower's norms to its predecessor's (below 1 along a platoon: string stable)."""
+    own, pred = f.norms[f.robot.id], f.norms.get(f.robot.predecessor)  # type: ignore[arg-type]
+    return {
+        "l2_ratio_spacing_error": _ratio(l2_norm(f.error, f.dt), f.predecessor_value("l2_spacing_error")),
+        "l2_ratio_acceleration": _ratio(own.l2_acceleration, pred and pred.l2_acceleration),
+        "l2_ratio_lateral_deviation": _ratio(l2_norm(f.lateral, f.dt), f.predecessor_value("l2_lateral_deviation")),
+        "linf_ratio_spacing_error": _ratio(_linf(f.error), f.predecessor_value("spacing_error_max_m")),
+        "l2_ratio_speed_deviation": _ratio(own.l2_speed_deviation, pred and pred.l2_speed_deviation),
+        "linf_ratio_speed_deviation": _ratio(own.linf_speed_deviation, pred and pred.linf_speed_deviation),
+        "linf_ratio_acceleration": _ratio(own.linf_acceleration, pred and pred.linf_acceleration),
+    }
+
+
+@follower_metric("leader_path")
+def leader_path(f: FollowerView) -> dict[str, Any]:
+    """Lateral deviation from the leader's driven path, and corner cutting: the mean offset towards the inside of
+    the turn where the leader drives an arc (|curvature| > 0.02 1/m), positive when cutting inwards."""
+    leader = f.leader_series
+    if leader is None:
+        return {"lateral_deviation_leader_rms_m": None, "lateral_deviation_leader_max_m": None,
+                "corner_cutting_m": None}
+    points = np.column_stack([f.me.cols["x"], f.me.cols["y"]])
+    path = path_with_tail(leader, f.tail_m * (f.robot.position_in_platoon + 1))
+    signed, idx = path_projection(points, path)
+    n_tail = len(path) - len(leader.t_ns)
+    v = leader.cols["v"]
+    curvature = np.where(v > 0.05, leader.cols["yaw_rate"] / np.maximum(v, 0.05), 0.0)
+    k_at = np.concatenate([np.zeros(n_tail), curvature])[idx]
+    on_arc = np.abs(k_at) > 0.02
+    inward = signed * np.sign(k_at)
+    return {
+        "lateral_deviation_leader_rms_m": _rms(signed),
+        "lateral_deviation_leader_max_m": float(np.max(np.abs(signed))),
+        "corner_cutting_m": float(np.mean(inward[on_arc])) if on_arc.any() else None,
+    }
+
+
+@follower_metric("min_ttc")
+def min_ttc(f: FollowerView) -> dict[str, Any]:
+    """Smallest time to collision, gap / closing speed, over the samples where the gap closes."""
+    gap, t_ns = f.bumper_gap, f.me.t_ns[f.im]
+    if len(gap) < 2:
+        return {"min_ttc_s": None}
+    closing = -np.diff(gap) / (np.diff(t_ns) / 1e9)
+    mask = (closing > 1e-6) & (gap[1:] > 0)
+    return {"min_ttc_s": float(np.min(gap[1:][mask] / closing[mask])) if mask.any() else None}
+
+
+@follower_metric("collisions", report=("collisions",))
+def collisions(f: FollowerView) -> dict[str, Any]:
+    """Contacts this follower is part of (``trace/collisions.parquet``: oriented rectangles); without that trace, a
+    non-positive bumper gap to the predecessor along the line between rear axles."""
+    events = f.run.trace("collisions")
+    if events is not None:
+        rid = f.robot.id
+        return {"collisions": int(np.count_nonzero((events["a"] == rid) | (events["b"] == rid)))}
+    colliding = f.bumper_gap <= 0.0
+    return {"collisions": int(np.count_nonzero(colliding[1:] & ~colliding[:-1]) + (1 if colliding[:1].any() else 0))}
+
+
+@follower_metric("aoi", report=("aoi_mean_s",))
+def aoi(f: FollowerView) -> dict[str, Any]:
+    """Mean age of the predecessor data the law used."""
+    age = f.me.cols.get("pred_age_s")
+    if age is None:
+        return {"aoi_mean_s": None}
+    age = age[np.isfinite(age)]
+    return {"aoi_mean_s": float(np.mean(age)) if len(age) else None}
+
+
+@follower_metric("degradation")
+def degradation(f: FollowerView) -> dict[str, Any]:
+    """Time spent degraded (CACC fallen back to ACC) and every mode switch (time, new mode)."""
+    degraded = f.me.cols.get("degraded")
+    if degraded is None or len(degraded) < 2:
+        return {"time_degraded_s": 0.0, "fallback_switches": 0, "fallback_switch_log": []}
+    flag = np.nan_to_num(degraded) > 0.5
+    dt = np.diff(f.me.t_ns) / 1e9
+    at = np.flatnonzero(np.diff(flag)) + 1
+    log = [{"t_s": float(f.me.t_ns[k] / 1e9), "to": "acc" if flag[k] else "cacc"} for k in at]
+    return {"time_degraded_s": float(np.sum(dt[flag[:-1]])), "fallback_switches": len(log), "fallback_switch_log": log}
+
+
+@follower_metric("link", report=("pdr", "latency_mean_s", "latency_p95_s", "interval_mean_s"))
+def link(f: FollowerView) -> dict[str, Any] | None:
+    """PDR, latency and inter-reception interval of the link from the predecessor (``trace/v2x.parquet``)."""
+    v2x = f.run.trace("v2x")
+    if v2x is None:
+        return None
+    return link_metrics(v2x, receiver=f.robot.id, sender=f.robot.predecessor)  # type: ignore[arg-type]
+
+
+def link_metrics(v2x: Mapping[str, np.ndarray], receiver: int, sender: int) -> dict[str, Any]:
+    """PDR, latency and inter-reception interval of one directed link, from ``trace/v2x.parquet`` columns."""
+    event, outcome = v2x["event"], v2x["outcome"]
+    sent = (event == "tx") & (outcome == "sent") & (v2x["sender"] == sender)  # DCC-dropped CAMs never left
+    ok = (event == "rx") & (v2x["sender"] == sender) & (v2x["receiver"] == receiver) & (outcome == "received")
+    n_sent = int(np.count_nonzero(sent))
+    latency = np.asarray(v2x["latency_s"])[ok]
+    intervals = np.diff(np.sort(np.asarray(v2x["t_ns"])[ok]) / 1e9)
+    return {
+        "pdr": float(np.count_nonzero(ok) / n_sent) if n_sent else None,
+        "latency_mean_s": float(np.mean(latency)) if len(latency) else None,
+        "latency_p95_s": float(np.percentile(latency, 95)) if len(latency) else None,
+        "interval_mean_s": float(np.mean(intervals)) if len(intervals) else None,
+    }
+
+
+# -- per run ---------------------------------------------------------------------------------------------------
+@run_metric("summary", section="run")
+def summary(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The worst follower of the run for each headline metric (largest error or ratio, smallest gap)."""
+
+    def worst(key: str) -> float | None:
+        values = [f[key] for f in followers.values() if f.get(key) is not None]
+        return float(max(values)) if values else None
+
+    return {
+        "followers": len(followers),
+        "spacing_error_max_m": worst("spacing_error_max_m"),
+        "lateral_deviation_max_m": worst("lateral_deviation_max_m"),
+        "l2_ratio_spacing_error_max": worst("l2_ratio_spacing_error"),
+        "l2_ratio_lateral_deviation_max": worst("l2_ratio_lateral_deviation"),
+        "collisions": int(sum(f.get("collisions", 0) for f in followers.values())),
+        "min_gap_m": min((f["min_gap_m"] for f in followers.values() if "min_gap_m" in f), default=None),
+    }
+
+
+@run_metric("channel", section="channel")
+def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Channel busy ratio over every station and DCC window (``trace/channel_load.parquet``), CAMs sent and dropped
+    by DCC, and the outcomes and PDR of the receptions the applications read (predecessor and leader links)."""
+    load, v2x = run.trace("channel_load"), run.trace("v2x")
+    if load is None or v2x is None:
+        return None
+    cbr, t_ns = np.asarray(load["cbr"]), np.asarray(load["t_ns"])
+    total = 0.0
+    for window in np.split(cbr, np.flatnonzero(np.diff(t_ns)) + 1):  # summed per window, as stations report
+        total += float(window.sum()) if len(window) else 0.0
+    event, outcome = v2x["event"], v2x["outcome"]
+    pairs = {(r.id, s) for r in run.robots for s in (r.predecessor, r.leader) if s is not None}
+    rx = np.flatnonzero(event == "rx")
+    wanted = np.fromiter(((int(r), int(s)) in pairs for r, s in zip(v2x["receiver"][rx], v2x["sender"][rx],
+                                                                    strict=True)), bool, len(rx))
+    rx_outcomes = outcome[rx[wanted]]
+    counts = {name: int(np.count_nonzero(rx_outcomes == name)) for name in _RX_OUTCOMES}
+    attempts = sum(counts.values())
+    return {
+        "cbr_mean": total / len(cbr) if len(cbr) else 0.0,
+        "cbr_max": float(cbr.max()) if len(cbr) else 0.0,
+        "cams_sent": int(np.count_nonzero((event == "tx") & (outcome == "sent"))),
+        "cams_dcc_dropped": int(np.count_nonzero(outcome == "dcc_dropped")),
+        "interest_outcomes": counts,
+        "pdr_interest": counts["received"] / attempts if attempts else None,
+    }
+
+
+# -- helpers ---------------------------------------------------------------------------------------------------
+def _rms(y: np.ndarray) -> float | None:
+    y = y[np.isfinite(y)]
+    return float(np.sqrt(np.mean(np.square(y)))) if len(y) else None
+
+
+def _linf(y: np.ndarray) -> float | None:
+    y = y[np.isfinite(y)]
+    return float(np.max(np.abs(y))) if len(y) else None
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    """||y_i|| / ||y_{i-1}||; None when the predecessor's norm is (numerically) zero, e.g. a leader at constant
+    speed has no acceleration to amplify."""
+    if num is None or den is None or den < 1e-6:
+        return None
+    return float(num / den)
