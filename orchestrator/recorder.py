@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .core.ports import STATE_FIELDS
+from .core.ports import BUILTIN_PORTS, STATE_FIELDS
 from .core.robots import RobotSpec, align_rows
 from .scheduler import BaseObserver
 from .tables import ParquetAppender
@@ -37,6 +37,17 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 _PORTS = ("state", "estimate", "commands", "control_diag", "range")
 
 
+def column_units() -> dict[str, str]:
+    """SI unit of every column of ``trace/vehicles.parquet`` (from the built-in port contracts)."""
+    specs = {spec.name: spec for spec in BUILTIN_PORTS}
+    units = {"t_ns": "ns", "t_s": "s", "robot": "robot id"}
+    for column, port, field in COLUMNS:
+        found = specs[port].field(field)
+        if found is not None:
+            units[column] = found.unit
+    return units
+
+
 class VehicleRecorder(BaseObserver):
     """Samples ``state``, ``estimate`` and ``commands`` every ``period_ns`` (on instants where ``trigger`` ran)."""
 
@@ -45,7 +56,7 @@ class VehicleRecorder(BaseObserver):
         self.period_ns = period_ns
         self.trigger = trigger
         self.chunk_rows = chunk_rows  # rows (instants x robots) per row group: bounds memory at any fleet size
-        self._table = ParquetAppender(self.path, flush_rows=0)
+        self._table = ParquetAppender(self.path, flush_rows=0, units=column_units())
         self._next_ns = 0
         self._ids: np.ndarray | None = None
         self._samples: list[tuple[Any, ...]] = []  # (t_ns, state, estimate, commands, range)

@@ -203,3 +203,12 @@ def test_a_new_metric_is_one_function_picked_up_by_metrics_json_and_the_report(s
     assert '"gap_p10_m"' in (run_dir / "metrics.json").read_text()
     assert "<th>gap_p10_m</th>" in (run_dir / "report.html").read_text()
     assert "gap_p10_m" not in metrics_json(compute_metrics(RunData.load(run_dir))[0])
+
+
+def test_the_vehicles_trace_keeps_its_columns_and_carries_units(shipped_runs):
+    table = pq.read_table(shipped_runs["platoon.yaml"] / "trace" / "vehicles.parquet")
+    assert table.column_names[:6] == ["t_ns", "t_s", "robot", "x", "y", "yaw"]
+    assert {"est_x", "cmd_speed", "pred_age_s", "desired_gap_m", "degraded", "range_m"} <= set(table.column_names)
+    units = {f.name: (f.metadata or {}).get(b"unit", b"").decode() for f in table.schema}
+    assert units["x"] == "m" and units["v"] == "m/s" and units["cmd_accel"] == "m/s^2" and units["pred_age_s"] == "s"
+    assert all(units[c] for c in table.column_names)
