@@ -45,6 +45,12 @@ class Controller(ABC):
     ) -> dict[str, np.ndarray]:
         """Commands for each row: ``accel`` (m/s^2) and, for steering laws, ``yaw_rate`` (rad/s)."""
 
+    def hand_back(self, rows: np.ndarray, accel: np.ndarray) -> None:
+        """A supervisor (the fallback) applied ``accel`` [m/s^2] to ``rows`` (indices or a mask) instead of this
+        law's command. A law with internal state aligns it, so that its return is bumpless; stateless laws ignore
+        it."""
+        return None
+
     def desired_gap(self, v: np.ndarray, curvature: np.ndarray | None = None) -> np.ndarray:
         """Desired gap at own speed ``v`` while the predecessor drives with ``curvature`` [1/m] (None: straight),
         measured as ``gap_reference`` says ("axle": straight-line distance between rear-axle reference points,

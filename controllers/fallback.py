@@ -10,7 +10,14 @@ the mode chatter. In ACC the follower relies on its own range sensor with a larg
 with a braking floor that stops any closing short of ``brake_to_gap_m`` (controllers.collision_avoidance): the
 ACC alone opens a CACC gap too slowly to survive a predecessor that brakes soon after the switch.
 ``FallbackPolicy`` keeps the modes, a switch log (time, row, from, to) and the time each row spent degraded;
-``CaccWithFallback`` runs a CACC law and an ACC law behind it and applies the command of each row's mode.
+``CaccWithFallback`` is a law: a CACC with ``Fallback`` behind it.
+
+The degradation exists once, as ``Fallback``: the policy deciding the mode, and in ACC the command of
+``controllers.acc.Acc`` on the robot's own range sensor, floored by the braking needed to stop any closing, and
+capped by holding the speed the robot had when it degraded (a P loop with the ACC's cruise gain), so a degraded
+follower whose sensor sees nothing never speeds up beyond it. A law with its own state is handed the
+applied command (``Controller.hand_back``), so the return to CACC starts from it (bumpless). Both the control
+pipeline's ``controller.fallback`` stage (``controllers.pipeline``) and the ``cacc_fallback`` law run it.
 """
 
 from __future__ import annotations
@@ -130,6 +137,56 @@ class FallbackPolicy(RowStateMixin):
         return self._state["degraded_s"].copy()
 
 
+class Fallback(RowStateMixin):
+    """The CACC -> ACC degradation of a group of followers (module docstring), vectorised over its rows.
+
+    ``apply`` takes the command of the law in front of it and returns, per row, the command to apply and the
+    mode. Rows join and leave with ``add_rows`` / ``remove_rows``; a fallback that never held rows sizes itself
+    on its first ``apply``.
+    """
+
+    def __init__(self, policy: FallbackParams, acc: AccParams) -> None:
+        self.policy = FallbackPolicy(policy)
+        self.acc = Acc(acc)
+        self._declare_state("hold_speed", fill=np.nan)  # [m/s] speed when the row degraded; NaN while in CACC
+
+    def add_rows(self, n: int) -> None:
+        """n new followers at the end, in CACC."""
+        super().add_rows(n)
+        self.policy.add_rows(n)
+
+    def remove_rows(self, rows: np.ndarray) -> None:
+        """Drops ``rows`` (indices in the current numbering) from the policy and the speed hold."""
+        super().remove_rows(rows)
+        self.policy.remove_rows(rows)
+
+    def apply(
+        self, t_s: float, age_s: np.ndarray, ego: Arrays, pred: Arrays, sensors: Arrays, dt: float,
+        accel: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(command [m/s^2], mode) per row after seeing the predecessor data age ``age_s`` [s] at ``t_s`` [s]:
+        ``accel`` where the row is in CACC, in ACC min(ACC with the braking floor, Kp (v_hold - v))."""
+        age = as_f64(age_s)
+        self._ensure_rows(age.shape[0])  # sizes the policy too (add_rows)
+        mode = self.policy.update(t_s, age, dt)
+        degraded = mode == ACC
+        v = as_f64(ego["v"])
+        hold = self._state["hold_speed"]
+        hold = np.where(degraded & np.isnan(hold), v, hold)
+        self._state["hold_speed"] = hold = np.where(degraded, hold, np.nan)
+        out = np.array(accel, dtype=float)
+        if degraded.any():
+            u_acc = self.policy.braking_floor(self.acc.compute(ego, pred, {}, sensors, dt)["accel"], sensors)
+            u_hold = self.acc.params.cruise.kp * (np.nan_to_num(hold) - v)  # type: ignore[attr-defined]
+            out[degraded] = np.minimum(u_acc, u_hold)[degraded]
+        return out, mode
+
+    @property
+    def mode(self) -> np.ndarray:
+        """Current mode per row (0 = CACC, 1 = ACC)."""
+        return self.policy.mode
+
+
 def _fallback_acc() -> AccParams:
     # a set speed above the platoon's so that min(CC, ACC) does not cap a degraded follower at cruise speed
     return AccParams(cruise=CruiseParams(desired_speed_mps=130 / 3.6))
@@ -151,11 +208,11 @@ class CaccWithFallback(LongitudinalController):
     """CACC that degrades to ACC per follower when the predecessor's data is older than the timeout.
 
     Age of the predecessor data: ``pred["age_s"]`` [s] (NaN or inf: never received); without that column a
-    row counts as fresh when ``pred["v"]`` is finite, else as never received. Both laws run every step; while
-    a row is in ACC, Ploeg's integrator is set to the applied ACC command, so the return to CACC starts from
-    it (bumpless). ``compute`` returns ``accel`` [m/s^2], ``mode`` (0 = CACC, 1 = ACC) and ``degraded``
-    (the CACC law reported missing inputs, or the row is in ACC). The switch log's time is the sum of the dt
-    passed to ``compute`` since construction.
+    row counts as fresh when ``pred["v"]`` is finite, else as never received. The CACC law runs every step and
+    ``Fallback`` (module docstring) decides and acts behind it; while a row is in ACC the CACC law is handed the
+    applied command, so the return to CACC starts from it (bumpless). ``compute`` returns ``accel`` [m/s^2],
+    ``mode`` (0 = CACC, 1 = ACC) and ``degraded`` (the CACC law reported missing inputs, or the row is in ACC).
+    The switch log's time is the sum of the dt passed to ``compute`` since construction.
     """
 
     Params = CaccWithFallbackParams
@@ -165,19 +222,28 @@ class CaccWithFallback(LongitudinalController):
         self.cacc_law: PloegCacc | PathCacc = (
             PloegCacc(params.ploeg) if params.cacc == "ploeg_cacc" else PathCacc(params.path)
         )
-        self.acc_law = Acc(params.acc)
-        self.policy = FallbackPolicy(params.policy)
+        self.fallback = Fallback(params.policy, params.acc)
         self._t_s = 0.0
+
+    @property
+    def policy(self) -> FallbackPolicy:
+        """The CACC <-> ACC mode switch."""
+        return self.fallback.policy
+
+    @property
+    def acc_law(self) -> Acc:
+        """The ACC acting while degraded."""
+        return self.fallback.acc
 
     def add_rows(self, n: int) -> None:
         """n new followers at the end, in CACC (see ``RowStateMixin``)."""
-        self.policy.add_rows(n)
+        self.fallback.add_rows(n)
         if isinstance(self.cacc_law, RowStateMixin):
             self.cacc_law.add_rows(n)
 
     def remove_rows(self, rows: np.ndarray) -> None:
-        """Drops ``rows`` from the policy and the CACC law's state (see ``RowStateMixin``)."""
-        self.policy.remove_rows(rows)
+        """Drops ``rows`` from the fallback and the CACC law's state (see ``RowStateMixin``)."""
+        self.fallback.remove_rows(rows)
         if isinstance(self.cacc_law, RowStateMixin):
             self.cacc_law.remove_rows(rows)
 
@@ -194,18 +260,16 @@ class CaccWithFallback(LongitudinalController):
     def compute(
         self, ego: Arrays, pred: Arrays, leader: Arrays, sensors: Arrays, dt: float
     ) -> dict[str, np.ndarray]:
-        """Per row: the CACC command in CACC mode, the ACC command in ACC mode."""
+        """Per row: the CACC command in CACC mode, the fallback's ACC command in ACC mode."""
         n = len(ego["v"])
         have = np.isfinite(as_f64(pred["v"]))
         age = as_f64(pred["age_s"]) if "age_s" in pred else np.where(have, 0.0, np.inf)
-        mode = self.policy.update(self._t_s, age, dt)
-        self._t_s += dt
         cacc_out = self.cacc_law.compute(ego, pred, leader, sensors, dt)
-        u_acc = self.policy.braking_floor(self.acc_law.compute(ego, pred, leader, sensors, dt)["accel"], sensors)
+        accel, mode = self.fallback.apply(self._t_s, age, ego, pred, sensors, dt, cacc_out["accel"])
+        self._t_s += dt
         degraded_mode = mode == ACC
-        if isinstance(self.cacc_law, PloegCacc) and degraded_mode.any():
-            self.cacc_law.set_state(degraded_mode, u_acc[degraded_mode])
-        accel = np.where(degraded_mode, u_acc, cacc_out["accel"])
+        if degraded_mode.any():
+            self.cacc_law.hand_back(degraded_mode, accel[degraded_mode])
         flagged = cacc_out.get("degraded", np.zeros(n, dtype=bool))
         return {"accel": accel, "mode": mode, "degraded": degraded_mode | flagged}
 

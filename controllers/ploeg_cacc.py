@@ -108,6 +108,10 @@ class PloegCacc(RowStateMixin, LongitudinalController):
         transfer when a supervisor hands those rows back from another law."""
         self._state["u"][rows] = u
 
+    def hand_back(self, rows: np.ndarray, accel: np.ndarray) -> None:
+        """The integrator of ``rows`` takes the command applied instead of this law's (bumpless return)."""
+        self.set_state(rows, accel)
+
     @property
     def state_u(self) -> np.ndarray:
         """Read-only copy of the integrator state u per row [m/s^2] (NaN: not started)."""

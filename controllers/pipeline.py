@@ -1,0 +1,187 @@
+"""The control pipeline of a group of followers that share one controller block, vectorised over its rows.
+
+One control step runs, in this order:
+
+1. prediction: the received predecessor and leader samples moved to the control instant (``controller.predict``,
+   ``controllers.prediction``);
+2. the law (``controller.type``): acceleration and, for steering laws, yaw rate;
+3. lateral: laws that do not steer follow the predecessor's received path by pure pursuit
+   (``controller.lateral``, ``controllers.pure_pursuit.PurePursuit``);
+4. fallback: ACC on the robot's own range sensor while the predecessor's data is stale (``controller.fallback``,
+   ``controllers.fallback.Fallback``, the same code the ``cacc_fallback`` law runs);
+5. sensor steering: while degraded (by the fallback or by a law with one built in), pure pursuit on the positions
+   where the range sensor saw the vehicle ahead instead of on stale V2X poses.
+
+``ControlPipeline.step`` returns a ``ControlOutput`` (arrays over the group's rows). The pipeline keeps the yaw
+rate it commanded last: a row for which no stage has a yaw rate (no data yet, stopped) holds it. Rows join and leave
+with ``add_rows`` / ``remove_rows``, passed on to every stateful stage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+from pydantic import Field
+
+from . import CONTROLLERS
+from .acc import AccParams
+from .base import Arrays, Controller
+from .fallback import ACC, Fallback, FallbackParams
+from .prediction import PREDICTORS, Predictor
+from .pure_pursuit import PurePursuit, PurePursuitParams
+
+FEDERATE_KEYS = ("type", "period_s", "predict", "lateral", "fallback")
+"""Keys of a controller block that configure the pipeline; the others are the law's parameters."""
+
+
+class FallbackStageParams(FallbackParams):
+    """``controller.fallback``: the switch thresholds, the ACC used while degraded, and the sensor steering."""
+
+    acc: AccParams = Field(default_factory=AccParams, description="the ACC used while degraded (time gap ...)")
+    steer_by_sensor: bool = Field(
+        True, description="while degraded, steer by pure pursuit on where the range sensor saw the vehicle ahead "
+        "(false: keep steering on the stale V2X data)"
+    )
+    steering: PurePursuitParams = Field(
+        default_factory=PurePursuitParams, description="pure pursuit parameters of the sensor-based steering"
+    )
+
+
+class ControlOutput(NamedTuple):
+    """What one control step decided for each row of a group."""
+
+    accel: np.ndarray  # [m/s^2] acceleration command
+    yaw_rate: np.ndarray  # [rad/s] yaw-rate command (held where no stage had one)
+    stop: np.ndarray  # bool: command speed 0 (a steering law whose predecessor stands)
+    degraded: np.ndarray  # bool: in ACC, or the law reported missing inputs
+    desired_gap_m: np.ndarray  # [m] the law's desired gap at the current speed (``Controller.gap_reference``)
+    pred: dict[str, np.ndarray]  # the predecessor sample the law used (after prediction, with ``age_s``)
+
+
+def block_key(block: Mapping[str, Any]) -> str:
+    """A key equal for controller blocks that can share one pipeline."""
+    return json.dumps(block, sort_keys=True)
+
+
+def _degrades(law: Controller) -> bool:
+    """Whether a law switches to ACC by itself (it carries a fallback ``policy``)."""
+    return "policy" in getattr(type(law).Params, "model_fields", {})
+
+
+class ControlPipeline:
+    """Prediction -> law -> lateral -> fallback -> sensor steering for one group (module docstring).
+
+    ``dt`` [s] is the group's control period; ``predict`` a ``controllers.prediction.PREDICTORS`` name; ``lateral``
+    the pure pursuit of non-steering laws (defaults when None); ``fallback`` None for no ``controller.fallback``.
+    """
+
+    def __init__(
+        self, law: Controller, dt: float, predict: str = "none", lateral: PurePursuitParams | None = None,
+        fallback: FallbackStageParams | None = None,
+    ) -> None:
+        if dt <= 0:
+            raise ValueError(f"control period must be > 0, got {dt}")
+        self.law = law
+        self.dt = dt
+        self.predictor: Predictor = PREDICTORS[predict]
+        lateral_params = lateral if lateral is not None else PurePursuitParams()
+        self.lateral = None if law.steers else PurePursuit(lateral_params)
+        self.fallback = None if fallback is None else Fallback(fallback, fallback.acc)
+        # degraded followers steer on their range sensor: stale V2X poses would lead them off the road in a curve
+        degrades = fallback is not None or _degrades(law)
+        steer_by_sensor = fallback.steer_by_sensor if fallback is not None else True
+        steering = fallback.steering if fallback is not None else lateral_params
+        self.sensed = PurePursuit(steering) if degrades and steer_by_sensor else None
+        self._yaw_rate = np.zeros(0)  # [rad/s] last yaw-rate command per row
+
+    @classmethod
+    def from_block(cls, block: Mapping[str, Any], dt: float) -> ControlPipeline:
+        """The pipeline of a scenario ``controller`` block (plain data, as validated); ``dt`` [s] its period. The
+        law is looked up by ``type`` in ``controllers.CONTROLLERS``."""
+        law_cls = CONTROLLERS.get(block["type"])
+        law = law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in FEDERATE_KEYS}))
+        lateral = block.get("lateral")
+        fallback = block.get("fallback")
+        return cls(
+            law, dt, predict=block.get("predict", "none") or "none",
+            lateral=PurePursuitParams(**lateral) if lateral else None,
+            fallback=FallbackStageParams(**fallback) if fallback else None,
+        )
+
+    # -- rows ---------------------------------------------------------------------------------------------------
+    def _parts(self) -> tuple[Any, ...]:
+        return tuple(p for p in (self.law, self.lateral, self.fallback, self.sensed) if p is not None)
+
+    @property
+    def n_rows(self) -> int:
+        """Number of followers in the group."""
+        return int(self._yaw_rate.shape[0])
+
+    def add_rows(self, n: int) -> None:
+        """n new followers at the end of the group (one call per spawn, whatever n)."""
+        for part in self._parts():
+            if hasattr(part, "add_rows"):
+                part.add_rows(n)
+        self._yaw_rate = np.concatenate([self._yaw_rate, np.zeros(n)])
+
+    def remove_rows(self, rows: np.ndarray) -> None:
+        """Drops ``rows`` (indices in the group's current numbering); the others keep their order."""
+        for part in self._parts():
+            if hasattr(part, "remove_rows"):
+                part.remove_rows(rows)
+        self._yaw_rate = np.delete(self._yaw_rate, rows)
+
+    # -- one control step ---------------------------------------------------------------------------------------
+    def step(
+        self, t_s: float, ego: Arrays, pred: Arrays, leader: Arrays, pred_age_s: np.ndarray,
+        leader_age_s: np.ndarray, sensors: Arrays,
+    ) -> ControlOutput:
+        """One control step at ``t_s`` [s]. ``ego``: the followers' estimates (x, y, yaw, v, a, yaw_rate);
+        ``pred`` / ``leader``: the newest received samples (NaN where none), ``pred_age_s`` / ``leader_age_s``
+        their ages [s] (inf where never received); ``sensors``: ``gap_m``, ``gap_rate_mps`` and the sensed
+        rear bumper of the vehicle ahead ``target_x``, ``target_y`` (NaN where unknown)."""
+        dt = self.dt
+        pred = self.predictor(pred, pred_age_s)
+        leader = self.predictor(leader, leader_age_s)
+        pred["age_s"] = pred_age_s
+        have = np.isfinite(pred["x"])
+        held_w = self._yaw_rate
+
+        out = self.law.compute(ego, pred, leader, sensors, dt)
+        # steering laws need the predecessor's pose: without any, hold speed and yaw rate
+        a = np.where(have, out["accel"], 0.0) if self.law.steers else np.array(out["accel"], dtype=float)
+        w = out.get("yaw_rate")
+
+        if self.lateral is not None:
+            lateral = self.lateral.compute(ego, pred, leader, sensors, dt)
+            w = np.where(lateral["has_path"], lateral["yaw_rate"], held_w)
+
+        degraded = np.zeros(len(have), bool)
+        if self.fallback is not None:
+            a, mode = self.fallback.apply(t_s, pred_age_s, ego, pred, sensors, dt, a)
+            degraded = mode == ACC
+            if degraded.any():
+                self.law.hand_back(degraded, a[degraded])
+        if "degraded" in out:
+            degraded |= np.asarray(out["degraded"], bool)
+
+        steered_by_sensor = np.zeros(len(have), bool)
+        if self.sensed is not None:
+            # called every step, degraded or not, so the sensed path is there when the V2X data goes stale
+            sensed = self.sensed.compute(ego, {"x": sensors["target_x"], "y": sensors["target_y"]}, {}, {}, dt)
+            steered_by_sensor = degraded & sensed["has_path"]
+            if w is not None:
+                w = np.where(steered_by_sensor, sensed["yaw_rate"], w)
+
+        stop = out["stop"] & have & ~degraded if "stop" in out else np.zeros(len(have), bool)
+        if w is not None:
+            usable = (have | (self.lateral is not None) | steered_by_sensor) & ~stop
+            self._yaw_rate = np.where(usable, w, held_w)
+        curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
+        return ControlOutput(
+            accel=a, yaw_rate=self._yaw_rate.copy(), stop=stop, degraded=degraded,
+            desired_gap_m=np.asarray(self.law.desired_gap(ego["v"], curvature), dtype=float), pred=pred,
+        )

@@ -1,0 +1,78 @@
+"""The newest V2X sample each robot holds about one other robot (its predecessor or its leader), from ``cam_rx``.
+
+Late or reordered messages never overwrite fresher data: a delivery is kept only when it comes from the sender its
+receiver wants and was generated after what the receiver holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from numba import njit
+
+from orchestrator.core.timebase import NS_PER_S
+
+RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
+"""The ``cam_rx`` columns a control law may use, in the row order of ``Received.held``."""
+
+
+@njit(cache=True)
+def receive_kernel(rx_row, sender, generated, fields, wanted_sender, held_gen, held):  # pragma: no cover
+    """For each delivery (``rx_row``: its receiver's row, -1 when not ours) whose sender is the one its receiver
+    wants and that is newer than what the receiver holds, store it."""
+    for j in range(rx_row.shape[0]):
+        row = rx_row[j]
+        if row < 0 or wanted_sender[row] != sender[j] or generated[j] <= held_gen[row]:
+            continue
+        held_gen[row] = generated[j]
+        for f in range(fields.shape[0]):
+            held[f, row] = fields[f, j]
+
+
+class Received:
+    """Newest received sample per robot row about one other robot; ``wanted`` holds that robot's id per row
+    (-1: none)."""
+
+    def __init__(self) -> None:
+        self.wanted = np.empty(0, np.int64)
+        self.generated_ns = np.empty(0, np.int64)  # -1: nothing received yet
+        self.held = np.empty((len(RX_FIELDS), 0))  # one row per field, one column per robot
+        self.values: dict[str, np.ndarray] = {}  # views of ``held`` by field name
+        self._views()
+
+    def _views(self) -> None:
+        self.values = {name: self.held[f] for f, name in enumerate(RX_FIELDS)}
+
+    def rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """The held samples of some robots, by field name (one gather for all fields)."""
+        block = self.held[:, rows]
+        return {name: block[f] for f, name in enumerate(RX_FIELDS)}
+
+    def age_s(self, t_ns: int, rows: np.ndarray | slice = slice(None), never: float = np.inf) -> np.ndarray:
+        """Age [s] at ``t_ns`` of the held samples of ``rows``; ``never`` where nothing was received."""
+        gen = self.generated_ns[rows]
+        return np.where(gen >= 0, (t_ns - gen) / NS_PER_S, never)
+
+    def add(self, wanted: np.ndarray) -> None:
+        """Rows for new robots at the end, each wanting samples from the robot id in ``wanted`` (-1: none)."""
+        n = len(wanted)
+        self.wanted = np.concatenate([self.wanted, np.asarray(wanted, np.int64)])
+        self.generated_ns = np.concatenate([self.generated_ns, np.full(n, -1, np.int64)])
+        self.held = np.ascontiguousarray(np.hstack([self.held, np.full((len(RX_FIELDS), n), np.nan)]))
+        self._views()
+
+    def remove(self, keep: np.ndarray) -> None:
+        """Keeps the rows where the mask ``keep`` is True."""
+        self.wanted = self.wanted[keep]
+        self.generated_ns = self.generated_ns[keep]
+        self.held = np.ascontiguousarray(self.held[:, keep])
+        self._views()
+
+    def receive(self, rx: Mapping[str, np.ndarray], rx_rows: np.ndarray, fields: np.ndarray) -> None:
+        """Takes the deliveries of ``rx`` addressed to each row from the sender it wants (``rx_rows``: row of each
+        delivery's receiver, -1 when not ours; ``fields``: the ``RX_FIELDS`` columns of ``rx`` stacked)."""
+        receive_kernel(
+            rx_rows, np.asarray(rx["sender"], np.int64), np.asarray(rx["generated_ns"], np.int64), fields,
+            self.wanted, self.generated_ns, self.held,
+        )

@@ -1,0 +1,52 @@
+"""What the on-board range sensor tells a robot's controller, from the ``range`` port and the robot's estimate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+SENSOR_FIELDS = ("gap_m", "gap_rate_mps", "target_x", "target_y")
+"""Columns of ``RangeSensing.measure``: gap [m] and its rate [m/s], sensed rear bumper ahead (x, y) [m]."""
+
+
+class RangeSensing:
+    """Turns range scans into the controller's sensor columns, per robot row.
+
+    ``sensor_offset`` [m] per row: where the sensor sits (front bumper) ahead of the rear axle. A scan is placed
+    in the world from the estimate at the step it arrives; the port holds the last scan between scans, and an
+    old scan placed from a newer pose would be off by the distance driven since, so held scans give no position.
+    """
+
+    def __init__(self) -> None:
+        self.sensor_offset = np.empty(0)
+        self._last: Any = None  # the range port value already placed in the world
+
+    def add(self, sensor_offset: np.ndarray) -> None:
+        """Rows for new robots at the end."""
+        self.sensor_offset = np.concatenate([self.sensor_offset, np.asarray(sensor_offset, float)])
+
+    def remove(self, keep: np.ndarray) -> None:
+        """Keeps the rows where the mask ``keep`` is True."""
+        self.sensor_offset = self.sensor_offset[keep]
+
+    def measure(self, range_port: Mapping[str, np.ndarray] | None, est: Mapping[str, np.ndarray],
+                ids: np.ndarray) -> dict[str, np.ndarray]:
+        """The ``SENSOR_FIELDS`` of every row (``ids``: the robots' ids in row order). Without a range sensor, or
+        rows that do not match, NaN: laws then act on V2X data alone."""
+        n = len(ids)
+        if range_port is None or range_port["id"] is None or not np.array_equal(range_port["id"], ids):
+            return {name: np.full(n, np.nan) for name in SENSOR_FIELDS}
+        gap = np.asarray(range_port["range_m"], float)
+        fresh = range_port is not self._last
+        self._last = range_port
+        if fresh:
+            # the sensor sits on the front bumper; the target is ``range`` away at ``bearing`` from the heading
+            heading = est["yaw"] + np.asarray(range_port.get("bearing_rad", np.full(n, np.nan)), float)
+            target_x = est["x"] + self.sensor_offset * np.cos(est["yaw"]) + gap * np.cos(heading)
+            target_y = est["y"] + self.sensor_offset * np.sin(est["yaw"]) + gap * np.sin(heading)
+        else:
+            target_x = target_y = np.full(n, np.nan)
+        return {"gap_m": gap, "gap_rate_mps": np.asarray(range_port["range_rate_mps"], float),
+                "target_x": target_x, "target_y": target_y}
