@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.compare import compare
+from orchestrator.batch import compare
 from orchestrator.scenario import parse_scenario
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator.scenario import ScenarioError
-from orchestrator.sweep import (
+from orchestrator.batch import (
     add_sweep_parser,
     grid,
     min_stable,
@@ -23,6 +22,7 @@ from orchestrator.sweep import (
     split_values,
     sweep,
 )
+from orchestrator.scenario import ScenarioError
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"

@@ -1,0 +1,30 @@
+"""One batch runner for ``coopsim sweep`` and ``coopsim compare``: one scenario at many points, in parallel.
+
+A batch is a list of points, each a set of ``--set`` overrides on one scenario. A sweep's points are the Cartesian
+product of ``--param path=v1,v2`` values; a comparison's points are the values of one categorical axis (channel
+model or fidelity). Either way:
+
+- ``grid``: parses the values, names the points' directories, and builds every point's scenario with
+  ``parse_scenario`` (YAML text plus overrides), the path ``coopsim run`` takes, so defaults are resolved in one
+  place for every point and every problem is reported before anything runs;
+- ``runner``: runs each point (and seed) in its own run directory, in parallel processes, and records a failing
+  run with its error while the others complete;
+- ``aggregate``: reduces follower metrics with the one worst-follower rule, below;
+- ``outputs`` and ``compare_report``: ``sweep.json``/``.csv``/``.html`` and ``comparison.json``/``.html``;
+- ``sweep``, ``compare`` and ``cli``: the two commands.
+
+The worst-follower rule: a run's value of a follower metric is the worst value over every follower of every
+platoon in the run, the smallest for ``pdr`` and the ``min_*`` metrics (``min_gap_m``, ``min_ttc_s``) and the
+largest for all others (errors, deviations, ratios, latencies, ages, intervals, collisions). Followers without
+the metric are skipped. Over seed replicates a sweep reports the mean and sample std of the runs' worst values.
+"""
+
+from .aggregate import RULE, is_stable, lowest_is_worst, min_stable, worst_over_followers
+from .cli import add_sweep_parser, print_sweep_summary, run_sweep_command
+from .compare import FIDELITIES, compare, with_channel, with_fidelity
+from .grid import grid, parse_param, point_names, split_values
+from .sweep import DEFAULT_METRICS, sweep
+
+__all__ = ["DEFAULT_METRICS", "FIDELITIES", "RULE", "add_sweep_parser", "compare", "grid", "is_stable",
+           "lowest_is_worst", "min_stable", "parse_param", "point_names", "print_sweep_summary", "run_sweep_command",
+           "split_values", "sweep", "with_channel", "with_fidelity", "worst_over_followers"]

@@ -1,0 +1,147 @@
+"""From follower metrics to one number per run and per point: the worst-follower rule, seed replicates, and
+string stability.
+
+The worst-follower rule (the only one, used by sweep.json/.csv/.html, comparison.json/.html and the tables the
+command line prints): a run's value of a follower metric is the worst value over every follower of every platoon
+in the run. Worst is the smallest for ``pdr`` and every ``min_*`` metric (``min_gap_m``, ``min_ttc_s``: less
+margin is worse) and the largest for every other metric (errors, deviations, ratios, latencies, ages, intervals,
+collision counts). Followers that do not report a metric are skipped; the value is None when none reports it.
+With seed replicates a sweep point reports the mean (and sample standard deviation) of the runs' worst values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+STABILITY_METRIC = "l2_ratio_spacing_error"
+
+
+def lowest_is_worst(metric: str) -> bool:
+    """Whether a smaller value of ``metric`` is the worse one (``pdr`` and the ``min_*`` margins)."""
+    return metric == "pdr" or metric.startswith("min_")
+
+
+def worst_over_followers(followers: Mapping[str, Mapping[str, Any]], metric: str) -> float | None:
+    """The worst follower's value of ``metric`` (see the module docstring; None when no follower reports it)."""
+    values = [float(f[metric]) for f in followers.values() if f.get(metric) is not None]
+    if not values:
+        return None
+    return min(values) if lowest_is_worst(metric) else max(values)
+
+
+def is_stable(ratio: float | None, collisions: float | None, tolerance: float = 0.0) -> bool | None:
+    """String stability of one run: worst L2 spacing-error ratio <= 1 + tolerance and no collision. None when it
+    cannot be judged (no ratio: e.g. a platoon of two, or a predecessor with no spacing error to amplify)."""
+    if collisions is not None and collisions > 0:
+        return False
+    if ratio is None:
+        return None
+    return ratio <= 1.0 + tolerance
+
+
+def summarise_run(record: dict[str, Any], metrics: Mapping[str, Any], names: Sequence[str]) -> None:
+    """Add to a run's record the worst follower of each metric of ``names``, every follower's value, the metrics
+    the run reported (``available``) and what string stability is judged on."""
+    followers = metrics.get("followers", {})
+    record["available"] = sorted({k for f in followers.values() for k in f})
+    record["worst"] = {m: worst_over_followers(followers, m) for m in names}
+    record["followers"] = {name: {m: f.get(m) for m in names} for name, f in followers.items()}
+    collisions = worst_over_followers(followers, "collisions")
+    record["stability"] = {STABILITY_METRIC: worst_over_followers(followers, STABILITY_METRIC),
+                           "collisions": None if collisions is None else int(collisions)}
+
+
+def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation of the known values (std None below two values)."""
+    known = [float(v) for v in values if v is not None]
+    if not known:
+        return None, None
+    mean = sum(known) / len(known)
+    if len(known) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in known) / (len(known) - 1))
+
+
+def aggregate_point(point: dict[str, Any], runs: list[dict[str, Any]], metrics: Sequence[str], replicated: bool,
+                    tolerance: float) -> None:
+    """Fill a point's status, metrics (mean over replicates of the worst follower, and per follower) and
+    stability from its runs' records (summarised by ``summarise_run``)."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    point["status"] = "ok" if len(ok) == len(runs) else "failed" if not ok else "partial"
+    errors = [r["error"] for r in runs if r.get("error")]
+    if errors:
+        point["error"] = errors[0]
+    result: dict[str, Any] = {}
+    for m in metrics:
+        mean, std = mean_std(r["worst"][m] for r in ok)
+        entry: dict[str, Any] = {"worst": mean}
+        if replicated:
+            entry["std"] = std
+        names = list(dict.fromkeys(n for r in ok for n in r["followers"]))
+        entry["followers"] = {n: mean_std(r["followers"].get(n, {}).get(m) for r in ok)[0] for n in names}
+        result[m] = entry
+    point["metrics"] = result
+    ratios = [r["stability"][STABILITY_METRIC] for r in ok if r["stability"][STABILITY_METRIC] is not None]
+    collisions = [r["stability"]["collisions"] for r in ok if r["stability"]["collisions"] is not None]
+    verdicts = [is_stable(r["stability"][STABILITY_METRIC], r["stability"]["collisions"], tolerance) for r in ok]
+    # worst over replicates: a point is string-stable only if every replicate is
+    stable: bool | None
+    if False in verdicts:
+        stable = False
+    elif ok and len(ok) == len(runs) and all(verdicts):
+        stable = True
+    else:
+        stable = None
+    point["stability"] = {STABILITY_METRIC: max(ratios) if ratios else None,
+                          "collisions": max(collisions) if collisions else None, "stable": stable}
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float (booleans are not numbers here)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers in order, then everything else by its text."""
+    return (0, value) if is_number(value) else (1, str(value))
+
+
+def min_stable(points: Iterable[Mapping[str, Any]], param: str, tolerance: float = 0.0) -> dict[str, Any]:
+    """For each combination of the other parameters, the smallest value of ``param`` whose point is string-stable
+    (worst ``l2_ratio_spacing_error`` <= 1 + tolerance and no collision).
+
+    ``points`` are sweep points: ``{"params": {path: value}, "status": "ok", "stability":
+    {"l2_ratio_spacing_error": float | None, "collisions": int | None}}``. Points that failed or cannot be judged
+    count as neither stable nor unstable. ``consistent`` says whether every larger swept value is stable too (a
+    False flags a non-monotonic result worth a closer look)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for point in points:
+        others = {k: v for k, v in point["params"].items() if k != param}
+        key = json.dumps(others, sort_keys=True, default=str)
+        group = groups.setdefault(key, {"others": others, "stable": [], "unstable": [], "undetermined": []})
+        value = point["params"][param]
+        stab = point.get("stability") or {}
+        verdict = None
+        if point.get("status") == "ok":
+            verdict = is_stable(stab.get(STABILITY_METRIC), stab.get("collisions"), tolerance)
+        group["stable" if verdict else "unstable" if verdict is False else "undetermined"].append(value)
+    out = []
+    for group in groups.values():
+        for k in ("stable", "unstable", "undetermined"):
+            group[k].sort(key=sort_key)
+        value = group["stable"][0] if group["stable"] else None
+        above = [v for v in group["unstable"] + group["undetermined"]
+                 if value is not None and sort_key(v) > sort_key(value)]
+        out.append({"others": group["others"], "value": value, "consistent": value is not None and not above,
+                    "stable": group["stable"], "unstable": group["unstable"], "undetermined": group["undetermined"]})
+    return {"param": param, "tolerance": tolerance,
+            "criterion": f"worst {STABILITY_METRIC} <= {1 + tolerance:g} and no collision", "groups": out}
+
+
+RULE = "worst follower over all platoons (smallest for pdr and min_* metrics, largest for the others)"
+
+__all__ = ["RULE", "STABILITY_METRIC", "aggregate_point", "is_number", "is_stable", "lowest_is_worst", "mean_std",
+           "min_stable", "sort_key", "summarise_run", "worst_over_followers"]

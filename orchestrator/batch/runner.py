@@ -1,0 +1,126 @@
+"""Running the points of a batch: one run directory per point and seed, in parallel processes.
+
+A run never stops the batch: a run whose federate fails is recorded with the error from its ``run.json``, and
+an exception anywhere in a run (or a worker process that dies) is recorded with its type and message, while the
+other runs go on. Results are read back from the run directories (``run.json``, ``metrics.json``), the files a run
+leaves for anyone, rather than passed between processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..scenario import Scenario
+
+Record = dict[str, Any]
+RESULT_FILES = ("run.json", "metrics.json")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run: the ``replicate``-th seed of point ``point``, into ``run_dir``."""
+
+    point: int
+    replicate: int
+    scenario: Scenario
+    run_dir: Path
+    seed: int
+    source: str
+
+
+def run_task(task: Task) -> Record:
+    """Run one task (in a worker process). Never raises: an exception is recorded as the run's error.
+
+    The record holds ``point``, ``replicate``, ``seed``, ``dir``, ``status`` (``ok``, ``failed``: a federate
+    failed, traces up to then are kept; ``error``: the run raised), and ``wall_time_s``, ``sim_time_s``,
+    ``digest`` when the run finished, ``error`` when it did not succeed."""
+    record: Record = {"point": task.point, "replicate": task.replicate, "seed": task.seed, "dir": str(task.run_dir)}
+    for stale in RESULT_FILES:  # results are read back from the directory: an earlier run's must not pass for ours
+        (Path(task.run_dir) / stale).unlink(missing_ok=True)
+    try:
+        from ..runner import run_scenario
+
+        result = run_scenario(task.scenario, task.run_dir, seed=task.seed, source=task.source)
+    except Exception as exc:  # a bad point must not stop the batch
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        record.update(status="error", error={"type": type(exc).__name__, "message": str(exc), "where": where})
+        return record
+    info = result.run_info
+    record.update(status=info["status"], wall_time_s=info["wall_time_s"], sim_time_s=info["sim_time_s"],
+                  digest=info.get("digest"))
+    if not result.ok:
+        record["error"] = info.get("error")
+    return record
+
+
+def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], None] | None = None) -> list[Record]:
+    """Run every task, ``jobs`` processes at a time (0: one per core; one task or one job runs in this process).
+    ``on_done`` sees each record as its run ends. Returns the records in completion order."""
+    workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
+    records: list[Record] = []
+
+    def done(record: Record) -> None:
+        records.append(record)
+        if on_done is not None:
+            on_done(record)
+
+    if workers == 1:
+        for task in tasks:
+            done(run_task(task))
+        return records
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futures: dict[Future[Record], Task] = {pool.submit(run_task, t): t for t in tasks}
+        for fut in as_completed(futures):
+            task = futures[fut]
+            try:
+                record = fut.result()
+            except Exception as exc:  # the worker process itself died (e.g. killed): record and go on
+                record = {"point": task.point, "replicate": task.replicate, "seed": task.seed,
+                          "dir": str(task.run_dir), "status": "error",
+                          "error": {"type": type(exc).__name__, "message": str(exc) or repr(exc)}}
+            done(record)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, do not start the queued runs
+        raise
+    pool.shutdown()
+    return records
+
+
+def by_point(records: Sequence[Record], points: int) -> list[list[Record]]:
+    """The records of each point, in replicate order (``execute`` returns them as they finish)."""
+    grouped: list[list[Record]] = [[] for _ in range(points)]
+    for record in sorted(records, key=lambda r: (r["point"], r["replicate"])):
+        grouped[record["point"]].append(record)
+    return grouped
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON file of a run directory, or an empty mapping when the run did not write it (it failed early, or
+    ``outputs.trace`` is off so there are no metrics)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def run_outputs(record: Record) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``run.json`` and ``metrics.json`` of a recorded run (metrics only for a run with status ``ok``). A run that
+    raised before writing ``run.json`` is described by its record instead."""
+    run_dir = Path(record["dir"])
+    run = read_json(run_dir / "run.json") if record["status"] != "error" else {}
+    if not run:
+        run = {k: v for k, v in record.items() if k not in ("point", "replicate", "dir")}
+    metrics = read_json(run_dir / "metrics.json") if record["status"] == "ok" else {}
+    return run, metrics
+
+
+__all__ = ["Record", "Task", "by_point", "execute", "read_json", "run_outputs", "run_task"]

@@ -1,0 +1,125 @@
+"""Parameter sweeps (``coopsim sweep``): a scenario over the Cartesian product of parameter values.
+
+Every grid point is validated before anything runs, then each point (and each seed replicate of it) runs in its own
+run directory, in parallel processes. The sweep answers "what is the smallest value of a numeric parameter that
+keeps the platoon string-stable", for each combination of the other parameters.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
+from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
+from .grid import Params, build_scenarios, check_params, grid_points, scenario_text
+from .outputs import write_sweep
+from .runner import Record, Task, by_point, execute, run_outputs
+
+DEFAULT_METRICS = ("spacing_error_max_m", "l2_ratio_spacing_error", "min_gap_m")
+
+
+def sweep(
+    scenario: str | Path | Scenario,
+    params: Params,
+    out: str | Path,
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    seeds: int | None = None,
+    seed: int | None = None,
+    overrides: Sequence[str] = (),
+    jobs: int = 0,
+    tolerance: float = 0.0,
+    stable_param: str | None = None,
+    source: str | None = None,
+    console: Any = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` (a file path, YAML text when the string has a newline, or a validated Scenario) at every
+    point of the grid of ``params`` ([(path, [values])]) and write sweep.json, sweep.csv and sweep.html into ``out``.
+
+    Every point uses the scenario's seed (``seed`` replaces it), so points differ only by their parameters; with
+    ``seeds=N`` each point runs seeds seed .. seed+N-1 and the metrics are the mean (and sample std) over them.
+    ``overrides`` are ``--set`` strings applied before the parameters. Every point is validated first: a bad path
+    or value raises ScenarioError before any run. A point whose run fails is recorded with its error and the
+    sweep goes on. Returns what sweep.json holds."""
+    text, source = scenario_text(scenario, source)
+    params = [(str(p), list(v)) for p, v in params]
+    if not params:
+        raise ScenarioError(source, [Problem("", "a sweep needs at least one --param path=v1,v2,...")])
+    check_params(params, source)
+    metrics = tuple(dict.fromkeys(metrics))
+    if seeds is not None and seeds < 1:
+        raise ScenarioError(source, [Problem("", f"--seeds must be at least 1, got {seeds}")])
+    base = [*([f"seed={int(seed)}"] if seed is not None else []), *overrides]
+    base_scenario = parse_scenario(text, source, base)
+    points = grid_points(params, base_scenario.channel.type)
+    scenarios = build_scenarios(text, source, base, points, swept=[p for p, _ in params])
+    if stable_param is None:
+        stable_param = next((p for p, values in params if all(is_number(v) for v in values)), None)
+    elif stable_param not in dict(params):
+        raise ScenarioError(source, [Problem(stable_param, "--stable-param must be one of the swept paths: "
+                                                           f"{', '.join(p for p, _ in params)}")])
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    replicated = seeds is not None
+    tasks = []
+    for i, (sc, point) in enumerate(zip(scenarios, points, strict=True)):
+        first = sc.seed  # a swept `seed` parameter wins over the scenario's
+        run_seeds = [first + k for k in range(seeds)] if replicated else [first]
+        for k, s in enumerate(run_seeds):
+            run_dir = out / point.name / f"seed={s}" if replicated else out / point.name
+            tasks.append(Task(i, k, sc, run_dir, s, source))
+    finished = [0]
+
+    def report(record: Record) -> None:
+        finished[0] += 1
+        if console is not None:
+            _say(console, record, points[record["point"]].name, finished[0], len(tasks))
+
+    records = execute(tasks, jobs, report)
+    available: set[str] = set()
+    result_points = []
+    for point, runs in zip(points, by_point(records, len(points)), strict=True):
+        for r in runs:
+            if r["status"] == "ok":
+                summarise_run(r, run_outputs(r)[1], metrics)
+                available.update(r.pop("available"))
+            # run directories relative to the sweep directory, so the result can be moved
+            r["dir"] = Path(r["dir"]).relative_to(out).as_posix()
+            r.pop("point", None)
+        entry: dict[str, Any] = {"name": point.name, "params": point.params, "dir": point.name,
+                                 "seeds": [r["seed"] for r in runs]}
+        aggregate_point(entry, runs, metrics, replicated, tolerance)
+        entry["runs"] = runs
+        result_points.append(entry)
+    result: dict[str, Any] = {
+        "scenario": base_scenario.name,
+        "source": source,
+        "seed": base_scenario.seed,
+        "seeds": seeds or 1,
+        "overrides": list(overrides),
+        "grid": {p: v for p, v in params},
+        "metrics": list(metrics),
+        "aggregation": RULE + (f"; mean and sample std over {seeds} seeds" if replicated else ""),
+        "ok": all(p["status"] == "ok" for p in result_points),
+        # metrics no run reported (a misspelt name), with the closest name the runs did report
+        "missing_metrics": {m: next(iter(difflib.get_close_matches(m, sorted(available), n=1)), None)
+                            for m in metrics if available and m not in available},
+        "points": result_points,
+        "min_stable": min_stable(result_points, stable_param, tolerance) if stable_param else None,
+    }
+    write_sweep(out, result)
+    return result
+
+
+def _say(console: Any, record: Record, name: str, done: int, total: int) -> None:
+    if record["status"] == "ok":
+        status = f"ok ({record['sim_time_s']:.1f} s simulated in {record['wall_time_s']:.2f} s)"
+    else:
+        status = f"FAILED: {(record.get('error') or {}).get('message')}"
+    console.print(f"  [{done}/{total}] {name} seed {record['seed']}: {status}", highlight=False, markup=False)
+
+
+__all__ = ["DEFAULT_METRICS", "sweep"]
