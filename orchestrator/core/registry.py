@@ -57,6 +57,11 @@ class Registry:
     def __contains__(self, name: str) -> bool:
         return name in self._entries or name in self._entry_points()
 
+    def copy(self) -> Registry:
+        """An independent registry with the same entries, group and base (to try a change without touching this
+        one)."""
+        return Registry(self.kind, self._entries, self.group, self._base)
+
     def register(self, name: str, target: str) -> None:
         """Add an entry ``name -> "package.module:Attribute"``."""
         self._entries[name] = target

@@ -1,0 +1,57 @@
+"""Every registry the conformance suite covers, with the built-in names it expects each to ship.
+
+The expected names are written out here on purpose: a registration removed by mistake (or renamed) makes
+``test_registries.py`` fail, instead of silently dropping that entry from the parametrised tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from comms_models import COMMS_MODELS
+from controllers import CONTROLLERS, LEADER_PROFILES
+from federates import FEDERATE_KINDS
+from federates.physics.models import VEHICLE_MODELS
+from orchestrator.core.registry import Registry
+
+REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
+    "controllers": (CONTROLLERS, ("acc", "cacc_fallback", "cruise", "ela_cacc", "path_cacc", "ploeg_cacc")),
+    "channels": (COMMS_MODELS, ("ideal", "itsg5")),
+    "vehicle_models": (VEHICLE_MODELS, ("dynamic", "kinematic", "unicycle")),
+    "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
+                                   "weave")),
+    "federates": (FEDERATE_KINDS, ("control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
+}
+"""registry key -> (registry, its expected built-in names). Its entry-point group is ``registry.group``."""
+
+STEP_NS = 10_000_000
+
+
+def _physics(name: str) -> Any:
+    from federates.physics.config import PhysicsConfig
+
+    return FEDERATE_KINDS.get("physics")(name, STEP_NS, PhysicsConfig())
+
+
+FEDERATE_FACTORIES: dict[str, Callable[[str], Any]] = {
+    "physics": _physics,
+    "v2x": lambda name: FEDERATE_KINDS.get("v2x")(name, STEP_NS, {"type": "ideal"}),
+    "control": lambda name: FEDERATE_KINDS.get("control")(name, 2 * STEP_NS),
+}
+"""How to build each federate kind that needs no outside service (a plug-in kind taking only a name needs none)."""
+
+FEDERATES_NEEDING_SERVICES: dict[str, str] = {
+    "helics": "needs a running HELICS broker (helics_broker) and the helics package: tests/orchestrator/"
+              "test_helics_bridge.py runs it",
+    "ros2": "needs a ROS 2 installation (rclpy and a DDS middleware): tests/orchestrator/test_ros2_bridge.py runs it",
+    "mqtt": "needs an MQTT broker (mosquitto): tests/orchestrator/test_mqtt_bridge.py runs it",
+    "fmu": "needs an FMU file built for the platform (pythonfmu): tests/orchestrator/test_fmu_federate.py runs it",
+}
+"""Federate kinds skipped here, with what they need."""
+
+
+def missing_builtins(registry: Registry, expected: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(expected names the registry lacks, built-in names the suite does not expect)."""
+    have = set(registry.builtin_names())
+    return sorted(set(expected) - have), sorted(have - set(expected))
