@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from orchestrator.core.robots import RobotSpec
+from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import seconds_to_ns
 
 from .base import CommsModel, Deliveries, Interest
@@ -68,9 +68,8 @@ class IdealChannel(CommsModel):
 
     def _rows(self, interest: Interest) -> tuple[np.ndarray, np.ndarray]:
         if self._cache is None or self._cache[0] is not interest:
-            row_of = {rid: row for row, rid in enumerate(self._ids)}
-            alive = np.array([int(s) in row_of for s in interest.senders], bool)
-            rows = np.array([row_of.get(int(s), -1) for s in interest.senders], np.int64)  # -1: sender gone
+            rows = rows_of(np.asarray(self._ids, np.int64), interest.senders, missing=-1)  # -1: sender gone
+            alive = rows >= 0
             self._cache = (interest, alive, rows)
         return self._cache[1], self._cache[2]
 

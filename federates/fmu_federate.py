@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.core.robots import RobotSpec
+from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 
 
@@ -133,11 +133,10 @@ class FmuFederate(Federate):
             data = inputs.get(port)
             if data is None:
                 return
-            row_of = {int(r): k for k, r in enumerate(np.asarray(data["id"]).tolist())}
-            columns.append((row_of, np.asarray(data[field], float)))
-        for rid in ids:
-            if all(rid in row_of for row_of, _ in columns):
-                self._held[rid] = [float(values[row_of[rid]]) for row_of, values in columns]
+            columns.append((rows_of(data["id"], ids, missing=-1), np.asarray(data[field], float)))
+        for k, rid in enumerate(ids):
+            if all(rows[k] >= 0 for rows, _ in columns):
+                self._held[rid] = [float(values[rows[k]]) for rows, values in columns]
 
     def finalize(self) -> None:
         """Frees every instance (all of them, even if one fails) and removes the unpacked FMU."""

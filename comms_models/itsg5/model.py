@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from orchestrator.core.rng import KeyedDraws, id_hashes, purpose_key, stream
-from orchestrator.core.robots import RobotSpec
+from orchestrator.core.robots import RobotSpec, rows_of
 
 from ..base import OUTCOMES, CommsModel, Deliveries, Interest, empty_deliveries
 from . import access as ax
@@ -217,17 +217,8 @@ class ItsG5Channel(CommsModel):
             return
         self._interest_key = key
         n = len(self._ids)
-        order = np.argsort(self._ids, kind="stable")
-        sorted_ids = self._ids[order]
-
-        def rows(wanted: np.ndarray) -> np.ndarray:
-            wanted = np.asarray(wanted, np.int64)
-            if n == 0:
-                return np.full(len(wanted), -1, np.int64)
-            pos = np.minimum(np.searchsorted(sorted_ids, wanted), n - 1)
-            return np.where(sorted_ids[pos] == wanted, order[pos], -1)
-
-        s_rows, r_rows = rows(interest.senders), rows(interest.receivers)
+        s_rows = rows_of(self._ids, interest.senders, missing=-1)
+        r_rows = rows_of(self._ids, interest.receivers, missing=-1)
         ok = (s_rows >= 0) & (r_rows >= 0)
         s_rows, r_rows = s_rows[ok], r_rows[ok]
         by_sender = np.argsort(s_rows, kind="stable")
@@ -325,10 +316,8 @@ class ItsG5Channel(CommsModel):
         if pos is None or len(self._ids) == 0 or len(sender_ids) == 0:
             return out
         x, y = pos
-        order = np.argsort(self._ids, kind="stable")
-        at = np.minimum(np.searchsorted(self._ids[order], sender_ids), len(order) - 1)
-        sender_rows = order[at]
-        alive = (self._ids[sender_rows] == sender_ids) & (receiver_rows >= 0)
+        sender_rows = rows_of(self._ids, sender_ids, missing=-1)
+        alive = (sender_rows >= 0) & (receiver_rows >= 0)
         d = np.hypot(x[sender_rows[alive]] - x[receiver_rows[alive]], y[sender_rows[alive]] - y[receiver_rows[alive]])
         out[alive] = np.round(d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
         return out
