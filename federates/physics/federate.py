@@ -33,7 +33,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.core.ports import (
@@ -50,18 +49,17 @@ from orchestrator.core.rng import KeyedNormal, stream
 from orchestrator.core.robots import RobotSpec
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
-from .collisions import colliding_pairs, near_pairs
+from .collisions import ContactMonitor
 from .config import PhysicsConfig
 from .models import VEHICLE_MODELS
 from .presets import preset
-from .sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, in_path, path_curvature, path_offset
+from .range_scan import RangeSensor
+from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
 
 GroupKey = tuple[str, str]  # (vehicle model, input mode)
-_SCREEN_S = 0.1  # [s] horizon of the collision screening (see ``_check_collisions``)
-_SCREEN_SLACK = 1.5  # travel bound / (speed x time): covers side slip of the rear axle up to 1.1 v
 
 
 def vehicle_params(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,141 +85,6 @@ class CollisionError(RuntimeError):
         self.robot = f"{first}/{second}"  # FederateError reports it as the robot
 
 
-@njit(cache=True)
-def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, corridor, locked, keep
-                ):  # pragma: no cover - compiled
-    """Nearest target per robot, the same test as ``RangeSensor``, with a per-sensor broad phase.
-
-    Sensors sit ``front`` ahead of the rear axle, targets ``rear`` behind it. Targets are sorted along the axis of
-    larger spread; each sensor only visits the targets whose key lies within the projection of its field of view (a
-    wedge of radius ``max_range``), narrowed by the band around the predicted path that the corridor allows, on
-    that axis, instead of every vehicle within ``max_range``: across side-by-side platoons that is a few
-    candidates each. Returns range [m], range rate [m/s], bearing from the heading [rad, positive left], the
-    target's row and its id (-1 and NaN when nothing is seen).
-    """
-    n = x.shape[0]
-    rng_out = np.full(n, np.nan)
-    rate_out = np.full(n, np.nan)
-    bearing_out = np.full(n, np.nan)
-    row_out = np.full(n, -1, dtype=np.int64)
-    id_out = np.full(n, -1, dtype=np.int64)
-    if n < 2:
-        return rng_out, rate_out, bearing_out, row_out, id_out
-    c = np.cos(yaw)
-    s = np.sin(yaw)
-    sx = x + front * c
-    sy = y + front * s
-    tx = x - rear * c
-    ty = y - rear * s
-    along_x = (tx.max() - tx.min()) >= (ty.max() - ty.min())
-    key = tx if along_x else ty
-    order = np.argsort(key)
-    sorted_key = key[order]
-    ch = np.cos(half_fov)
-    sh = np.sin(half_fov)
-    # ahead (fwd > 0), |atan2(left, fwd)| <= half_fov is |left| <= tan(half_fov) fwd; always true from pi/2 on
-    tan_h = np.tan(half_fov) if half_fov < 0.5 * np.pi else np.inf
-    r2 = max_range * max_range
-    for i in range(n):
-        # projections on the axis of the wedge's two edges, and whether the axis direction (or its opposite) lies
-        # inside the wedge, give the wedge's extent along the axis
-        if along_x:
-            e1 = c[i] * ch - s[i] * sh
-            e2 = c[i] * ch + s[i] * sh
-            cos_axis = c[i]
-            origin = sx[i]
-        else:
-            e1 = s[i] * ch + c[i] * sh
-            e2 = s[i] * ch - c[i] * sh
-            cos_axis = s[i]
-            origin = sy[i]
-        hi = (1.0 if cos_axis >= ch else max(0.0, e1, e2)) * max_range
-        lo = (-1.0 if -cos_axis >= ch else min(0.0, e1, e2)) * max_range
-        # the corridor bounds it too: an accepted target lies within keep * corridor of the predicted circle,
-        # whose lateral offset at forward distance f <= max_range is at most min(|k| f^2, 2 / |k|)
-        # (1 - sqrt(1 - u^2) <= u^2); so inside the box f in [0, max_range], |left| <= lateral
-        k_abs = abs(curvature[i])
-        lateral = keep * corridor[i] + min(k_abs * r2, 2.0 / k_abs if k_abs > 0.0 else np.inf)
-        if lateral < max_range:
-            sin_axis = s[i] if along_x else c[i]  # |axis . left direction|
-            box_hi = max(0.0, cos_axis * max_range) + lateral * abs(sin_axis)
-            box_lo = min(0.0, cos_axis * max_range) - lateral * abs(sin_axis)
-            hi = min(hi, box_hi)
-            lo = max(lo, box_lo)
-        k0 = np.searchsorted(sorted_key, origin + lo - 1e-9)
-        k1 = np.searchsorted(sorted_key, origin + hi + 1e-9, side="right")
-        for k in range(k0, k1):
-            j = order[k]
-            if j == i:
-                continue
-            dx = tx[j] - sx[i]
-            dy = ty[j] - sy[i]
-            fwd = c[i] * dx + s[i] * dy
-            if fwd <= 0.0:
-                continue
-            d2 = dx * dx + dy * dy
-            if d2 > r2:
-                continue
-            left = -s[i] * dx + c[i] * dy
-            if abs(left) > tan_h * fwd:
-                continue
-            if not in_path(path_offset(fwd, left, curvature[i]), corridor[i], ids[j] == locked[i], keep):
-                continue
-            d = np.sqrt(d2)
-            if row_out[i] < 0 or d < rng_out[i]:
-                rng_out[i] = d
-                rate_out[i] = ((v[j] * c[j] - v[i] * c[i]) * dx + (v[j] * s[j] - v[i] * s[i]) * dy) / max(d, 1e-9)
-                bearing_out[i] = np.arctan2(left, fwd)
-                row_out[i] = j
-                id_out[i] = ids[j]
-    return rng_out, rate_out, bearing_out, row_out, id_out
-
-
-@njit(cache=True)
-def _any_near(x, y, reach):  # pragma: no cover - compiled
-    """Whether any two circles (rear axle, ``reach``) overlap: all pairs for a few robots, else sort and sweep."""
-    n = x.shape[0]
-    if n > 16:
-        return near_pairs(x, y, reach).shape[0] > 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx = x[j] - x[i]
-            dy = y[j] - y[i]
-            rr = reach[i] + reach[j]
-            if dx * dx + dy * dy <= rr * rr:
-                return True
-    return False
-
-
-class ForwardRange(RangeSensor):
-    """``RangeSensor`` (same geometry, noise and outputs) with a broad phase that scales to thousands of robots,
-    fused into one compiled call (cheap enough to run every step of a small platoon)."""
-
-    def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
-                noise: bool = True, yaw_rate: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds."""
-        rng, rate, bearing, rows, _ = self.measure_ids(x, y, yaw, v, np.arange(len(x), dtype=np.int64), noise,
-                                                       yaw_rate)
-        return {"range": rng, "range_rate": rate, "bearing": bearing, "target": rows}
-
-    def measure_ids(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
-                    noise: bool = True, yaw_rate: np.ndarray | None = None,
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Range [m], range rate [m/s], bearing [rad] (noise-free), target row and target id (from ``ids``) per
-        robot."""
-        rng_out, rate_out, bearing, rows, target = _range_scan(
-            x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
-            0.5 * float(self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, self.locked_id,
-            float(self.keep_factor))
-        self.locked_id = target.copy()
-        if noise and len(x):
-            e = self.rng.standard_normal((2, len(x)))
-            rng_out += self.range_noise_std_m * e[0]
-            rate_out += self.range_rate_noise_std_mps * e[1]
-            np.maximum(rng_out, 0.0, out=rng_out)  # a distance: noise never makes it negative (NaN stays NaN)
-        return rng_out, rate_out, bearing, rows, target
-
-
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
 
@@ -238,14 +101,7 @@ class PhysicsFederate(Federate):
         self._names: list[str] = []
         self._stepped_once = False
         self._aligned_ids: np.ndarray | None = None
-        # body geometry per row [m]: for the collision test, the bounding radius around the rear axle
-        self._length = np.empty(0)
-        self._width = np.empty(0)
-        self._rear = np.empty(0)
-        self._reach = np.empty(0)
-        self._accel_max = np.empty(0)  # [m/s^2], bounds the travel within the screening horizon
-        self._clear_until_ns = -1  # no two bodies can touch before this time: exact tests skipped
-        self._contacts: set[tuple[int, int]] = set()  # id pairs overlapping at the last step
+        self._bodies = ContactMonitor()  # body geometry per row and the pairs in contact
         self.collisions: list[tuple[int, int, int]] = []
         """Every new contact of the run: ``(t_ns, id_a, id_b)``."""
         self._seed = 0
@@ -253,7 +109,7 @@ class PhysicsFederate(Federate):
         self._imu: Imu | None = None
         self._gnss: Gnss | None = None
         self._fusion: PoseFusion | None = None
-        self._range: ForwardRange | None = None
+        self._range: RangeSensor | None = None
         self._gnss_period_ns = 0
         self._next_gnss_ns = 0
         self._range_period_ns = 0
@@ -275,7 +131,7 @@ class PhysicsFederate(Federate):
             self._gnss_period_ns = max(seconds_to_ns(cfg.gnss.period_s), 1)
         if cfg.range_sensor.enabled:
             r = cfg.range_sensor
-            self._range = ForwardRange(self._keyed("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
+            self._range = RangeSensor(self._keyed("range"), r.max_range_m, r.fov_rad, r.range_noise_std_m,
                                        r.range_rate_noise_std_mps, r.corridor_half_width_m, r.keep_factor)
             self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
             self._bearing_noise = self._keyed("range_bearing") if r.bearing_noise_std_rad > 0 else None
@@ -329,13 +185,7 @@ class PhysicsFederate(Federate):
         length = np.array([float(d["length_m"]) for d in dims])
         width = np.array([float(d["width_m"]) for d in dims])
         rear = np.array([float(d["rear_overhang_m"]) for d in dims])
-        self._length = np.concatenate([self._length, length])
-        self._width = np.concatenate([self._width, width])
-        self._rear = np.concatenate([self._rear, rear])
-        # every corner lies within this distance of the rear axle: disjoint circles mean disjoint bodies
-        self._reach = np.concatenate([self._reach, np.hypot(np.maximum(length - rear, rear), 0.5 * width)])
-        accel = [float(p.get("max_accel_mps2", 10.0)) for p in params]
-        self._accel_max = np.concatenate([self._accel_max, accel])
+        self._bodies.add(length, width, rear, [float(p.get("max_accel_mps2", 10.0)) for p in params])
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
 
@@ -384,18 +234,13 @@ class PhysicsFederate(Federate):
             noise.ids = self._ids
         self._key_of = [m for m, k in zip(self._key_of, keep, strict=True) if k]
         self._names = [n for n, k in zip(self._names, keep, strict=True) if k]
-        self._length, self._width = self._length[keep], self._width[keep]
-        self._rear, self._reach = self._rear[keep], self._reach[keep]
-        self._accel_max = self._accel_max[keep]
-        alive = set(self._ids.tolist())
-        self._contacts = {p for p in self._contacts if p[0] in alive and p[1] in alive}
+        self._bodies.remove(keep, self._ids.tolist())
         self._rows_changed()
 
     def _rows_changed(self) -> None:
         keys = np.array([list(self._groups).index(k) for k in self._key_of], np.int64)
         self._group_rows = {key: np.flatnonzero(keys == g) for g, key in enumerate(self._groups)}
         self._aligned_ids = None
-        self._clear_until_ns = -1
         self._next_range_ns = 0  # the held range rows no longer match: measure at the next step
 
     def _hold_commands(self) -> dict[str, np.ndarray]:
@@ -498,28 +343,9 @@ class PhysicsFederate(Federate):
         return {"id": self._ids, "range_m": rng, "range_rate_mps": rate, "bearing_rad": bearing, "target": target}
 
     def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """New contacts at this step.
-
-        Screening keeps this nearly free: each robot's body lies in a circle of radius ``reach`` around its rear
-        axle, which can move at most ``slack (v + a_max T) T`` within ``T = _SCREEN_S``. When no two circles
-        enlarged by that bound overlap, no contact is possible before ``t + T`` and the steps until then skip the
-        test; otherwise the exact test (oriented rectangles) runs every step. No contact is missed.
-        """
-        x, y = truth["x"], truth["y"]
-        if not self._contacts:
-            if t_ns < self._clear_until_ns or len(x) < 2:
-                return _NO_COLLISIONS
-            travel = _SCREEN_SLACK * (np.abs(truth["v"]) + self._accel_max * _SCREEN_S) * _SCREEN_S
-            if not _any_near(x, y, self._reach + travel):
-                self._clear_until_ns = t_ns + seconds_to_ns(_SCREEN_S)
-                return _NO_COLLISIONS
-            if not _any_near(x, y, self._reach):
-                return _NO_COLLISIONS
-        hit = colliding_pairs(x, y, truth["yaw"], self._length, self._width, self._rear)
+        """New contacts at this step (``ContactMonitor``), kept in ``collisions`` and published as rows."""
         ids = self._ids
-        now = {(int(ids[i]), int(ids[j])) for i, j in hit}
-        new = sorted(now - self._contacts)
-        self._contacts = now
+        new = self._bodies.new_contacts(t_ns, truth["x"], truth["y"], truth["yaw"], truth["v"], ids)
         if not new:
             return _NO_COLLISIONS
         self.collisions.extend((t_ns, a, b) for a, b in new)

@@ -1,5 +1,5 @@
-"""Vectorised sensors: wheel odometry and dead reckoning, IMU yaw rate, GNSS-like pose, range to the vehicle ahead,
-and a small EKF fusing odometry with GNSS.
+"""Vectorised pose sensors: wheel odometry and dead reckoning, IMU yaw rate, GNSS-like pose, and a small EKF fusing
+odometry with GNSS (the range sensor is ``range_scan.py``).
 
 Every class holds per-robot arrays in the group's row order with ``add``/``remove`` like the vehicle models. All
 randomness comes from numpy Generators passed in (the project derives them with ``orchestrator.core.rng.stream``): the
@@ -14,8 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numba import njit
-
-from .collisions import near_pairs
 
 
 def _per_robot(n: int, rngs: Sequence[np.random.Generator] | None, fallback: np.random.Generator,
@@ -171,140 +169,6 @@ class Gnss:
         th = yaw + self.yaw_std_rad * e[2]
         return {"x": x + self.pos_std_m * e[0], "y": y + self.pos_std_m * e[1],
                 "yaw": np.arctan2(np.sin(th), np.cos(th))}
-
-
-@njit(cache=True)
-def path_offset(fwd, left, curvature):  # pragma: no cover - compiled (scalars or arrays)
-    """Signed distance [m] of the point (fwd, left), in the sensor's frame, from the circle of ``curvature``
-    [1/m] tangent to the heading at the sensor (the predicted path), positive to the right of the path: with
-    R = 1 / curvature and A = fwd^2 + (left - R)^2 it is sign(curvature) (sqrt(A) - |R|), written as
-    curvature (A - R^2) / (|curvature| sqrt(A) + 1) so that it stays exact through curvature 0 (-left)."""
-    num = curvature * (fwd * fwd + left * left) - 2.0 * left
-    den = np.sqrt((curvature * fwd) ** 2 + (curvature * left - 1.0) ** 2) + 1.0
-    return num / den
-
-
-@njit(cache=True)
-def in_path(offset, corridor, tracked, keep_factor):  # pragma: no cover - compiled
-    """Whether a target ``offset`` [m] from the predicted path counts: within the corridor, or within
-    ``keep_factor`` corridors for the target the sensor already tracks."""
-    limit = corridor * keep_factor if tracked else corridor
-    return abs(offset) <= limit
-
-
-@njit(cache=True)
-def _range_kernel(pairs, sx, sy, c, s, tx, ty, vx, vy, max_range, half_fov, curvature, corridor, ids, locked,
-                  keep, rng_out, rate_out, bearing_out, tgt_out):  # pragma: no cover - compiled
-    for k in range(pairs.shape[0]):
-        for side in range(2):
-            i = pairs[k, side]
-            j = pairs[k, 1 - side]
-            dx = tx[j] - sx[i]
-            dy = ty[j] - sy[i]
-            fwd = c[i] * dx + s[i] * dy
-            left = -s[i] * dx + c[i] * dy
-            d = np.sqrt(dx * dx + dy * dy)
-            if fwd <= 0.0 or d > max_range[i] or abs(np.arctan2(left, fwd)) > half_fov[i]:
-                continue
-            if not in_path(path_offset(fwd, left, curvature[i]), corridor[i], ids[j] == locked[i], keep):
-                continue
-            if np.isnan(rng_out[i]) or d < rng_out[i]:
-                rng_out[i] = d
-                rate_out[i] = ((vx[j] - vx[i]) * dx + (vy[j] - vy[i]) * dy) / max(d, 1e-9)
-                bearing_out[i] = np.arctan2(left, fwd)
-                tgt_out[i] = j
-
-
-def path_curvature(yaw_rate: np.ndarray | None, v: np.ndarray, min_speed_mps: float = 0.1) -> np.ndarray:
-    """Curvature of the predicted path, yaw rate / speed [1/m]; 0 (straight ahead) without a yaw rate or below
-    ``min_speed_mps``, where the ratio means nothing."""
-    v = np.asarray(v, dtype=float)
-    if yaw_rate is None:
-        return np.zeros_like(v)
-    return np.where(v > min_speed_mps, np.asarray(yaw_rate, float) / np.maximum(v, min_speed_mps), 0.0)
-
-
-class RangeSensor:
-    """Forward range sensor (radar/lidar-like) towards the nearest vehicle ahead.
-
-    The sensor sits ``front_offset_m`` ahead of the rear axle (front bumper); the target point of another vehicle is
-    its rear bumper centre, ``rear_offset_m`` behind its rear axle. A target counts if it is ahead, within
-    ``max_range_m``, within ``+-fov_rad/2`` of the heading, and within the corridor around the predicted path (the
-    circle of the robot's current curvature, yaw rate / speed), as ACC radars select the in-path target: on a curve
-    the vehicle ahead is off the heading but on the path, and a vehicle in the next lane is neither. The corridor's
-    half-width is ``corridor_half_width_m``, or by default each robot's own width. A target once chosen is tracked:
-    it counts while within ``keep_factor`` corridors (entering a curve, the vehicle ahead turns first and leaves the
-    narrow corridor for a moment; a radar's tracker does not drop it for that). The nearest target wins. Range
-    [m] and range rate [m/s] (positive when opening) get white noise, the range clipped at 0; the bearing [rad] of
-    the target from the heading (positive left) is noise-free; ``NaN`` (and target ``-1``) when nothing is seen.
-    """
-
-    def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 1.0,
-                 range_noise_std_m: float = 0.1, range_rate_noise_std_mps: float = 0.05,
-                 corridor_half_width_m: float | None = None, keep_factor: float = 3.0) -> None:
-        if keep_factor < 1.0:  # a tracked target must still count where a new one would be acquired
-            raise ValueError(f"keep_factor must be >= 1, got {keep_factor}")
-        self.rng = rng
-        self.max_range_m = max_range_m
-        self.fov_rad = fov_rad
-        self.range_noise_std_m = range_noise_std_m
-        self.range_rate_noise_std_mps = range_rate_noise_std_mps
-        self.corridor_half_width_m = corridor_half_width_m
-        self.keep_factor = keep_factor
-        self.front_offset_m = np.empty(0)
-        self.rear_offset_m = np.empty(0)
-        self.corridor_m = np.empty(0)
-        self.locked_id = np.empty(0, np.int64)  # each robot's target id at the last measurement (-1: none)
-
-    def add(self, front_offset_m: np.ndarray, rear_offset_m: np.ndarray, width_m: np.ndarray | None = None) -> None:
-        """Append robots: sensor position ahead of, and rear bumper behind, the rear axle [m]; their widths [m] set
-        the corridor unless ``corridor_half_width_m`` does (neither: no corridor)."""
-        front = np.asarray(front_offset_m, float)
-        if self.corridor_half_width_m is not None:
-            corridor = np.full(front.shape, float(self.corridor_half_width_m))
-        else:
-            corridor = np.full(front.shape, np.inf) if width_m is None else np.asarray(width_m, float)
-        self.front_offset_m = np.concatenate([self.front_offset_m, front])
-        self.rear_offset_m = np.concatenate([self.rear_offset_m, np.asarray(rear_offset_m, float)])
-        self.corridor_m = np.concatenate([self.corridor_m, corridor])
-        self.locked_id = np.concatenate([self.locked_id, np.full(front.shape, -1, np.int64)])
-
-    def remove(self, rows: np.ndarray) -> None:
-        """Delete robots at ``rows``."""
-        self.front_offset_m = np.delete(self.front_offset_m, rows)
-        self.rear_offset_m = np.delete(self.rear_offset_m, rows)
-        self.corridor_m = np.delete(self.corridor_m, rows)
-        self.locked_id = np.delete(self.locked_id, rows)
-
-    def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
-                noise: bool = True, yaw_rate: np.ndarray | None = None,
-                ids: np.ndarray | None = None) -> dict[str, np.ndarray]:
-        """``range`` [m], ``range_rate`` [m/s] and ``target`` row per robot from rear-axle poses and speeds; the
-        yaw rates [rad/s] bend the predicted path (straight without them). ``ids`` name the robots for target
-        tracking across measurements (default: the rows, valid while no robot is removed)."""
-        n = len(x)
-        ids = np.arange(n, dtype=np.int64) if ids is None else np.asarray(ids, np.int64)
-        c, s = np.cos(yaw), np.sin(yaw)
-        sx, sy = x + self.front_offset_m * c, y + self.front_offset_m * s
-        tx, ty = x - self.rear_offset_m * c, y - self.rear_offset_m * s
-        # broad phase on the rear axles: circles of radius max_range/2 + the largest offset overlap for every
-        # pair whose sensor-to-target distance can be within max_range
-        reach = 0.5 * self.max_range_m + float(np.max(np.abs(self.front_offset_m), initial=0.0)) + float(
-            np.max(np.abs(self.rear_offset_m), initial=0.0))
-        pairs = near_pairs(np.ascontiguousarray(x, float), np.ascontiguousarray(y, float), np.full(n, reach))
-        rng_out = np.full(n, np.nan)
-        rate_out = np.full(n, np.nan)
-        bearing = np.full(n, np.nan)
-        tgt = np.full(n, -1, dtype=np.int64)
-        _range_kernel(pairs, sx, sy, c, s, tx, ty, v * c, v * s, np.full(n, self.max_range_m),
-                      np.full(n, 0.5 * self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, ids,
-                      self.locked_id, float(self.keep_factor), rng_out, rate_out, bearing, tgt)
-        self.locked_id = np.where(tgt >= 0, ids[np.maximum(tgt, 0)], -1) if n else self.locked_id
-        if noise:
-            e = self.rng.standard_normal((2, n))
-            rng_out = np.maximum(rng_out + self.range_noise_std_m * e[0], 0.0)  # a distance: never negative
-            rate_out = rate_out + self.range_rate_noise_std_mps * e[1]
-        return {"range": rng_out, "range_rate": rate_out, "bearing": bearing, "target": tgt}
 
 
 @njit(cache=True, inline="always")

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from federates.physics.collisions import colliding_pairs
-from federates.physics.sensors import DeadReckoning, Gnss, Imu, PoseFusion, RangeSensor, path_offset
+from federates.physics.range_scan import RangeSensor, path_offset
+from federates.physics.sensors import DeadReckoning, Gnss, Imu, PoseFusion
 from orchestrator.core.rng import stream
 
 from .helpers import commands, make
+from .range_oracle import nearest_in_path, predicted_curvature
 
 
 def drive_circle(vehicle: str, tyre: str, speed: float, steer: float, seconds: float,
@@ -124,6 +126,46 @@ def test_range_sensor_selects_the_in_path_target_and_tracks_it_into_a_curve() ->
     assert wide.measure(x, y, yaw, v, noise=False)["target"][0] == -1
     with pytest.raises(ValueError, match="keep_factor"):
         RangeSensor(stream(1, "range"), keep_factor=0.5)
+
+
+def _scenes(rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Random clutter of a few to 60 robots, and side-by-side platoons (the layout the broad phase narrows)."""
+    scenes = []
+    for n in (1, 2, 7, 60):
+        scenes.append((rng.uniform(-20, 20, n), rng.uniform(-5, 5, n), rng.uniform(-0.5, 0.5, n)))
+    lanes, per_lane = 12, 16
+    heading = rng.uniform(-np.pi, np.pi)
+    along = np.tile(-1.2 * np.arange(per_lane), lanes) + rng.normal(0, 0.05, lanes * per_lane)
+    across = np.repeat(1.5 * np.arange(lanes), per_lane) + rng.normal(0, 0.1, lanes * per_lane)
+    c, s = np.cos(heading), np.sin(heading)
+    scenes.append((c * along - s * across, s * along + c * across, heading + rng.normal(0, 0.1, lanes * per_lane)))
+    return scenes
+
+
+def test_range_scan_matches_the_brute_force_oracle() -> None:
+    rng = np.random.default_rng(5)
+    for x, y, yaw in _scenes(rng):
+        n = len(x)
+        v = rng.uniform(0, 3, n)
+        front, rear, width = rng.uniform(0.3, 0.5, n), rng.uniform(0.05, 0.1, n), rng.uniform(0.2, 1.5, n)
+        ids = rng.permutation(n).astype(np.int64) + 100  # tracking goes by id, not by row
+        sensor = RangeSensor(rng, max_range_m=15.0, fov_rad=0.8)
+        sensor.add(front, rear, width)
+        locked = np.full(n, -1, np.int64)
+        for _ in range(3):  # the second and third scans exercise target tracking
+            yaw_rate = rng.uniform(-0.3, 0.3, n)
+            want = nearest_in_path(x, y, yaw, v, front, rear, width, predicted_curvature(yaw_rate, v), locked, ids,
+                                   15.0, 0.8, sensor.keep_factor)
+            got = sensor.measure(x, y, yaw, v, noise=False, yaw_rate=yaw_rate, ids=ids)
+            np.testing.assert_array_equal(got["target"], want["target"])
+            np.testing.assert_array_equal(sensor.locked_id, want["target_id"])
+            np.testing.assert_allclose(got["range"], want["range"], rtol=1e-12)
+            np.testing.assert_allclose(got["range_rate"], want["range_rate"], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(got["bearing"], want["bearing"], rtol=1e-12, atol=1e-15)
+            locked = want["target_id"]
+            x, y = x + rng.normal(0, 0.3, n), y + rng.normal(0, 0.3, n)
+        if n > 2:
+            assert (got["target"] >= 0).any()
 
 
 def test_fusion_bounds_the_drift_and_is_reproducible() -> None:

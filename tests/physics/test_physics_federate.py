@@ -17,10 +17,9 @@ import yaml
 
 from federates.physics.collisions import colliding_pairs
 from federates.physics.config import PhysicsConfig
-from federates.physics.federate import ForwardRange, PhysicsFederate, vehicle_params
+from federates.physics.federate import PhysicsFederate, vehicle_params
 from federates.physics.models.dynamic import DynamicSingleTrack
 from federates.physics.models.kinematic import KinematicBicycle
-from federates.physics.sensors import RangeSensor
 from orchestrator.core.federate import SetupContext
 from orchestrator.core.robots import RobotSpec
 from orchestrator.runner import run_scenario
@@ -212,28 +211,6 @@ def test_range_rows_follow_the_roster_through_a_spawn() -> None:
         assert list(rng["id"]) == list(state["id"])
     last = log.rows["range"][-1][1]
     assert list(last["target"]) == [-1, 1, 2]
-
-
-def test_forward_range_matches_range_sensor() -> None:
-    rng = np.random.default_rng(5)
-    for n in (1, 2, 7, 60):
-        x, y = rng.uniform(-20, 20, n), rng.uniform(-5, 5, n)
-        yaw, v = rng.uniform(-0.5, 0.5, n), rng.uniform(0, 3, n)
-        front, rear = rng.uniform(0.3, 0.5, n), rng.uniform(0.05, 0.1, n)
-        ref, fast = RangeSensor(rng, max_range_m=15.0, fov_rad=0.8), ForwardRange(rng, max_range_m=15.0, fov_rad=0.8)
-        width = rng.uniform(0.5, 3.0, n)
-        for sensor in (ref, fast):
-            sensor.add(front, rear, width)
-        for _ in range(3):  # the second and third scans exercise target tracking
-            yaw_rate = rng.uniform(-0.3, 0.3, n)
-            a = ref.measure(x, y, yaw, v, noise=False, yaw_rate=yaw_rate)
-            b = fast.measure(x, y, yaw, v, noise=False, yaw_rate=yaw_rate)
-            np.testing.assert_array_equal(a["target"], b["target"])
-            np.testing.assert_allclose(a["range"], b["range"], rtol=1e-12)
-            np.testing.assert_allclose(a["range_rate"], b["range_rate"], rtol=1e-9, atol=1e-12)
-            x, y = x + rng.normal(0, 0.3, n), y + rng.normal(0, 0.3, n)
-        if n > 2:
-            assert (a["target"] >= 0).any()
 
 
 def _overlap_vehicles(names: tuple[str, str] = ("robot0", "robot1")) -> list[dict[str, Any]]:
