@@ -32,6 +32,7 @@ from .base import Arrays, Controller
 from .fallback import ACC, Fallback, FallbackParams
 from .prediction import PREDICTORS, Predictor
 from .pure_pursuit import PurePursuit, PurePursuitParams
+from .rowstate import RowStateMixin
 
 FEDERATE_KEYS = ("type", "period_s", "predict", "lateral", "fallback")
 """Keys of a controller block that configure the pipeline; the others are the law's parameters."""
@@ -71,7 +72,7 @@ def _degrades(law: Controller) -> bool:
     return "policy" in getattr(type(law).Params, "model_fields", {})
 
 
-class ControlPipeline:
+class ControlPipeline(RowStateMixin):
     """Prediction -> law -> lateral -> fallback -> sensor steering for one group (module docstring).
 
     ``dt`` [s] is the group's control period; ``predict`` a ``controllers.prediction.PREDICTORS`` name; ``lateral``
@@ -95,7 +96,7 @@ class ControlPipeline:
         steer_by_sensor = fallback.steer_by_sensor if fallback is not None else True
         steering = fallback.steering if fallback is not None else lateral_params
         self.sensed = PurePursuit(steering) if degrades and steer_by_sensor else None
-        self._yaw_rate = np.zeros(0)  # [rad/s] last yaw-rate command per row
+        self._declare_state("yaw_rate", fill=0.0)  # [rad/s] last yaw-rate command per row
 
     @classmethod
     def from_block(cls, block: Mapping[str, Any], dt: float) -> ControlPipeline:
@@ -115,24 +116,19 @@ class ControlPipeline:
     def _parts(self) -> tuple[Any, ...]:
         return tuple(p for p in (self.law, self.lateral, self.fallback, self.sensed) if p is not None)
 
-    @property
-    def n_rows(self) -> int:
-        """Number of followers in the group."""
-        return int(self._yaw_rate.shape[0])
-
     def add_rows(self, n: int) -> None:
         """n new followers at the end of the group (one call per spawn, whatever n)."""
         for part in self._parts():
             if hasattr(part, "add_rows"):
                 part.add_rows(n)
-        self._yaw_rate = np.concatenate([self._yaw_rate, np.zeros(n)])
+        super().add_rows(n)
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Drops ``rows`` (indices in the group's current numbering); the others keep their order."""
         for part in self._parts():
             if hasattr(part, "remove_rows"):
                 part.remove_rows(rows)
-        self._yaw_rate = np.delete(self._yaw_rate, rows)
+        super().remove_rows(rows)
 
     # -- one control step ---------------------------------------------------------------------------------------
     def step(
@@ -144,11 +140,12 @@ class ControlPipeline:
         their ages [s] (inf where never received); ``sensors``: ``gap_m``, ``gap_rate_mps`` and the sensed
         rear bumper of the vehicle ahead ``target_x``, ``target_y`` (NaN where unknown)."""
         dt = self.dt
+        self._ensure_rows(len(ego["v"]))
         pred = self.predictor(pred, pred_age_s)
         leader = self.predictor(leader, leader_age_s)
         pred["age_s"] = pred_age_s
         have = np.isfinite(pred["x"])
-        held_w = self._yaw_rate
+        held_w = self._state["yaw_rate"]
 
         out = self.law.compute(ego, pred, leader, sensors, dt)
         # steering laws need the predecessor's pose: without any, hold speed and yaw rate
@@ -179,9 +176,9 @@ class ControlPipeline:
         stop = out["stop"] & have & ~degraded if "stop" in out else np.zeros(len(have), bool)
         if w is not None:
             usable = (have | (self.lateral is not None) | steered_by_sensor) & ~stop
-            self._yaw_rate = np.where(usable, w, held_w)
+            self._state["yaw_rate"] = np.where(usable, w, held_w)
         curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
         return ControlOutput(
-            accel=a, yaw_rate=self._yaw_rate.copy(), stop=stop, degraded=degraded,
+            accel=a, yaw_rate=self._state["yaw_rate"].copy(), stop=stop, degraded=degraded,
             desired_gap_m=np.asarray(self.law.desired_gap(ego["v"], curvature), dtype=float), pred=pred,
         )
