@@ -22,9 +22,7 @@ gives bit-identical results, and a station that joins never changes the draws of
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,22 +30,20 @@ import numpy as np
 from orchestrator.core.rng import KeyedDraws, id_hashes, purpose_key, stream
 from orchestrator.core.robots import RobotSpec, rows_of
 
-from ..base import OUTCOMES, CommsModel, Deliveries, Interest, empty_deliveries
+from ..base import CommsModel, Deliveries, Interest, empty_deliveries
 from . import access as ax
-from .codec import CamCodec, build_cam, generation_delta_time, read_cam, timestamp_its
 from .dcc import Dcc
 from .generation import CamGeneration
 from .geo import LocalProjection
+from .log import ChannelLog
 from .params import ItsG5Params
-from .pcap import PcapWriter, cam_frame, frame_length_80211
-from .quantise import quantise_si, to_etsi
+from .pcap import frame_length_80211
+from .quantise import quantise_si
 from .radio import airtime_ns, build_tables, dbm_to_mw, mw_to_dbm
+from .wire import CamWire
 
 _CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
-_OUTCOME_NAMES = np.asarray(OUTCOMES, dtype=object)
 _CURVATURE_MIN_SPEED_MPS = 0.1  # below this, yaw_rate / v is meaningless: curvature sent as unavailable
-_CODEC_CHECK_KEYS = ("latitude", "longitude", "heading", "speed", "drive_direction",
-                     "longitudinal_acceleration", "yaw_rate", "curvature")
 
 
 def _grow(arr: np.ndarray, rows: int, fill: float | int | None = None) -> np.ndarray:
@@ -76,15 +72,13 @@ class ItsG5Channel(CommsModel):
         self.dcc = Dcc(cfg.dcc)
         self.tables = build_tables(cfg.radio)
         self.projection = LocalProjection(cfg.origin_lat_deg, cfg.origin_lon_deg)
-        self.codec = CamCodec()
         # every draw is keyed by its event (sender, receiver, generation time): see orchestrator.core.rng.KeyedDraws
         self._radio_key = purpose_key(seed, "v2x", "radio")
         self._mac_key = purpose_key(seed, "v2x", "mac")
         self._tx_latency_key = purpose_key(seed, "v2x", "tx_latency")
         self._rx_latency_key = purpose_key(seed, "v2x", "rx_latency")
-        self._codec_key = purpose_key(seed, "v2x", "codec")
-        # Frame sizes from the real encoder, one per variant (with / without the low-frequency container).
-        self.cam_bytes = {lf: len(self._encode_dummy(lf)) for lf in (False, True)}
+        self.wire = CamWire(cfg, purpose_key(seed, "v2x", "codec"), out_dir)
+        self.cam_bytes = self.wire.cam_bytes
         self.frame_bytes = {lf: frame_length_80211(n, cfg.security_bytes) for lf, n in self.cam_bytes.items()}
         self.airtime_ns = {lf: airtime_ns(n) for lf, n in self.frame_bytes.items()}
 
@@ -126,19 +120,7 @@ class ItsG5Channel(CommsModel):
         self._roster_version = 0
 
         self._pending_rx: Deliveries = empty_deliveries()
-        self._records: list[dict[str, np.ndarray]] = []
-        self._load: list[dict[str, np.ndarray]] = []
-        self._wire: dict[int, tuple[bytes, dict[str, int]]] = {}  # frame serial -> CAM bytes, fields (pcap)
-        self._pcap: PcapWriter | None = None
-        if out_dir is not None and cfg.pcap and cfg.pcap_max_frames > 0:
-            self._pcap = PcapWriter(Path(out_dir) / "v2x.pcap", start_utc_s=cfg.start_utc_s)
-        self._pcap_budget = cfg.pcap_max_frames if self._pcap is not None else 0
-        self._cbr_sum = 0.0
-        self._cbr_count = 0
-        self._cbr_max = 0.0
-        self._counts = dict.fromkeys(OUTCOMES, 0)
-        self._interest_counts = dict.fromkeys(OUTCOMES, 0)
-        self._codec_checked = 0
+        self.log = ChannelLog()
 
     # -- stations ------------------------------------------------------------------------------------------------
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
@@ -180,8 +162,7 @@ class ItsG5Channel(CommsModel):
         self._ti[:na, ax.T_ROW] = np.where(rows >= 0, new_row[np.maximum(rows, 0)], -1)
         rx = self._li[:nl, ax.L_RX]
         self._li[:nl, ax.L_RX] = np.where(rx >= 0, new_row[np.maximum(rx, 0)], -1)
-        for frame in self._si[gone & (self._si[:, ax.S_PENDING] == 1), ax.S_FRAME]:
-            self._wire.pop(int(frame), None)
+        self.wire.discard(self._si[gone & (self._si[:, ax.S_PENDING] == 1), ax.S_FRAME])
         removed_ids = self._ids[gone]
         for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_scratch_power", "_last_admitted"):
             setattr(self, name, getattr(self, name)[keep])
@@ -269,36 +250,15 @@ class ItsG5Channel(CommsModel):
         for w in range(int(self._ctr[ax.C_WIN_OUT])):
             cbr = self._win_out[w]
             self.dcc.update(cbr)
-            has = ~np.isnan(cbr)
-            measured = cbr[has]
-            if len(measured):
-                self._load.append({"t_ns": np.full(len(measured), self._win_t[w], np.int64),
-                                   "robot": self._ids[has], "cbr": measured})
-                self._cbr_sum += float(measured.sum())
-                self._cbr_count += len(measured)
-                self._cbr_max = max(self._cbr_max, float(measured.max()))
+            self.log.window(int(self._win_t[w]), self._ids, cbr)
 
     def _collect_tx(self) -> None:
         k = int(self._ctr[ax.C_TX_OUT])
         if k == 0:
             return
         out = self._tx_out[:k]
-        self._counts["sent"] += k
-        self._records.append({
-            "t_ns": out[:, ax.TX_START].copy(),
-            "event": np.full(k, "tx", dtype=object),
-            "sender": out[:, ax.TX_ID].copy(),
-            "receiver": np.full(k, -1, np.int64),
-            "generated_ns": out[:, ax.TX_GEN].copy(),
-            "latency_s": (out[:, ax.TX_START] - out[:, ax.TX_GEN]) / 1e9,
-            "rx_power_dbm": np.full(k, np.nan),
-            "outcome": np.full(k, "sent", dtype=object),
-        })
-        if self._wire:
-            for frame, start in zip(out[:, ax.TX_FRAME].tolist(), out[:, ax.TX_START].tolist(), strict=True):
-                entry = self._wire.pop(frame, None)
-                if entry is not None and self._pcap is not None:
-                    self._write_pcap(start, entry)
+        self.log.sent(out[:, ax.TX_START], out[:, ax.TX_ID], out[:, ax.TX_GEN])
+        self.wire.on_air(out[:, ax.TX_FRAME], out[:, ax.TX_START])
 
     def _id_hashes(self) -> np.ndarray:
         """``orchestrator.core.rng.id_hash`` of every station (recomputed when the stations change)."""
@@ -341,25 +301,11 @@ class ItsG5Channel(CommsModel):
         t_rx = oi[:, ax.RX_END] + delay + np.where(received, self._propagation_ns(oi[:, ax.RX_SENDER],
                                                                                   oi[:, ax.RX_ROW]), 0)
         receiver = self._ids[oi[:, ax.RX_ROW]]
-        for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
-            self._counts[OUTCOMES[c]] += int(cnt)
-        for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
-            self._interest_counts[OUTCOMES[c]] += int(cnt)
         rec = slice(None) if self.cfg.trace == "all" else interest
         power = of[rec, ax.RXF_POWER]
         with np.errstate(divide="ignore"):
             power_dbm = np.where(power > 0.0, mw_to_dbm(power), np.nan)
-        gen = oi[rec, ax.RX_GEN]
-        self._records.append({
-            "t_ns": t_rx[rec],
-            "event": np.full(len(gen), "rx", dtype=object),
-            "sender": oi[rec, ax.RX_SENDER].copy(),
-            "receiver": receiver[rec],
-            "generated_ns": gen.copy(),
-            "latency_s": np.where(received[rec], (t_rx[rec] - gen) / 1e9, np.nan),
-            "rx_power_dbm": power_dbm,
-            "outcome": _OUTCOME_NAMES[code[rec]],
-        })
+        self.log.receptions(code, interest, rec, t_rx, oi[:, ax.RX_SENDER], receiver, oi[:, ax.RX_GEN], power_dbm)
         deliver = received if self.cfg.deliver == "all" else received & interest
         if deliver.any():
             new: Deliveries = {
@@ -400,7 +346,7 @@ class ItsG5Channel(CommsModel):
             last = self._last_admitted
             blocked = send & (last >= 0) & (t_ns - last < t_off)
             if blocked.any():
-                self._record_drops(t_ns, self._ids[blocked], np.full(int(blocked.sum()), t_ns, np.int64))
+                self.log.dropped(t_ns, self._ids[blocked], np.full(int(blocked.sum()), t_ns, np.int64))
                 send &= ~blocked
                 if not send.any():
                     return
@@ -437,10 +383,8 @@ class ItsG5Channel(CommsModel):
         # A newer CAM replaces one still waiting for the medium (one frame per station queue).
         replaced = si[rows, ax.S_PENDING] == 1
         if replaced.any():
-            old = si[rows[replaced], ax.S_FRAME]
-            for frame in old.tolist():
-                self._wire.pop(frame, None)
-            self._record_drops(t_ns, self._ids[rows[replaced]], si[rows[replaced], ax.S_GEN])
+            self.wire.discard(si[rows[replaced], ax.S_FRAME])
+            self.log.dropped(t_ns, self._ids[rows[replaced]], si[rows[replaced], ax.S_GEN])
         idle = si[rows, ax.S_SENSE] == 0
         anchor = np.maximum(ready, si[rows, ax.S_IDLE_SINCE]) + self._aifs_ns
         si[rows, ax.S_PENDING] = 1
@@ -454,107 +398,23 @@ class ItsG5Channel(CommsModel):
         si[rows, ax.S_LF] = with_lf
         for c, name in enumerate(_CONTENT):
             sf[rows, ax.F_CONTENT + c] = content[name]
-        self._wire_frames(t_ns, rows, frames, with_lf, si_vals)
-
-    def _record_drops(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray) -> None:
-        k = len(senders)
-        self._counts["dcc_dropped"] += k
-        self._records.append({
-            "t_ns": np.full(k, t_ns, np.int64),
-            "event": np.full(k, "tx", dtype=object),
-            "sender": senders.astype(np.int64),
-            "receiver": np.full(k, -1, np.int64),
-            "generated_ns": np.asarray(generated_ns, np.int64),
-            "latency_s": np.full(k, np.nan),
-            "rx_power_dbm": np.full(k, np.nan),
-            "outcome": np.full(k, "dcc_dropped", dtype=object),
-        })
-
-    # -- the real codec: captures and the consistency sample ----------------------------------------------------------
-    def _wire_frames(self, t_ns: int, rows: np.ndarray, frames: np.ndarray, with_lf: np.ndarray,
-                     si_vals: dict[str, np.ndarray]) -> None:
-        rate = self.cfg.codec_sample_rate
-        codec_draws = KeyedDraws(self._codec_key, self._ids[rows], None, np.full(len(rows), t_ns, np.int64))
-        sample = codec_draws.random(len(rows)) < rate if rate > 0 else np.zeros(len(rows), bool)
-        capture = np.zeros(len(rows), bool)
-        if self._pcap_budget > 0:
-            take = min(self._pcap_budget, len(rows))
-            capture[:take] = True
-            self._pcap_budget -= take
-        todo = np.flatnonzero(sample | capture)
-        if len(todo) == 0:
-            return
-        etsi = to_etsi({key: val[todo] for key, val in si_vals.items()})
-        gdt = generation_delta_time(t_ns, self.cfg.start_utc_s)
-        for j, i in enumerate(todo.tolist()):
-            fields = {key: int(col[j]) for key, col in etsi.items()}
-            fields["curvature_calculation_mode"] = 0  # yawRateUsed: curvature = yaw rate / speed
-            station = int(self._ids[rows[i]])
-            data = self.codec.encode(build_cam(station, self.cfg.station_type, gdt, fields, bool(with_lf[i])))
-            if len(data) != self.cam_bytes[bool(with_lf[i])]:
-                raise RuntimeError(f"itsg5: CAM of station {station} encodes to {len(data)} bytes, the airtime "
-                                   f"assumes {self.cam_bytes[bool(with_lf[i])]}")
-            if sample[i]:
-                self._check_codec(station, data, fields)
-            if capture[i]:
-                fields["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + t_ns // 1_000_000))
-                self._wire[int(frames[i])] = (data, fields | {"station": station})
-
-    def _check_codec(self, station: int, data: bytes, fields: dict[str, int]) -> None:
-        """The decoded wire values must equal what the model delivers (``quantise_si`` of the same input)."""
-        decoded = read_cam(self.codec.decode(data))
-        bad = {key: (fields[key], decoded[key]) for key in _CODEC_CHECK_KEYS if decoded.get(key) != fields[key]}
-        if bad:
-            raise RuntimeError(f"itsg5: CAM of station {station} decodes differently from its quantised values: {bad}")
-        self._codec_checked += 1
-
-    def _write_pcap(self, start_ns: int, entry: tuple[bytes, dict[str, int]]) -> None:
-        assert self._pcap is not None
-        data, f = entry
-        frame = cam_frame(f["station"], f["latitude"], f["longitude"], f["speed"], f["heading"], data, f["t_ms"],
-                          self.cfg.station_type)
-        self._pcap.write(start_ns, frame)
-
-    def _encode_dummy(self, low_frequency: bool) -> bytes:
-        fields = {"latitude": 0, "longitude": 0, "heading": 0, "speed": 0, "drive_direction": 0,
-                  "longitudinal_acceleration": 0, "yaw_rate": 0, "curvature": 0, "curvature_calculation_mode": 0}
-        return self.codec.encode(build_cam(0, self.cfg.station_type, 0, fields, low_frequency))
+        self.wire.encode(t_ns, self._ids[rows], frames, with_lf, si_vals)
 
     # -- outputs ------------------------------------------------------------------------------------------------------
     def drain_records(self) -> dict[str, np.ndarray]:
         """Every transmission ("sent" at its start on air, "dcc_dropped" when discarded) and the receptions of the
         interest pairs (all links with ``trace: all``) since the last call; see ``CommsModel.drain_records``."""
-        chunks, self._records = self._records, []
-        names = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome")
-        if not chunks:
-            dtypes = (np.int64, object, np.int64, np.int64, np.int64, np.float64, np.float64, object)
-            return {name: np.empty(0, dt) for name, dt in zip(names, dtypes, strict=True)}
-        return {name: np.concatenate([c[name] for c in chunks]) for name in names}
+        return self.log.drain_records()
 
     def drain_load(self) -> dict[str, np.ndarray]:
         """Each station's CBR per DCC window since the last call (see ``CommsModel.drain_load``)."""
-        chunks, self._load = self._load, []
-        if not chunks:
-            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cbr": np.empty(0)}
-        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr")}
+        return self.log.drain_load()
 
     def metrics(self) -> dict[str, Any]:
-        """``cbr_mean`` / ``cbr_max`` over every station and 100 ms window, frame counts, and the packet delivery
-        ratio of the interest pairs."""
-        ic = self._interest_counts
-        attempts = sum(v for k, v in ic.items() if k not in ("sent", "dcc_dropped"))
-        return {
-            "cbr_mean": self._cbr_sum / self._cbr_count if self._cbr_count else 0.0,
-            "cbr_max": self._cbr_max,
-            "cams_sent": self._counts["sent"],
-            "cams_dcc_dropped": self._counts["dcc_dropped"],
-            "interest_outcomes": {k: v for k, v in ic.items() if k not in ("sent", "dcc_dropped")},
-            "pdr_interest": ic["received"] / attempts if attempts else math.nan,
-            "codec_checked": self._codec_checked,
-            "frame_bytes": {"hf": self.frame_bytes[False], "lf": self.frame_bytes[True]},
-        }
+        """The log's counts (``ChannelLog.summary``), the frame sizes and how many CAMs the codec check decoded."""
+        return {**self.log.summary(), "codec_checked": self.wire.checked,
+                "frame_bytes": {"hf": self.frame_bytes[False], "lf": self.frame_bytes[True]}}
 
     def finalize(self) -> None:
         """Close the capture."""
-        if self._pcap is not None:
-            self._pcap.close()
+        self.wire.close()

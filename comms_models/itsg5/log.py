@@ -1,0 +1,119 @@
+"""What the ITS-G5 model reports: every transmission and reception with its outcome, each station's channel busy
+ratio per DCC window, and the counts behind ``metrics()``. Kept apart from the medium so the model's step reads as
+physics only."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..base import OUTCOMES
+
+_OUTCOME_NAMES = np.asarray(OUTCOMES, dtype=object)
+_RECORD_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome")
+_RECORD_DTYPES = (np.int64, object, np.int64, np.int64, np.int64, np.float64, np.float64, object)
+
+
+class ChannelLog:
+    """Buffers rows until drained (once per channel step) and keeps run-level counts."""
+
+    def __init__(self) -> None:
+        self._records: list[dict[str, np.ndarray]] = []
+        self._load: list[dict[str, np.ndarray]] = []
+        self._cbr_sum = 0.0
+        self._cbr_count = 0
+        self._cbr_max = 0.0
+        self.counts = dict.fromkeys(OUTCOMES, 0)
+        self.interest_counts = dict.fromkeys(OUTCOMES, 0)
+
+    def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray) -> None:
+        """One closed CBR window: ``cbr`` per station row, NaN where a station did not measure the whole window."""
+        has = ~np.isnan(cbr)
+        measured = cbr[has]
+        if len(measured):
+            self._load.append({"t_ns": np.full(len(measured), t_ns, np.int64), "robot": stations[has],
+                               "cbr": measured})
+            self._cbr_sum += float(measured.sum())
+            self._cbr_count += len(measured)
+            self._cbr_max = max(self._cbr_max, float(measured.max()))
+
+    def sent(self, start_ns: np.ndarray, senders: np.ndarray, generated_ns: np.ndarray) -> None:
+        """Frames that started on air."""
+        k = len(senders)
+        self.counts["sent"] += k
+        self._records.append({
+            "t_ns": start_ns.copy(),
+            "event": np.full(k, "tx", dtype=object),
+            "sender": senders.copy(),
+            "receiver": np.full(k, -1, np.int64),
+            "generated_ns": generated_ns.copy(),
+            "latency_s": (start_ns - generated_ns) / 1e9,
+            "rx_power_dbm": np.full(k, np.nan),
+            "outcome": np.full(k, "sent", dtype=object),
+        })
+
+    def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray) -> None:
+        """CAMs discarded before the medium (DCC gatekeeper, or replaced by a newer one in the queue)."""
+        k = len(senders)
+        self.counts["dcc_dropped"] += k
+        self._records.append({
+            "t_ns": np.full(k, t_ns, np.int64),
+            "event": np.full(k, "tx", dtype=object),
+            "sender": senders.astype(np.int64),
+            "receiver": np.full(k, -1, np.int64),
+            "generated_ns": np.asarray(generated_ns, np.int64),
+            "latency_s": np.full(k, np.nan),
+            "rx_power_dbm": np.full(k, np.nan),
+            "outcome": np.full(k, "dcc_dropped", dtype=object),
+        })
+
+    def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
+                   receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray) -> None:
+        """Reception attempts with their outcome codes; the rows selected by ``record`` are logged (all columns but
+        ``power_dbm`` are given for every attempt, ``power_dbm`` for the recorded ones only)."""
+        for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
+            self.counts[OUTCOMES[c]] += int(cnt)
+        for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
+            self.interest_counts[OUTCOMES[c]] += int(cnt)
+        gen = generated_ns[record]
+        received = code[record] == OUTCOMES.index("received")
+        self._records.append({
+            "t_ns": t_rx[record],
+            "event": np.full(len(gen), "rx", dtype=object),
+            "sender": sender[record].copy(),
+            "receiver": receiver[record],
+            "generated_ns": gen.copy(),
+            "latency_s": np.where(received, (t_rx[record] - gen) / 1e9, np.nan),
+            "rx_power_dbm": power_dbm,
+            "outcome": _OUTCOME_NAMES[code[record]],
+        })
+
+    def drain_records(self) -> dict[str, np.ndarray]:
+        """Rows logged since the last call (see ``CommsModel.drain_records``)."""
+        chunks, self._records = self._records, []
+        if not chunks:
+            return {name: np.empty(0, dt) for name, dt in zip(_RECORD_COLUMNS, _RECORD_DTYPES, strict=True)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in _RECORD_COLUMNS}
+
+    def drain_load(self) -> dict[str, np.ndarray]:
+        """Each station's CBR per window since the last call (see ``CommsModel.drain_load``)."""
+        chunks, self._load = self._load, []
+        if not chunks:
+            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cbr": np.empty(0)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr")}
+
+    def summary(self) -> dict[str, Any]:
+        """``cbr_mean`` / ``cbr_max`` over every station and window, frame counts, and the packet delivery ratio of
+        the interest pairs."""
+        ic = self.interest_counts
+        attempts = sum(v for k, v in ic.items() if k not in ("sent", "dcc_dropped"))
+        return {
+            "cbr_mean": self._cbr_sum / self._cbr_count if self._cbr_count else 0.0,
+            "cbr_max": self._cbr_max,
+            "cams_sent": self.counts["sent"],
+            "cams_dcc_dropped": self.counts["dcc_dropped"],
+            "interest_outcomes": {k: v for k, v in ic.items() if k not in ("sent", "dcc_dropped")},
+            "pdr_interest": ic["received"] / attempts if attempts else math.nan,
+        }
