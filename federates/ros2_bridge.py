@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from orchestrator.core.ports import ESTIMATE, STATE, fields_of
 from orchestrator.core.robots import RobotSpec
 from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 
@@ -66,7 +67,9 @@ class Ros2Bridge(Federate):
         rclpy.init(context=self._context, **kwargs)
         self._node = rclpy.create_node(self.node_name, context=self._context)
         self._clock = self._node.create_publisher(Clock, "/clock", self.qos_depth)
-        return FederateMeta(inputs=(Input("state"), Input("estimate")), period_ns=self.period_ns)
+        read = ("x", "y", "yaw", "v", "yaw_rate")  # what an Odometry message carries, checked against the producer
+        return FederateMeta(inputs=(Input("state", fields=fields_of(STATE, read)),
+                                    Input("estimate", fields=fields_of(ESTIMATE, read))), period_ns=self.period_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         from nav_msgs.msg import Odometry
