@@ -193,7 +193,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _vehicle_test(args: argparse.Namespace, console: Console) -> int:
     from federates.physics.models.tyres import TYRE_MODELS
     from federates.physics.presets import PRESETS
-    from federates.physics.vehicle_test import run_vehicle_test
+    from orchestrator.vehicle_test import run_vehicle_test
 
     tyres = [t.strip() for t in args.tyre.split(",") if t.strip()]
     problems = []

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from federates.physics.models.actuators import G_MPS2
-from federates.physics.vehicle_test import (
+from orchestrator.vehicle_test import (
     ay_max,
     fit_understeer,
     quasi_steady,
