@@ -1,4 +1,5 @@
-"""Federates used by the tests as plug-ins (``type: tests.orchestrator.plugins:Name`` in a scenario)."""
+"""Plug-ins used by the tests (``type: tests.orchestrator.plugins:Name`` in a scenario): federates, a leader
+profile and a class of the wrong kind."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
+from controllers.profiles import LeaderProfile
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.core.timebase import seconds_to_ns
 
@@ -83,3 +86,46 @@ class Sink(Federate):
 
     def finalize(self) -> None:
         np.savez(self.path, **{k: np.concatenate(v) for k, v in self.seen.items()})
+
+
+class Stop(LeaderProfile):
+    """A leader profile plug-in: cruise at ``speed_mps``, stop at ``stop_at_s`` (a step, for validation tests)."""
+
+    class Params(BaseModel):
+        """Its own parameters."""
+
+        model_config = ConfigDict(extra="forbid")
+
+        speed_mps: float = Field(1.0, ge=0)
+        stop_at_s: float = Field(5.0, ge=0)
+
+    def inputs(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        v = np.where(t < self.params.stop_at_s, self.params.speed_mps, 0.0)
+        return v, np.zeros_like(t), np.zeros_like(t)
+
+
+class Logged(Federate):
+    """A federate whose parameters are validated by its ``Params`` model."""
+
+    class Params(BaseModel):
+        """Its own parameters."""
+
+        model_config = ConfigDict(extra="forbid")
+
+        period_s: float = Field(0.1, gt=0)
+
+    def __init__(self, name: str, period_s: float = 0.1) -> None:
+        super().__init__(name)
+        self.period_ns = seconds_to_ns(period_s)
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("state"),), period_ns=self.period_ns)
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {}
+
+
+class NotALaw:
+    """Not a Controller: naming it as a law must fail before anything of it runs."""
+
+    Params = Logged.Params

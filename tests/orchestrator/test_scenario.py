@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
@@ -187,3 +188,86 @@ def test_the_channel_takes_the_scenarios_origin():
     assert (block["origin_lat_deg"], block["origin_lon_deg"]) == (48.1, 11.6)
     msg = problems(BASE + "channel: {type: itsg5, origin_lat_deg: 10.0}\n")
     assert "channel.origin_lat_deg: the channel uses the scenario's origin" in msg
+
+
+# -- plug-ins: every registry-backed field takes a path (or an entry point) and validates its parameters ---------
+PLUGINS = "tests.orchestrator.plugins"
+
+
+def test_a_law_by_path_validates_its_parameters_at_their_line():
+    text = BASE.replace("type: ela_cacc", "type: 'controllers.acc:Acc'").replace("time_gap_s: 1.0", "time_gap: 1")
+    msg = problems(text)
+    assert "s.yaml:8: controller.time_gap: unknown field 'time_gap' (did you mean 'time_gap_s'?)" in msg
+    scenario = parse_scenario(BASE.replace("type: ela_cacc", "type: 'controllers.acc:Acc'"))
+    assert scenario.controller.type == "controllers.acc:Acc" and scenario.controller.model_dump()["lambda_gain"] == 0.1
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("'nosuch.laws:Law'", "s.yaml:7: controller.type: cannot import controller 'nosuch.laws:Law': No module named"),
+    (f"'{PLUGINS}:NotALaw'", "s.yaml:7: controller.type: controller 'tests.orchestrator.plugins:NotALaw' is not a "
+                             "Controller subclass (it is a class tests.orchestrator.plugins.NotALaw)"),
+    (f"'{PLUGINS}:Nothing'", "has no attribute 'Nothing'"),
+])
+def test_a_law_path_that_is_not_a_law_is_reported_at_its_line(path, expected):
+    assert expected in problems(BASE.replace("type: ela_cacc", f"type: {path}"))
+
+
+def test_a_per_robot_law_by_path_is_validated_at_the_override():
+    override = "    robot2: {controller: {type: 'controllers.acc:Acc', lamda_gain: 2}}\n"
+    text = BASE.replace("  count: 3\n", "  count: 3\n  overrides:\n" + override)
+    msg = problems(text)
+    assert "s.yaml:7: vehicles.overrides.robot2.controller.lamda_gain: unknown field 'lamda_gain' (did you mean " \
+           "'lambda_gain'?)" in msg
+    msg = problems(text.replace("'controllers.acc:Acc', lamda_gain: 2", "'nosuch:Law'"))
+    assert "s.yaml:7: vehicles.overrides.robot2.controller.type: cannot import controller 'nosuch:Law'" in msg
+
+
+def test_a_channel_by_path_validates_its_parameters():
+    msg = problems(BASE + "channel: {type: 'comms_models.ideal:IdealChannel', outage: []}\n")
+    assert "s.yaml:9: channel.outage: unknown field 'outage' (did you mean 'outages'?)" in msg
+    msg = problems(BASE + f"channel: {{type: '{PLUGINS}:Probe'}}\n")
+    assert "channel.type: channel model 'tests.orchestrator.plugins:Probe' is not a CommsModel subclass" in msg
+
+
+def test_a_leader_profile_by_path_runs_its_own_parameters():
+    text = BASE + f"leader:\n  profile: '{PLUGINS}:Stop'\n  params: {{speed_mps: 0.5, stop_at: 3}}\n"
+    assert "s.yaml:11: leader.params.stop_at: unknown field 'stop_at' (did you mean 'stop_at_s'?)" in problems(text)
+    scenario = parse_scenario(text.replace("stop_at:", "stop_at_s:"))
+    assert scenario.leader.params == {"speed_mps": 0.5, "stop_at_s": 3.0}
+    robots = expand_robots(scenario)
+    assert robots[0].config["initial"]["v"] == 0.5 and robots[0].config["driver"]["params"]["stop_at_s"] == 3.0
+    from controllers.profiles import PROFILES, ProfileParams
+
+    # the control federate's form: PROFILES[name](t, ProfileParams(**driver params))
+    v, _, _ = PROFILES[scenario.leader.profile](np.array([0.0, 2.9, 3.0]), ProfileParams(**scenario.leader.params))
+    assert v.tolist() == [0.5, 0.5, 0.0]
+
+
+def test_a_builtin_profile_keeps_its_strict_parameters_and_defaults():
+    msg = problems(BASE + "leader: {profile: s_curv, params: {sped_mps: 1}}\n")
+    assert "leader.profile: unknown leader profile 's_curv' (did you mean 's_curve'?); allowed: braking," in msg
+    msg = problems(BASE + "leader: {profile: s_curve, params: {sped_mps: 1}}\n")
+    assert "s.yaml:9: leader.params.sped_mps: unknown field 'sped_mps' (did you mean 'speed_mps'?)" in msg
+    scenario = parse_scenario(BASE + "leader: {profile: s_curve, params: {speed_mps: 2}}\n")
+    assert scenario.leader.params["speed_mps"] == 2.0 and scenario.leader.params["yaw_rate_radps"] == 0.1
+
+
+def test_a_vehicle_model_by_path_validates_its_own_parameters(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "docs" / "examples"))
+    model = "'coopsim_examples.vehicle:LagUnicycle'"
+    text = BASE.replace("  count: 3\n", f"  count: 3\n  template:\n    model: {model}\n    params: {{tau: 0.2, "
+                                        "max_speed_mps: 2}\n")
+    msg = problems(text)
+    assert "vehicles.template.params: tau: unknown vehicle parameter" in msg
+    msg = problems(text.replace("tau:", "tau_s:").replace("0.2", "-1"))
+    assert "s.yaml:8: vehicles.template.params.tau_s: Input should be greater than 0" in msg
+    scenario = parse_scenario(text.replace("tau:", "tau_s:"))
+    assert scenario.vehicles.template.params == {"tau_s": 0.2, "max_speed_mps": 2}
+    msg = problems(BASE.replace("  count: 3\n", "  count: 3\n  template: {model: 'nosuch:Model'}\n"))
+    assert "s.yaml:6: vehicles.template.model: cannot import vehicle model 'nosuch:Model'" in msg
+
+
+def test_a_federate_with_a_params_model_is_validated_at_its_lines():
+    text = BASE + f"federates:\n  - name: log\n    type: '{PLUGINS}:Logged'\n    params: {{period: 0.1}}\n"
+    assert "s.yaml:12: federates[0].params.period: unknown field 'period' (did you mean 'period_s'?)" in problems(text)
+    assert parse_scenario(text.replace("period:", "period_s:")).federates[0].params == {"period_s": 0.1}
