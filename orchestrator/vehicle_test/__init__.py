@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from federates.physics.models.actuators import G_MPS2
+from federates.physics.models.dynamic_kernel import G_MPS2
 
 from .analysis import ay_max, fit_understeer, quasi_steady, step_metrics
 from .plots import plot_path, plot_timeseries, plot_tyres, plot_understeer

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from federates.physics.models.actuators import G_MPS2
+from federates.physics.models.dynamic_kernel import G_MPS2
 
 from .simulate import Run
 

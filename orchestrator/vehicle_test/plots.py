@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from federates.physics.models.actuators import G_MPS2
+from federates.physics.models.dynamic_kernel import G_MPS2
 from federates.physics.models.tyres import lateral_force
 
 from .simulate import Run

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from controllers.pure_pursuit import WaypointDriver, WaypointDriverParams
-from federates.physics.models.actuators import G_MPS2
 from federates.physics.models.dynamic import DynamicSingleTrack
+from federates.physics.models.dynamic_kernel import G_MPS2
 from federates.physics.models.tyres import TYRE_MODELS
 from federates.physics.presets import preset
 

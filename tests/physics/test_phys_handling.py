@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from federates.physics.models.actuators import G_MPS2
+from federates.physics.models.dynamic_kernel import G_MPS2
 from orchestrator.vehicle_test import (
     ay_max,
     fit_understeer,

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from federates.physics.models import actuators as act
+from federates.physics.models import dynamic_kernel as kernel
 from federates.physics.models import tyres as ty
 from federates.physics.presets import preset
 
@@ -60,7 +60,7 @@ def test_compiled_force_and_stiffness_match_numpy(model: str) -> None:
     pac = (8.0, 1.3, 0.95, -0.5)
     code = ty.TYRE_MODELS[model]
     for alpha in np.linspace(-0.4, 0.4, 81):
-        f, k = ty.lateral_force_stiffness(code, alpha, FZ, C, MU, *pac)
+        f, k = kernel.lateral_force_stiffness(code, alpha, FZ, C, MU, *pac)
         assert f == pytest.approx(float(ty.lateral_force(model, np.array([alpha]), FZ, C, MU, pac)[0]), abs=1e-7)
         h = 1e-6
         fp = ty.lateral_force(model, np.array([alpha + h, alpha - h]), FZ, C, MU, pac)
@@ -73,7 +73,8 @@ def test_compiled_force_and_stiffness_match_numpy(model: str) -> None:
 def test_magic_formula_inverse() -> None:
     b, c, d, e = preset("mit_racecar_1to10")["pacejka_long"]
     for x in (-0.5, -0.01, 0.0, 0.003, 0.2, 0.6):
-        assert ty.mf_inverse(float(ty.pacejka(np.array([x]), b, c, d, e)[0]), b, c, d, e) == pytest.approx(x, abs=1e-9)
+        y = float(ty.pacejka(np.array([x]), b, c, d, e)[0])
+        assert kernel.mf_inverse(y, b, c, d, e) == pytest.approx(x, abs=1e-9)
 
 
 def test_friction_ellipse() -> None:
@@ -94,28 +95,28 @@ def test_plexe_lag_and_limits() -> None:
     a = 0.0
     for _ in range(100):
         want = alpha * 2.0 + (1 - alpha) * a
-        a = act.accel_update(a, 2.0, 3.0, 6.0, tau, dt)
+        a = kernel.accel_update(a, 2.0, 3.0, 6.0, tau, dt)
         assert a == pytest.approx(want, rel=1e-14)
     # after 1 s the first-order lag is at 1 - (1 - alpha)^100 of the command
     assert a == pytest.approx(2.0 * (1 - (1 - alpha) ** 100))
-    assert act.accel_update(0.0, 50.0, 3.0, 6.0, 0.0, dt) == 3.0
-    assert act.accel_update(0.0, -50.0, 3.0, 6.0, 0.0, dt) == -6.0
+    assert kernel.accel_update(0.0, 50.0, 3.0, 6.0, 0.0, dt) == 3.0
+    assert kernel.accel_update(0.0, -50.0, 3.0, 6.0, 0.0, dt) == -6.0
 
 
 def test_steering_rate_and_angle_limits() -> None:
     s = 0.0
     for _ in range(5):
-        s = act.steer_update(s, 1.0, 0.5, 2.0, 0.0, 0.01)
+        s = kernel.steer_update(s, 1.0, 0.5, 2.0, 0.0, 0.01)
     assert s == pytest.approx(5 * 0.02)
     for _ in range(100):
-        s = act.steer_update(s, 1.0, 0.5, 2.0, 0.0, 0.01)
+        s = kernel.steer_update(s, 1.0, 0.5, 2.0, 0.0, 0.01)
     assert s == pytest.approx(0.5)
 
 
 def test_road_loads_and_drivetrain() -> None:
     want = 0.01 * 1500 * 9.81 + 0.5 * 1.2 * 0.7 * 400
-    assert act.resistance_force(20.0, 1500.0, 0.01, 0.7, 1.2) == pytest.approx(want)
-    assert act.resistance_force(0.0, 1500.0, 0.01, 0.7, 1.2) == 0.0
-    assert act.drive_force_limit(10_000.0, 20.0, 6000.0, 100_000.0) == pytest.approx(5000.0)
-    assert act.drive_force_limit(10_000.0, 5.0, 6000.0, 100_000.0) == pytest.approx(6000.0)
-    assert act.drive_force_limit(-9000.0, 5.0, 6000.0, 100_000.0) == -9000.0
+    assert kernel.resistance_force(20.0, 1500.0, 0.01, 0.7, 1.2) == pytest.approx(want)
+    assert kernel.resistance_force(0.0, 1500.0, 0.01, 0.7, 1.2) == 0.0
+    assert kernel.drive_force_limit(10_000.0, 20.0, 6000.0, 100_000.0) == pytest.approx(5000.0)
+    assert kernel.drive_force_limit(10_000.0, 5.0, 6000.0, 100_000.0) == pytest.approx(6000.0)
+    assert kernel.drive_force_limit(-9000.0, 5.0, 6000.0, 100_000.0) == -9000.0

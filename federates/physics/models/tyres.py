@@ -8,8 +8,9 @@ Sign conventions (SAE-like slip, ISO-like axes: x forward, y left, z up):
 - Longitudinal slip ratio ``sigma = (r_e Omega - vx) / max(|vx|, eps)`` [-]: positive when driving (wheel faster than
   the ground), negative when braking. The longitudinal force has the sign of ``sigma``.
 
-Every model comes twice: a numpy function over arrays (plots, tests, analysis) and a scalar ``@njit`` function the
-vehicle kernel inlines. The numpy and scalar versions are checked against each other in ``tests/physics``.
+Every model comes twice: a numpy function over arrays here (plots, tests, analysis) and a scalar ``@njit`` function
+in ``dynamic_kernel.py``, the file of the vehicle kernel that inlines it (numba's cache checks only that file). The
+numpy and scalar versions are checked against each other in ``tests/physics``.
 
 Sources: Pacejka, *Tire and Vehicle Dynamics*, 3rd ed., eq. 4.49 (magic formula); Fiala (1954) brush model in the form
 of Pacejka eq. 3.20 / Rajamani, *Vehicle Dynamics and Control*, 2nd ed., sec. 13.4; friction ellipse as in Rajamani
@@ -18,12 +19,13 @@ sec. 13.8 (combined slip).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from numba import njit
 
-TYRE_MODELS: dict[str, int] = {"linear": 0, "fiala": 1, "fiala_unsaturated": 2, "pacejka": 3}
+from .dynamic_kernel import TYRE_FIALA, TYRE_FIALA_UNSATURATED, TYRE_LINEAR, TYRE_PACEJKA
+
+TYRE_MODELS: dict[str, int] = {
+    "linear": TYRE_LINEAR, "fiala": TYRE_FIALA, "fiala_unsaturated": TYRE_FIALA_UNSATURATED, "pacejka": TYRE_PACEJKA,
+}
 """Tyre model names and the integer codes the compiled kernel switches on."""
 
 
@@ -33,11 +35,6 @@ def tyre_code(name: str) -> int:
         return TYRE_MODELS[name]
     except KeyError:
         raise KeyError(f"unknown tyre model '{name}'; allowed: {', '.join(TYRE_MODELS)}") from None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# numpy versions
-# ---------------------------------------------------------------------------------------------------------------
 
 
 def linear_lateral(alpha: np.ndarray, c_alpha: float | np.ndarray) -> np.ndarray:
@@ -104,88 +101,8 @@ def lateral_force(
     """Lateral force [N] of the named model (``linear``, ``fiala``, ``fiala_unsaturated``, ``pacejka``); ``pac`` is
     ``(B, C, D, E)`` with ``D`` a friction coefficient."""
     code = tyre_code(model)
-    if code == 0:
+    if code == TYRE_LINEAR:
         return linear_lateral(alpha, c_alpha)
-    if code in (1, 2):
-        return fiala_lateral(alpha, c_alpha, mu, fz, saturate=code == 1)
+    if code in (TYRE_FIALA, TYRE_FIALA_UNSATURATED):
+        return fiala_lateral(alpha, c_alpha, mu, fz, saturate=code == TYRE_FIALA)
     return pacejka_lateral(alpha, *pac, fz)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# scalar compiled versions (inlined in the vehicle kernel)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@njit(cache=True, inline="always")
-def mf_value_slope(x: float, b: float, c: float, d: float, e: float) -> tuple[float, float]:
-    """Magic formula value ``y`` and slope ``dy/dx`` at ``x`` (scalar)."""
-    bx = b * x
-    at_bx = math.atan(bx)
-    phi = bx - e * (bx - at_bx)
-    ang = c * math.atan(phi)
-    dphi = b - e * (b - b / (1.0 + bx * bx))
-    sa = math.sin(ang)
-    # cos from sin (cheaper than a second trigonometric call); |ang| < pi for C < 2, so the sign is that of
-    # pi/2 - |ang|
-    ca = math.copysign(math.sqrt(max(1.0 - sa * sa, 0.0)), 0.5 * math.pi - abs(ang))
-    return d * sa, d * ca * c / (1.0 + phi * phi) * dphi
-
-
-@njit(cache=True, inline="always")
-def lateral_force_stiffness(
-    code: int, alpha: float, fz: float, c_alpha: float, mu: float, b: float, c: float, d: float, e: float,
-) -> tuple[float, float]:
-    """Lateral force ``Fy`` [N] and local cornering stiffness ``-dFy/dalpha`` [N/rad] of one axle (scalar).
-
-    ``code`` as in ``TYRE_MODELS``; ``c_alpha`` is used by linear and Fiala, ``(b, c, d, e)`` by Pacejka (``d`` a
-    friction coefficient multiplied by ``fz``).
-    """
-    if code == 0:
-        return -c_alpha * alpha, c_alpha
-    if code == 3:
-        y, dy = mf_value_slope(alpha, b, c, d, e)
-        return -fz * y, fz * dy
-    # Fiala: dF/dz = C (1 - C z / (3 mu Fz))^2 and dz/dalpha = 1 + z^2
-    sgn = 1.0 if alpha >= 0.0 else -1.0
-    z = math.tan(abs(alpha))
-    cz = c_alpha * z
-    mfz = mu * fz
-    if code == 1 and cz >= 3.0 * mfz:
-        return -sgn * mfz, 0.0
-    q = cz / (3.0 * mfz)
-    mag = cz * (1.0 - q + q * q / 3.0)
-    slope = c_alpha * (1.0 - q) * (1.0 - q) * (1.0 + z * z)
-    return -sgn * mag, slope
-
-
-@njit(cache=True, inline="always")
-def mf_inverse(y: float, b: float, c: float, d: float, e: float) -> float:
-    """Slip ``x`` on the rising branch with ``pacejka(x) = y``; ``|y| >= d`` returns the peak slip (scalar).
-
-    Solves ``C atan(phi) = asin(y / D)`` then ``(1 - E) u + E atan(u) = phi`` for ``u = B x`` by Newton (monotone
-    for ``E < 1``).
-    """
-    q = y / d
-    if q > 1.0:
-        q = 1.0
-    elif q < -1.0:
-        q = -1.0
-    ang = math.asin(q) / c
-    # the rising branch ends where C atan(phi) = pi/2
-    lim = 0.5 * math.pi / c
-    if ang > lim:
-        ang = lim
-    elif ang < -lim:
-        ang = -lim
-    if abs(ang) >= 0.5 * math.pi - 1e-9:
-        ang = math.copysign(0.5 * math.pi - 1e-9, ang)
-    phi = math.tan(ang)
-    u = phi
-    for _ in range(8):
-        g = (1.0 - e) * u + e * math.atan(u) - phi
-        dg = (1.0 - e) + e / (1.0 + u * u)
-        step = g / dg
-        u -= step
-        if abs(step) < 1e-10 * (1.0 + abs(u)):
-            break
-    return u / b
