@@ -70,6 +70,7 @@ class ControlFederate(Federate):
         self._group_of: dict[int, _Group] = {}  # follower id -> its group
         self._group_rows: list[tuple[_Group, np.ndarray]] = []
         self._follower_rows = np.empty(0, np.int64)
+        self._row_of_id = np.full(1, -1, np.int64)  # robot id -> row (-1: not ours), for the receive kernel
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._drivers = Drivers(self.period_ns, ctx.end_ns)
@@ -156,6 +157,9 @@ class ControlFederate(Federate):
         return key
 
     def _reindex(self) -> None:
+        """Rows by id, rebuilt once per roster change so that no step looks anything up."""
+        size = int(self._ids.max()) + 1 if len(self._ids) else 1
+        self._row_of_id = rows_of(self._ids, np.arange(size, dtype=np.int64), missing=-1)
         self._group_rows = [(g, rows_of(self._ids, g.ids)) for g in self._groups.values() if len(g.ids)]
         self._follower_rows = np.sort(np.concatenate([rows for _, rows in self._group_rows] or
                                                      [np.empty(0, np.int64)]))
@@ -166,9 +170,8 @@ class ControlFederate(Federate):
         if rx is None or not len(rx["receiver"]):
             return
         fields = np.stack([np.asarray(rx[name], np.float64) for name in RX_FIELDS])
-        rx_rows = rows_of(self._ids, rx["receiver"], missing=-1)
-        self._pred.receive(rx, rx_rows, fields)
-        self._leader.receive(rx, rx_rows, fields)
+        self._pred.receive(rx, fields, self._row_of_id)
+        self._leader.receive(rx, fields, self._row_of_id)
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         est = inputs["estimate"]

@@ -18,11 +18,14 @@ RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 
 
 @njit(cache=True)
-def receive_kernel(rx_row, sender, generated, fields, wanted_sender, held_gen, held):  # pragma: no cover
-    """For each delivery (``rx_row``: its receiver's row, -1 when not ours) whose sender is the one its receiver
-    wants and that is newer than what the receiver holds, store it."""
-    for j in range(rx_row.shape[0]):
-        row = rx_row[j]
+def receive_kernel(receiver, sender, generated, fields, row_of_id, wanted_sender, held_gen, held):  # pragma: no cover
+    """For each delivery whose sender is the one its receiver wants and that is newer than what the receiver holds,
+    store it (``row_of_id``: row of each robot id, -1 when not ours)."""
+    for j in range(receiver.shape[0]):
+        rid = receiver[j]
+        if rid < 0 or rid >= row_of_id.shape[0]:
+            continue
+        row = row_of_id[rid]
         if row < 0 or wanted_sender[row] != sender[j] or generated[j] <= held_gen[row]:
             continue
         held_gen[row] = generated[j]
@@ -69,10 +72,11 @@ class Received:
         self.held = np.ascontiguousarray(self.held[:, keep])
         self._views()
 
-    def receive(self, rx: Mapping[str, np.ndarray], rx_rows: np.ndarray, fields: np.ndarray) -> None:
-        """Takes the deliveries of ``rx`` addressed to each row from the sender it wants (``rx_rows``: row of each
-        delivery's receiver, -1 when not ours; ``fields``: the ``RX_FIELDS`` columns of ``rx`` stacked)."""
+    def receive(self, rx: Mapping[str, np.ndarray], fields: np.ndarray, row_of_id: np.ndarray) -> None:
+        """Takes the deliveries of ``rx`` addressed to each row from the sender it wants (``fields``: the
+        ``RX_FIELDS`` columns of ``rx`` stacked; ``row_of_id``: a robot id's row, -1 when not ours, e.g.
+        ``rows_of(ids, np.arange(max(ids) + 1), missing=-1)`` built once per roster change)."""
         receive_kernel(
-            rx_rows, np.asarray(rx["sender"], np.int64), np.asarray(rx["generated_ns"], np.int64), fields,
-            self.wanted, self.generated_ns, self.held,
+            np.asarray(rx["receiver"], np.int64), np.asarray(rx["sender"], np.int64),
+            np.asarray(rx["generated_ns"], np.int64), fields, row_of_id, self.wanted, self.generated_ns, self.held,
         )
