@@ -1,12 +1,9 @@
 """From follower metrics to one number per run and per point: the worst-follower rule, seed replicates, and
 string stability.
 
-The worst-follower rule (the only one, used by sweep.json/.csv/.html, comparison.json/.html and the tables the
-command line prints): a run's value of a follower metric is the worst value over every follower of every platoon
-in the run. Worst is the smallest for ``pdr`` and every ``min_*`` metric (``min_gap_m``, ``min_ttc_s``: less
-margin is worse) and the largest for every other metric (errors, deviations, ratios, latencies, ages, intervals,
-collision counts). Followers that do not report a metric are skipped; the value is None when none reports it.
-With seed replicates a sweep point reports the mean (and sample standard deviation) of the runs' worst values.
+The worst-follower rule is ``orchestrator.metrics.worst`` (the only one: metrics.json's run summary,
+sweep.json/.csv/.html, comparison.json/.html and the tables the command line prints). With seed replicates a sweep
+point reports the mean (and sample standard deviation) of the runs' worst values.
 """
 
 from __future__ import annotations
@@ -16,20 +13,11 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..metrics.worst import lowest_is_worst, worst_over_followers
+
+__all__ = ["lowest_is_worst", "worst_over_followers"]  # the rule lives with the metrics; re-exported for callers
+
 STABILITY_METRIC = "l2_ratio_spacing_error"
-
-
-def lowest_is_worst(metric: str) -> bool:
-    """Whether a smaller value of ``metric`` is the worse one (``pdr`` and the ``min_*`` margins)."""
-    return metric == "pdr" or metric.startswith("min_")
-
-
-def worst_over_followers(followers: Mapping[str, Mapping[str, Any]], metric: str) -> float | None:
-    """The worst follower's value of ``metric`` (see the module docstring; None when no follower reports it)."""
-    values = [float(f[metric]) for f in followers.values() if f.get(metric) is not None]
-    if not values:
-        return None
-    return min(values) if lowest_is_worst(metric) else max(values)
 
 
 def is_stable(ratio: float | None, collisions: float | None, tolerance: float = 0.0) -> bool | None:

@@ -11,6 +11,7 @@ from .follower import FollowerView
 from .geometry import l2_norm, path_projection, path_with_tail
 from .registry import follower_metric, run_metric
 from .rundata import RunData
+from .worst import worst_over_followers
 
 _RX_OUTCOMES = ("received", "below_sensitivity", "collision", "half_duplex")
 """Reception outcomes of ``trace/v2x.parquet`` (``comms_models.base.OUTCOMES`` without the tx ones)."""
@@ -161,20 +162,16 @@ def link_metrics(v2x: Mapping[str, np.ndarray], receiver: int, sender: int) -> d
 # -- per run ---------------------------------------------------------------------------------------------------
 @run_metric("summary", section="run")
 def summary(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The worst follower of the run for each headline metric (largest error or ratio, smallest gap)."""
-
-    def worst(key: str) -> float | None:
-        values = [f[key] for f in followers.values() if f.get(key) is not None]
-        return float(max(values)) if values else None
-
+    """The worst follower of the run for each headline metric (``worst.py``: largest error or ratio, smallest gap)
+    and the total number of contacts."""
     return {
         "followers": len(followers),
-        "spacing_error_max_m": worst("spacing_error_max_m"),
-        "lateral_deviation_max_m": worst("lateral_deviation_max_m"),
-        "l2_ratio_spacing_error_max": worst("l2_ratio_spacing_error"),
-        "l2_ratio_lateral_deviation_max": worst("l2_ratio_lateral_deviation"),
+        "spacing_error_max_m": worst_over_followers(followers, "spacing_error_max_m"),
+        "lateral_deviation_max_m": worst_over_followers(followers, "lateral_deviation_max_m"),
+        "l2_ratio_spacing_error_max": worst_over_followers(followers, "l2_ratio_spacing_error"),
+        "l2_ratio_lateral_deviation_max": worst_over_followers(followers, "l2_ratio_lateral_deviation"),
         "collisions": int(sum(f.get("collisions", 0) for f in followers.values())),
-        "min_gap_m": min((f["min_gap_m"] for f in followers.values() if "min_gap_m" in f), default=None),
+        "min_gap_m": worst_over_followers(followers, "min_gap_m"),
     }
 
 
