@@ -94,6 +94,7 @@ def run_scenario(
         "scenario": scenario.name,
         "seed": seed,
         "channel": scenario.channel.type,
+        "controllers": sorted({r.config["controller"]["type"] for r in world.robots if "controller" in r.config}),
         "robots": len(world.robots),
         "sim_time_s": sim_s,
         "wall_time_s": wall,

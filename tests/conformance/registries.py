@@ -14,6 +14,7 @@ from controllers import CONTROLLERS, LEADER_PROFILES
 from federates import FEDERATE_KINDS
 from federates.physics.models import VEHICLE_MODELS
 from orchestrator.core.registry import Registry
+from orchestrator.metrics import METRICS
 
 REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "controllers": (CONTROLLERS, ("acc", "cacc_fallback", "cruise", "ela_cacc", "path_cacc", "ploeg_cacc")),
@@ -22,6 +23,9 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
                                    "weave")),
     "federates": (FEDERATE_KINDS, ("control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
+    "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "l2_norms", "lateral_deviation",
+                          "leader_path", "link", "min_gap", "min_ttc", "spacing_error", "string_stability",
+                          "summary")),
 }
 """registry key -> (registry, its expected built-in names). Its entry-point group is ``registry.group``."""
 

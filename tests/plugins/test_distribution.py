@@ -104,7 +104,9 @@ def test_validate_and_run_a_platoon_with_the_plugin_law_and_channel(site: Path, 
     assert f"type: {law.strip(chr(39))}" in resolved and "kd: 1.0" in resolved  # the plug-in's defaults written out
     run_info = json.loads((out / "run.json").read_text())
     assert run_info["channel"] == channel.strip("'") and run_info["status"] == "ok"
-    assert channel.strip("'") in (out / "report.html").read_text()
+    assert run_info["controllers"] == [law.strip("'")]
+    report = (out / "report.html").read_text()
+    assert channel.strip("'") in report and f"control {law.strip(chr(39))}" in report
     metrics = json.loads((out / "metrics.json").read_text())
     # the spacing error is measured against the plug-in law's own desired gap r + h v = 1.8 m at 1 m/s
     for name in ("robot1", "robot2"):
