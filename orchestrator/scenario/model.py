@@ -12,8 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
-from controllers.acc import AccParams
-from controllers.fallback import FallbackParams
+from controllers.pipeline import FEDERATE_KEYS, FallbackStageParams
 from controllers.pure_pursuit import PurePursuitParams, WaypointDriverParams
 from federates.physics.config import PhysicsConfig
 
@@ -166,21 +165,12 @@ class Driver(Strict):
         return self
 
 
-BLOCK_KEYS = ("type", "period_s", "predict", "lateral", "fallback")
-"""Keys of the controller block that belong to the control federate, not to the law."""
+BLOCK_KEYS = FEDERATE_KEYS
+"""Keys of the controller block that configure the control pipeline, not the law."""
 
 
-class FallbackBlock(FallbackParams):
-    """Graceful degradation: CACC -> ACC on the robot's own range sensor when predecessor data is stale."""
-
-    acc: AccParams = Field(default_factory=AccParams, description="the ACC used while degraded (time gap ...)")
-    steer_by_sensor: bool = Field(
-        True, description="while degraded, steer by pure pursuit on where the range sensor saw the vehicle ahead "
-        "(false: keep steering on the stale V2X data)"
-    )
-    steering: PurePursuitParams = Field(
-        default_factory=PurePursuitParams, description="pure pursuit parameters of the sensor-based steering"
-    )
+FallbackBlock = FallbackStageParams
+"""Graceful degradation: CACC -> ACC on the robot's own range sensor when predecessor data is stale."""
 
 
 class ControllerBlock(BaseModel):
