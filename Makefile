@@ -47,8 +47,8 @@ lint: $(STAMP_TEST)
 bench: $(STAMP_RUN)
 	$(PY) bench/bench_platoon.py
 
-# numba's on-disk cache does not notice edits to compiled helpers that live in another file: clear it after such
-# edits (CI always starts from a fresh clone).
+# numba's on-disk cache is checked per file; every kernel keeps its compiled helpers in its own file
+# (tests/test_architecture.py), so edits never leave stale machine code. This only frees the disk.
 clean-numba:
 	find orchestrator federates comms_models controllers tests \( -name '*.nbi' -o -name '*.nbc' \) -delete
 

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from .base import Arrays, ControllerParams
 from .cruise import CruiseParams
-from .longitudinal import LongitudinalController, as_f64, closing_rate, column
+from .longitudinal import LongitudinalController, as_f64, column
 
 
 class AccParams(ControllerParams):
@@ -44,7 +44,8 @@ def acc_kernel(
         if not np.isfinite(g) or g > max_range:
             out[j] = u_cc
             continue
-        rel = closing_rate(gap_rate[j], v_pred[j], v[j])  # d gap / dt = v_pred - v
+        # d gap / dt: the range sensor's rate, else the received predecessor speed minus own
+        rel = gap_rate[j] if np.isfinite(gap_rate[j]) else v_pred[j] - v[j]
         delta = -g + T * v[j] + r
         u_acc = -(1.0 / T) * (-rel + lam * delta)
         out[j] = min(u_cc, u_acc)

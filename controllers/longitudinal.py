@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from numba import njit
 
 from .base import Arrays, Controller
 
@@ -43,10 +42,3 @@ def column(table: Arrays, name: str, n: int, default: float = np.nan) -> np.ndar
         return as_f64(table[name])
     return np.full(n, default)
 
-
-@njit(cache=True, inline="always")
-def closing_rate(gap_rate: float, v_pred: float, v: float) -> float:  # pragma: no cover
-    """d gap / dt from the range sensor, else from the received predecessor speed."""
-    if np.isfinite(gap_rate):
-        return gap_rate
-    return v_pred - v

@@ -22,7 +22,7 @@ from numba import njit
 from pydantic import Field
 
 from .base import Arrays, ControllerParams
-from .longitudinal import LongitudinalController, as_f64, closing_rate, column
+from .longitudinal import LongitudinalController, as_f64, column
 
 
 class PathCaccParams(ControllerParams):
@@ -47,7 +47,8 @@ def path_cacc_kernel(
     """Fills ``out`` [m/s^2] with the PATH CACC command and ``degraded`` with the rows missing an input."""
     for j in range(v.shape[0]):
         eps = -gap[j] + d if np.isfinite(gap[j]) else 0.0
-        eps_dot = -closing_rate(gap_rate[j], v_pred[j], v[j])
+        # d gap / dt: the range sensor's rate, else the received predecessor speed minus own
+        eps_dot = -(gap_rate[j] if np.isfinite(gap_rate[j]) else v_pred[j] - v[j])
         if not np.isfinite(eps_dot):
             eps_dot = 0.0
         ap = a_pred[j] if np.isfinite(a_pred[j]) else 0.0

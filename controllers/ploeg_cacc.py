@@ -33,7 +33,7 @@ from numba import njit
 from pydantic import Field
 
 from .base import Arrays, ControllerParams
-from .longitudinal import LongitudinalController, as_f64, closing_rate, column
+from .longitudinal import LongitudinalController, as_f64, column
 from .rowstate import RowStateMixin
 
 
@@ -59,7 +59,8 @@ def ploeg_kernel(
         ok = True
         if np.isfinite(gap[j]):
             e = gap[j] - (r + h * v[j])
-            e_dot = closing_rate(gap_rate[j], v_pred[j], v[j]) - h * a[j]
+            # d gap / dt: the range sensor's rate, else the received predecessor speed minus own
+            e_dot = (gap_rate[j] if np.isfinite(gap_rate[j]) else v_pred[j] - v[j]) - h * a[j]
             if np.isfinite(e_dot):
                 drive += kp * e + kd * e_dot
             else:

@@ -137,3 +137,36 @@ def test_importing_models_loads_nothing_of_the_orchestrator() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def _compiled_functions(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+            and any("njit" in ast.unparse(d) or "jit" in ast.unparse(d) for d in node.decorator_list)}
+
+
+def test_compiled_kernels_call_only_compiled_helpers_of_their_own_module() -> None:
+    """numba's on-disk cache checks only a kernel's own file: a helper it inlines from another file would keep
+    stale machine code after an edit. So every compiled callee of a compiled function lives in the same module."""
+    files = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+    compiled = {name: _compiled_functions(path) for name, path in files.items()}
+    bad = []
+    for name, path in files.items():
+        if not compiled[name]:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported: dict[str, str] = {}  # local name -> module:function, for compiled functions of other modules
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join([*base, node.module] if node.module else base) if node.level else node.module
+                for alias in node.names:
+                    if alias.name in compiled.get(module or "", set()):
+                        imported[alias.asname or alias.name] = f"{module}:{alias.name}"
+        for func in ast.walk(tree):
+            if isinstance(func, ast.FunctionDef) and func.name in compiled[name]:
+                for call in ast.walk(func):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in imported:
+                        bad.append(f"{name}.{func.name} calls {imported[call.func.id]}")
+    assert bad == []
