@@ -241,6 +241,10 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
     with contextlib.suppress(ValueError):
         _print_notes(lateral_stability_notes(scenario, expand_robots(scenario)), console)
     result = run_scenario(scenario, out, seed=seed, progress=progress, source=source)
+    if result.interrupted and result.error is None:
+        print(f"interrupted by {result.interrupted} at t = {result.run_info['sim_time_s']:.3f} s: the traces up to "
+              f"then are in {out / 'trace'}; 'coopsim metrics {out}' computes the metrics", file=sys.stderr)
+        return 130
     if not result.ok:
         print(f"error: run failed: {result.error}", file=sys.stderr)
         print(f"traces up to the failure are in {out / 'trace'}", file=sys.stderr)

@@ -105,6 +105,8 @@ class VehicleRecorder(BaseObserver):
         self._samples = []
 
     def on_end(self, t_ns: int, error: BaseException | None) -> None:
-        self.flush()
-        self._table.close()
+        try:
+            self.flush()
+        finally:
+            self._table.close()  # whatever failed, the file gets its footer: readable up to its last row group
 

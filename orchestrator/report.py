@@ -68,7 +68,8 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
     meta = (
         f"scenario <b>{html.escape(str(run_info.get('scenario')))}</b> · seed {run_info.get('seed')} · "
         f"channel {html.escape(str(run_info.get('channel')))} · "
-        f"control {html.escape(', '.join(run_info.get('controllers') or []) or '-')} · simulated {fmt(run_info.get('sim_time_s'))} s in "
+        f"control {html.escape(', '.join(run_info.get('controllers') or []) or '-')} · "
+        f"simulated {fmt(run_info.get('sim_time_s'))} s in "
         f"{fmt(run_info.get('wall_time_s'))} s ({fmt(run_info.get('real_time_factor'))}x real time) · "
         f"coopsim {run_info.get('coopsim_version')} · trace digest <code>{str(run_info.get('digest'))[:16]}</code>"
     )

@@ -6,6 +6,7 @@ A run directory is the unit of result: everything in it can be derived again fro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import sys
@@ -24,9 +25,14 @@ from .core.timebase import seconds_to_ns
 from .metrics import DIGEST_TRACES, RunData, json_safe, read_traces, trace_digest, write_metrics
 from .port_recorder import PortRecorder
 from .recorder import VehicleRecorder
+from .run_control import RunControl
 from .scenario import Problem, Scenario, ScenarioError
 from .scheduler import SchedulerError
+from .tables import TraceWriteError
 from .world import build_world
+
+DEFAULT_STEP_TIMEOUT_S = 300.0
+"""The watchdog's default: far beyond any healthy step, short enough that a hung plug-in does not hold a batch."""
 
 
 @dataclass
@@ -37,10 +43,11 @@ class RunResult:
     run_info: dict[str, Any]
     metrics: dict[str, Any] = field(default_factory=dict)
     error: FederateError | None = None
+    interrupted: str | None = None  # the signal that stopped the run before its end
 
     @property
     def ok(self) -> bool:
-        return self.error is None
+        return self.error is None and self.interrupted is None
 
 
 def resolved_dict(scenario: Scenario, seed: int) -> dict[str, Any]:
@@ -56,37 +63,39 @@ def run_scenario(
     seed: int | None = None,
     progress: bool = False,
     source: str = "<scenario>",
+    step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
 ) -> RunResult:
-    """Simulate ``scenario`` and write the run directory. Scenario-level inconsistencies raise ScenarioError;
-    a failing federate is reported in the result (traces up to the failure are kept)."""
+    """Simulate ``scenario`` and write the run directory. Scenario-level inconsistencies and an output directory
+    that cannot be written raise ScenarioError (before anything runs); a failing federate, a trace that cannot be
+    written and an interrupt (SIGINT, SIGTERM: the run stops at the next instant) are reported in the result, with
+    the traces up to then kept. ``step_timeout_s``: longest a federate's step may take (None: no watchdog)."""
     seed = scenario.seed if seed is None else seed
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "scenario.resolved.yaml").write_text(
-        yaml.safe_dump(resolved_dict(scenario, seed), sort_keys=False), encoding="utf-8"
-    )
     try:
-        world = build_world(scenario, out_dir=out_dir, seed=seed)
-    except ValueError as exc:
-        raise ScenarioError(source, [Problem("vehicles", str(exc))]) from None
-    observers: list[Any] = []
-    trace_path = out_dir / "trace" / "vehicles.parquet"
-    if scenario.outputs.trace:
-        period = seconds_to_ns(scenario.outputs.trace_period_s or scenario.step_s)
-        observers.append(VehicleRecorder(trace_path, period))
-        observers.append(PortRecorder(trace_path.parent, period))
-    if progress:
-        from .progress import ProgressObserver
-
-        observers.append(ProgressObserver(scenario.name))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "scenario.resolved.yaml").write_text(
+            yaml.safe_dump(resolved_dict(scenario, seed), sort_keys=False), encoding="utf-8"
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ScenarioError(source, [Problem("--out", f"cannot write the run directory {out_dir}: {reason}")]) from None
     error: FederateError | None = None
+    interrupted: str | None = None
     t0 = time.perf_counter()
-    try:
-        world.scheduler.run(observers)
-    except FederateError as exc:
-        error = exc
-    except (ContractError, SchedulerError) as exc:  # the federates as configured do not fit together
-        raise ScenarioError(source, [Problem("federates", str(exc))]) from None
+    with RunControl(step_timeout_s) as control:  # from here on, an interrupt still ends with run.json
+        world, observers = _build(scenario, out_dir, seed, source, progress)
+        world.scheduler.control = control
+        try:
+            world.scheduler.run(observers)
+        except FederateError as exc:
+            error = exc
+        except TraceWriteError as exc:  # a full disk: stop, keep what was written
+            error = FederateError("recorder", world.scheduler.now_ns, exc)
+        except KeyboardInterrupt:  # a second signal while a step hung
+            interrupted = control.stop_requested or "SIGINT"
+        except (ContractError, SchedulerError) as exc:  # the federates as configured do not fit together
+            raise ScenarioError(source, [Problem("federates", str(exc))]) from None
+    interrupted = interrupted or world.scheduler.interrupted
     wall = time.perf_counter() - t0
     sim_s = world.scheduler.now_ns / 1e9
     run_info: dict[str, Any] = {
@@ -102,23 +111,52 @@ def run_scenario(
         "steps": round(sim_s / scenario.step_s) + 1,
         "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
-        "status": "ok" if error is None else "failed",
+        "status": "failed" if error is not None else "interrupted" if interrupted else "ok",
         "notes": lateral_stability_notes(scenario, world.robots),
     }
+    if interrupted:
+        run_info["interrupted_by"] = interrupted
     if error is not None:
         run_info["error"] = {"federate": error.federate, "robot": error.robot, "sim_time_s": error.t_ns / 1e9,
                              "message": str(error)}
     model_facts = _channel_model_facts(world.federates.get("v2x"))
     if model_facts:
         run_info["channel_model"] = model_facts
-    result = RunResult(out_dir, run_info, error=error)
-    run_info["digest"] = trace_digest(read_traces(out_dir, DIGEST_TRACES))
-    if error is None and (out_dir / "trace" / "vehicles.parquet").exists():
-        result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
-                                       report=scenario.outputs.report)
+    result = RunResult(out_dir, run_info, error=error, interrupted=interrupted)
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
-    (out_dir / "run.json").write_text(json.dumps(json_safe(run_info), indent=2), encoding="utf-8")
+    try:
+        run_info["digest"] = trace_digest(read_traces(out_dir, DIGEST_TRACES))
+        # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
+        if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
+            result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
+                                           report=scenario.outputs.report)
+    except OSError as exc:  # a full disk after the run: say so in run.json (if that still fits)
+        run_info["status"] = "failed"
+        result.error = FederateError("outputs", world.scheduler.now_ns, exc)
+        run_info["error"] = {"federate": "outputs", "robot": None, "sim_time_s": world.scheduler.now_ns / 1e9,
+                             "message": str(result.error)}
+    with contextlib.suppress(OSError):
+        (out_dir / "run.json").write_text(json.dumps(json_safe(run_info), indent=2), encoding="utf-8")
     return result
+
+
+def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: bool) -> tuple[Any, list[Any]]:
+    """The world and the observers of a run (recorders, progress bar)."""
+    try:
+        world = build_world(scenario, out_dir=out_dir, seed=seed)
+    except ValueError as exc:
+        raise ScenarioError(source, [Problem("vehicles", str(exc))]) from None
+    observers: list[Any] = []
+    trace_path = out_dir / "trace" / "vehicles.parquet"
+    if scenario.outputs.trace:
+        period = seconds_to_ns(scenario.outputs.trace_period_s or scenario.step_s)
+        observers.append(VehicleRecorder(trace_path, period))
+        observers.append(PortRecorder(trace_path.parent, period))
+    if progress:
+        from .progress import ProgressObserver
+
+        observers.append(ProgressObserver(scenario.name))
+    return world, observers
 
 
 def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, report: bool = True) -> dict[str, Any]:

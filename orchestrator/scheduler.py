@@ -23,6 +23,8 @@ from typing import Protocol
 from .core.federate import Federate, FederateError, FederateMeta, PortData, SetupContext
 from .core.ports import ContractError, PortSpec, check_contract
 from .core.robots import RobotSpec, Roster
+from .port_guard import PortGuard
+from .run_control import RunControl
 
 
 class SchedulerError(ValueError):
@@ -67,7 +69,7 @@ class _Slot:
     rank: int = 0
     next_ns: int | None = None
     inputs: tuple[tuple[str, bool], ...] = ()
-    declared: frozenset[str] = frozenset()
+    guard: PortGuard | None = None
     queues: dict[str, list] | None = None  # queued input port -> values published since this federate's last step
     wall_s: float = 0.0  # wall time spent in this federate's step()
 
@@ -146,7 +148,8 @@ def check_contracts(metas: dict[str, FederateMeta]) -> dict[str, tuple[str, Port
 class Scheduler:
     """Steps federates in integer-nanosecond time from 0 to ``end_ns`` inclusive."""
 
-    def __init__(self, end_ns: int, seed: int = 0, out_dir: Path | None = None) -> None:
+    def __init__(self, end_ns: int, seed: int = 0, out_dir: Path | None = None,
+                 control: RunControl | None = None) -> None:
         if end_ns < 0:
             raise ValueError("end time must not be negative")
         self.end_ns = end_ns
@@ -163,16 +166,21 @@ class Scheduler:
         self._set_up = False
         self._subscribers: dict[str, list[list]] = {}
         self.ports: dict[str, tuple[str, PortSpec]] = {}  # port -> (producer, contract), known after setup
-        self._robot_ports: set[str] = set()
-        self._aligned_version: dict[str, int] = {}  # robot-indexed port -> roster version its rows were checked at
+        self._trusted: set[str] = set()  # federates whose ports are checked once per roster change, not per step
         self.written_now: list[str] = []  # ports written at the current instant (recorders read only those)
+        self.control = control  # interrupts and the step watchdog (``run_control``); None: neither
+        self.interrupted: str | None = None  # the signal that stopped the run before its end, if any
 
     # -- building -------------------------------------------------------------------------------------------
-    def add(self, federate: Federate) -> Federate:
-        """Add a federate; names must be unique. Insertion order is the tie-break among independent federates."""
+    def add(self, federate: Federate, trusted: bool = False) -> Federate:
+        """Add a federate; names must be unique. Insertion order is the tie-break among independent federates.
+        ``trusted`` (the built-in federates): its outputs are checked once per roster change instead of at every
+        publication (``port_guard``)."""
         if any(f.name == federate.name for f in self._federates):
             raise SchedulerError(f"two federates are named '{federate.name}'")
         self._federates.append(federate)
+        if trusted:
+            self._trusted.add(federate.name)
         return federate
 
     def observe(self, observer: Observer) -> None:
@@ -225,7 +233,6 @@ class Scheduler:
                 with contextlib.suppress(Exception):
                     fed.finalize()
             raise
-        self._robot_ports = {p for p, (_, spec) in self.ports.items() if spec.index == "robot" and spec.typed}
         by_name = {f.name: f for f in self._federates}
         self._slots = []
         for rank, name in enumerate(order):
@@ -233,7 +240,8 @@ class Scheduler:
             slot = _Slot(
                 by_name[name], meta, rank,
                 inputs=tuple((i.port, i.delayed) for i in meta.inputs if not i.queued),
-                declared=frozenset(meta.output_names),
+                guard=PortGuard(name, {spec.name: spec for spec in meta.outputs}, self.roster,  # type: ignore[union-attr]
+                                name in self._trusted),
                 queues={i.port: [] for i in meta.inputs if i.queued} or None,
             )
             slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
@@ -294,21 +302,6 @@ class Scheduler:
         for obs in self._observers:
             obs.on_despawn(t_ns, removed)
 
-    def _check_rows(self, federate: str, t_ns: int, outputs: PortData) -> None:
-        """Robot-indexed outputs carry one row per live robot in roster order: checked once per roster change and
-        port (the rows cannot drift between changes without the producer ignoring a spawn or despawn)."""
-        version = self.roster.version
-        for port, value in outputs.items():
-            if port not in self._robot_ports or self._aligned_version.get(port) == version:
-                continue
-            ids = value.get("id") if hasattr(value, "get") else None
-            if ids is None or len(ids) != len(self.roster) or not (ids == self.roster.ids).all():
-                got = "no id column" if ids is None else f"ids {list(ids)[:8]}"
-                raise FederateError(federate, t_ns, SchedulerError(
-                    f"port '{port}' is robot-indexed but its rows ({got}) are not the live robots in roster order "
-                    f"({list(self.roster.ids)[:8]})"))
-            self._aligned_version[port] = version
-
     def run(self, observers: Iterable[Observer] = ()) -> int:
         """Run to the end time; returns the last granted time. Federates are finalized also on failure."""
         for obs in observers:
@@ -345,7 +338,11 @@ class Scheduler:
         observers = self._observers
         subscribers = self._subscribers
         end_ns = self.end_ns
+        control = self.control
         while True:
+            if control is not None and control.stop_requested is not None:
+                self.interrupted = control.stop_requested  # stop between instants: every trace ends at now_ns
+                return
             t_ns = self._next_grant()
             if t_ns is None or t_ns > end_ns:
                 return
@@ -366,19 +363,18 @@ class Scheduler:
                         inputs[port] = queue.copy()
                         queue.clear()
                 started = perf_counter()
+                if control is not None:
+                    control.entering(fed.name, started)
                 try:
                     outputs = fed.step(t_ns, inputs)
                 except Exception as exc:
                     raise FederateError(fed.name, t_ns, exc) from exc
+                finally:
+                    if control is not None:
+                        control.left()
                 slot.wall_s += perf_counter() - started
                 if outputs:
-                    undeclared = outputs.keys() - slot.declared
-                    if undeclared:
-                        raise FederateError(
-                            fed.name, t_ns, SchedulerError(f"wrote undeclared ports {sorted(undeclared)}")
-                        )
-                    if self._robot_ports:
-                        self._check_rows(fed.name, t_ns, outputs)
+                    slot.guard.check(t_ns, outputs)  # type: ignore[union-attr]
                     bus.update(outputs)
                     written.extend(outputs)
                     if subscribers:

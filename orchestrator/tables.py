@@ -17,6 +17,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+class TraceWriteError(RuntimeError):
+    """A trace file could not be written (a full disk, a vanished directory ...); what was written before stays
+    readable up to its last complete row group."""
+
+    def __init__(self, path: Path, cause: BaseException) -> None:
+        self.path = path
+        self.cause = cause
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
+        super().__init__(f"writing {path} failed: {reason}")
+
+
 class ParquetAppender:
     """Collects column chunks; ``flush`` hands them to the writer thread as one row group."""
 
@@ -49,7 +60,10 @@ class ParquetAppender:
             self.flush()
 
     def flush(self) -> None:
-        """Hand what is queued to the writer thread as one row group."""
+        """Hand what is queued to the writer thread as one row group; raise as soon as a write has failed (so a run
+        on a full disk stops instead of simulating into nothing)."""
+        if self._error is not None:
+            raise TraceWriteError(self.path, self._error)
         if not self._chunks:
             return
         if self._thread is None:
@@ -75,10 +89,13 @@ class ParquetAppender:
                     writer = pq.ParquetWriter(self.path, schema, compression="zstd")
                 writer.write_table(table.cast(schema))
                 self.rows_written += table.num_rows
-            except BaseException as exc:  # reported by close()
+            except BaseException as exc:  # reported by flush() and close()
                 self._error = exc
         if writer is not None:
-            writer.close()
+            try:
+                writer.close()  # the footer: the row groups written so far become readable
+            except BaseException as exc:
+                self._error = self._error or exc
 
     def _schema(self, schema: pa.Schema) -> pa.Schema:
         fields = [f.with_metadata({"unit": self.units[f.name]}) if f.name in self.units else f for f in schema]
@@ -86,13 +103,14 @@ class ParquetAppender:
 
     def close(self) -> None:
         """Flush, wait for the writer and close the file (its footer makes it readable); raise a writer error."""
-        self.flush()
+        if self._error is None:
+            self.flush()
         if self._thread is not None:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
         if self._error is not None:
-            raise RuntimeError(f"writing {self.path} failed: {self._error}") from self._error
+            raise TraceWriteError(self.path, self._error) from self._error
         if self.rows_written == 0 and self.empty_schema is not None:
             pq.write_table(self._schema(self.empty_schema).empty_table(), self.path, compression="zstd")
 

@@ -169,8 +169,8 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
                                                    call_timeout_s=extra.call_timeout_s)
         else:
             federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)
-    for fed in federates.values():
-        scheduler.add(fed)
+    for name, fed in federates.items():
+        scheduler.add(fed, trusted=name in ("physics", "v2x", "control"))  # built-ins: ports checked per roster change
     for spec in robots:
         scheduler.schedule_spawn(spec, spec.spawn_ns)
         if spec.despawn_ns is not None:

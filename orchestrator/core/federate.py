@@ -159,8 +159,8 @@ class FederateError(RuntimeError):
 def meta_to_dict(meta: FederateMeta) -> dict[str, Any]:
     """FederateMeta as plain data (the remote protocol's setup reply)."""
 
-    def fields(specs: Sequence[FieldSpec]) -> list[list[str]]:
-        return [[f.name, f.dtype, f.unit] for f in specs]
+    def fields(specs: Sequence[FieldSpec]) -> list[list[Any]]:
+        return [[f.name, f.dtype, f.unit, f.finite] for f in specs]
 
     return {
         "inputs": [{"port": i.port, "delayed": i.delayed, "queued": i.queued, "optional": i.optional,
@@ -176,8 +176,9 @@ def meta_to_dict(meta: FederateMeta) -> dict[str, Any]:
 def meta_from_dict(data: Mapping[str, Any]) -> FederateMeta:
     """The inverse of ``meta_to_dict``."""
 
-    def fields(rows: Sequence[Sequence[str]]) -> tuple[FieldSpec, ...]:
-        return tuple(FieldSpec(str(n), str(d), str(u)) for n, d, u in rows)
+    def fields(rows: Sequence[Sequence[Any]]) -> tuple[FieldSpec, ...]:
+        return tuple(FieldSpec(str(row[0]), str(row[1]), str(row[2]), bool(row[3]) if len(row) > 3 else False)
+                     for row in rows)
 
     return FederateMeta(
         inputs=tuple(Input(str(i["port"]), bool(i["delayed"]), bool(i["queued"]), fields(i["fields"]),

@@ -31,6 +31,7 @@ class FieldSpec:
     name: str
     dtype: str = "float64"
     unit: str = "-"
+    finite: bool = False  # True: NaN and infinities are a producer's error (state, commands); False: NaN means "none"
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -71,12 +72,14 @@ class PortSpec:
         return PortSpec(name, self.fields, self.index, self.doc, self.typed)
 
 
-def port(name: str, fields: Mapping[str, str | tuple[str, str]], index: Index = "robot", doc: str = "") -> PortSpec:
-    """Shorthand: ``fields`` maps a name to its unit (float64) or to ``(dtype, unit)``."""
+def port(name: str, fields: Mapping[str, str | tuple[str, str]], index: Index = "robot", doc: str = "",
+         finite: bool = False) -> PortSpec:
+    """Shorthand: ``fields`` maps a name to its unit (float64) or to ``(dtype, unit)``; ``finite`` forbids NaN and
+    infinities in every float field."""
     specs = []
     for field_name, value in fields.items():
         dtype, unit = ("float64", value) if isinstance(value, str) else value
-        specs.append(FieldSpec(field_name, dtype, unit))
+        specs.append(FieldSpec(field_name, dtype, unit, finite and dtype == "float64"))
     return PortSpec(name, tuple(specs), index, doc)
 
 
@@ -185,9 +188,10 @@ CHANNEL_LOAD_FIELDS: dict[str, str | tuple[str, str]] = {
 }
 """Fields of ``channel_load``: each station's channel busy ratio over each DCC measurement window (end time)."""
 
-STATE = port("state", STATE_FIELDS, doc="ground truth of every robot (rear-axle reference point)")
-ESTIMATE = port("estimate", STATE_FIELDS, doc="what each robot believes about itself")
-COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or controller asks of its vehicle")
+STATE = port("state", STATE_FIELDS, doc="ground truth of every robot (rear-axle reference point)", finite=True)
+ESTIMATE = port("estimate", STATE_FIELDS, doc="what each robot believes about itself", finite=True)
+COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or controller asks of its vehicle",
+                finite=True)
 CONTROL_DIAG = port("control_diag", DIAGNOSTIC_FIELDS, doc="what each follower's law used, for the trace")
 RANGE = port("range", RANGE_FIELDS, doc="forward range sensor")
 COLLISIONS = port("collisions", COLLISION_FIELDS, index="event", doc="new contacts between vehicle bodies")
@@ -218,15 +222,28 @@ def units(port_name: str, fields: Mapping[str, str]) -> dict[str, str]:
 
 
 def conforms(spec: PortSpec, data: Mapping[str, object]) -> str | None:
-    """None when ``data`` carries every declared field with the declared dtype kind, else what is wrong
-    (used at the port boundary of plug-ins and by the conformance tests)."""
+    """None when ``data`` carries every declared field with the declared dtype kind, as 1-d columns of one length
+    (the live robots' for a robot-indexed port) and finite where declared so; else what is wrong. Used at the port
+    boundary by the scheduler and by the conformance tests."""
     kinds = {"float64": "f", "int64": "iu", "bool": "b", "uint8": "u", "str": "OUS"}
+    rows: int | None = None
+    if spec.index == "robot":
+        if "id" not in data:
+            return f"robot-indexed port '{spec.name}' has no 'id' column"
+        rows = np.shape(data["id"])[0] if np.ndim(data["id"]) == 1 else -1
+        if rows < 0:
+            return f"port '{spec.name}' field 'id' is not a 1-d array"
     for field_spec in spec.fields:
         if field_spec.name not in data:
             return f"port '{spec.name}' lacks field '{field_spec.name}'"
         value = np.asarray(data[field_spec.name])
         if value.dtype.kind not in kinds[field_spec.dtype]:
             return f"port '{spec.name}' field '{field_spec.name}' is {value.dtype}, declared {field_spec.dtype}"
-    if spec.index == "robot" and "id" not in data:
-        return f"robot-indexed port '{spec.name}' has no 'id' column"
+        if value.ndim != 1 or (rows is not None and len(value) != rows):
+            expected = f"({rows},)" if rows is not None else "1-d"
+            return f"port '{spec.name}' field '{field_spec.name}' has shape {value.shape}, expected {expected}"
+        if rows is None:
+            rows = len(value)  # event tables: every column as long as the first
+        if field_spec.finite and not np.isfinite(value).all():
+            return f"port '{spec.name}' field '{field_spec.name}' has NaN or infinite values, which it must not"
     return None

@@ -21,7 +21,7 @@ CASES: list[tuple[Registry, str, Callable[[Any], None], str]] = [
     (CONTROLLERS, "CoupledRows", check_law, r"'accel' of row 0 depends on the other rows"),
     (COMMS_MODELS, "FloatIds", check_channel, r"field 'receiver' is float64, declared int64"),
     (COMMS_MODELS, "Unseeded", check_channel, r"differs for the same seed"),
-    (VEHICLE_MODELS, "NanYawRate", check_vehicle_model, r"'yaw_rate' is not finite"),
+    (VEHICLE_MODELS, "NanYawRate", check_vehicle_model, r"field 'yaw_rate' has NaN or infinite values"),
     (LEADER_PROFILES, "Stateful", check_profile, r"not a pure function of time"),
 ]
 
