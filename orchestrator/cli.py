@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="coopsim",
         description="Co-simulation of cooperative driving: platoons, V2X (ETSI ITS-G5 CAM) and controllers.",
     )
+    parser.add_argument("--no-plugins", action="store_true",
+                        help="built-ins only: no entry points, no 'package.module:Class' paths (for scenarios from "
+                             "an untrusted source; also COOPSIM_NO_PLUGINS=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
@@ -115,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``coopsim`` console script."""
     args = _parser().parse_args(argv)
+    if args.no_plugins:  # through the environment, so batch workers and hosts started from here inherit it
+        from .core.registry import NO_PLUGINS_ENV
+
+        os.environ[NO_PLUGINS_ENV] = "1"
     console = Console()
     err = Console(stderr=True)
     from .scenario import ScenarioError

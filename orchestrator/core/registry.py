@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -24,6 +25,15 @@ class UnknownNameError(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+NO_PLUGINS_ENV = "COOPSIM_NO_PLUGINS"
+"""Set to 1 (``coopsim --no-plugins`` does) to allow built-ins only: for scenarios from an untrusted source."""
+
+
+def plugins_allowed() -> bool:
+    """False when plug-ins are switched off (``COOPSIM_NO_PLUGINS`` set to anything but 0 or empty)."""
+    return os.environ.get(NO_PLUGINS_ENV, "").strip() in ("", "0")
 
 
 def is_plugin_path(name: str) -> bool:
@@ -51,7 +61,7 @@ class Registry:
         return sorted(self._entries)
 
     def names(self) -> list[str]:
-        """Every selectable name: built-ins and installed entry points, sorted."""
+        """Every selectable name: built-ins and installed entry points (not while plug-ins are off), sorted."""
         return sorted({*self._entries, *self._entry_points()})
 
     def __contains__(self, name: str) -> bool:
@@ -71,7 +81,7 @@ class Registry:
         del self._entries[name]
 
     def _entry_points(self) -> dict[str, Any]:
-        if not self.group:
+        if not self.group or not plugins_allowed():
             return {}
         return {ep.name: ep for ep in entry_points(group=self.group)}
 
@@ -79,7 +89,7 @@ class Registry:
     def check(self, name: str) -> str:
         """``name`` if selectable (registered, an entry point or a plug-in path), else ValueError with a suggestion
         and the allowed names (for validators)."""
-        if is_plugin_path(name) or name in self:
+        if name in self or (is_plugin_path(name) and plugins_allowed()):
             return name
         raise ValueError(self.unknown_message(name))
 
@@ -96,6 +106,9 @@ class Registry:
         names = self.names()
         close = difflib.get_close_matches(name, names, n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
+        if not plugins_allowed():
+            return (f"unknown {self.kind} '{name}'{hint}; plug-ins are off (--no-plugins, {NO_PLUGINS_ENV}): "
+                    f"allowed: {', '.join(names)}")
         return f"unknown {self.kind} '{name}'{hint}; allowed: {', '.join(names)} or a 'package.module:Class' path"
 
     # -- lookup ---------------------------------------------------------------------------------------------
@@ -110,7 +123,7 @@ class Registry:
                     obj = found.load()
                 except Exception as exc:  # a broken plug-in names itself, never a traceback from deep inside
                     raise UnknownNameError(f"cannot load {self.kind} '{name}' ({found.value}): {exc}") from None
-            elif is_plugin_path(name):
+            elif is_plugin_path(name) and plugins_allowed():
                 obj = _import(name, self.kind, name)
             else:
                 raise UnknownNameError(self.unknown_message(name))
