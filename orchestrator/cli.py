@@ -132,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"error: invalid scenario\n{exc}", file=sys.stderr)  # plain: one problem per line, never wrapped
         return EXIT_BAD_INPUT
+    except UnicodeDecodeError as exc:  # a scenario read as text before the loader saw its bytes
+        source = getattr(args, "scenario", None) or "<input>"
+        line = exc.object[: exc.start].count(b"\n") + 1 if isinstance(exc.object, bytes) else 1
+        print(f"error: invalid scenario\n{source}:{line}: <scenario>: not UTF-8 text at byte offset {exc.start} "
+              f"({exc.reason}); a scenario is a UTF-8 YAML file", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import math
 import re
 import typing
 from collections.abc import Iterable
@@ -23,7 +24,7 @@ from .model import (
     profile_params_model,
     vehicle_model_fields,
 )
-from .yamlmarks import Loc, line_of, load_value, load_with_lines
+from .yamlmarks import Loc, YamlInputError, decode_text, line_of, load_value, load_with_lines
 
 _TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locations
 
@@ -31,24 +32,33 @@ _TAGS = {"fleet", "list"}  # discriminator tags pydantic puts into error locatio
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read and validate a scenario file; ``overrides`` are ``path=value`` strings (value parsed as YAML)."""
     path = Path(path)
-    source = str(path)
+    return parse_scenario(read_scenario_text(path), str(path), overrides)
+
+
+def read_scenario_text(path: str | Path, source: str | None = None) -> str:
+    """A scenario file's text: strict UTF-8 (a BOM is accepted). An unreadable, binary or non-UTF-8 file raises
+    ScenarioError naming the byte offset."""
+    path = Path(path)
+    source = source or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
-        raise ScenarioError(source, [Problem("", f"cannot read file: {exc.strerror}")]) from None
-    return parse_scenario(text, source, overrides)
+        raise ScenarioError(source, [Problem("", f"cannot read file: {exc.strerror or exc}")]) from None
+    try:
+        return decode_text(data)
+    except YamlInputError as exc:
+        raise ScenarioError(source, [_yaml_problem(exc)]) from None
 
 
 def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
     """Validate scenario text (see ``load_scenario``)."""
     try:
         data, lines = load_with_lines(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ScenarioError(source, [Problem("", f"not valid YAML: {getattr(exc, 'problem', exc)}", line)]) from None
+    except YamlInputError as exc:
+        raise ScenarioError(source, [_yaml_problem(exc)]) from None
     if not isinstance(data, dict):
-        raise ScenarioError(source, [Problem("", "the scenario must be a mapping of fields (version, vehicles ...)")])
+        raise ScenarioError(source, [Problem("", "the scenario must be a mapping of fields (version, vehicles ...)",
+                                             1)])
     set_locs: set[Loc] = set()
     for item in overrides:
         loc = apply_override(data, item, source)
@@ -61,6 +71,12 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[st
     if problems:
         raise ScenarioError(source, problems)
     return with_defaults(scenario)
+
+
+def _yaml_problem(exc: YamlInputError) -> Problem:
+    """A refused YAML input as a problem at its line and field path."""
+    message = f"not valid YAML: {exc.problem}" if exc.syntax else exc.problem
+    return Problem(format_path(exc.loc), message, exc.line)
 
 
 def override_scenario(scenario: Scenario, overrides: Iterable[str], source: str = "<scenario>") -> Scenario:
@@ -126,7 +142,13 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
     loc = parse_path(key.strip())
     if not loc:
         raise ScenarioError(source, [Problem(key, "--set needs a field path")])
-    value = load_value(raw) if raw.strip() else None
+    try:
+        value = load_value(raw) if raw.strip() else None
+    except YamlInputError as exc:
+        where = f", line {exc.line} of the value" if exc.line and exc.line > 1 else ""
+        what = "is not valid YAML" if exc.syntax else "is refused"
+        raise ScenarioError(source, [Problem(format_path(loc), f"the --set value {what}: {exc.problem}{where} "
+                                                               "(from --set)")]) from None
     node: Any = data
     for depth, part in enumerate(loc):
         if isinstance(part, int) and not isinstance(_at(data, loc[:depth]), list):
@@ -234,8 +256,31 @@ def _check_plugins(scenario: Scenario, lines: dict[Loc, int], set_locs: set[Loc]
     """Each selected law, channel model, leader profile, vehicle model and federate validates its own parameters
     with its ``Params`` model, built-in or plug-in alike, every problem at its line."""
     check = _ParamsCheck(lines, set_locs)
-    return [*_check_laws(scenario, check), *_check_channel(scenario, check), *_check_leader(scenario, check),
-            *_check_vehicles(scenario, check), *_check_federates(scenario, check)]
+    return [*_check_scenario(scenario, check), *_check_laws(scenario, check), *_check_channel(scenario, check),
+            *_check_leader(scenario, check), *_check_vehicles(scenario, check), *_check_federates(scenario, check)]
+
+
+def _on_step_grid(period: float, step_s: float) -> bool:
+    """Whether ``period`` is a (finite) whole number of steps."""
+    steps = period / step_s
+    return math.isfinite(steps) and abs(steps - round(steps)) <= 1e-6
+
+
+def _check_scenario(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    """Rules across blocks, each reported at the field that breaks it: the trace period on the step grid and
+    federate names that are unique and not those of the built-in federates."""
+    problems: list[Problem] = []
+    period = scenario.outputs.trace_period_s
+    if period is not None and not _on_step_grid(period, scenario.step_s):
+        problems.append(check.at(("outputs", "trace_period_s"), f"must be a multiple of step_s "
+                                 f"({scenario.step_s:g} s), got {period:g}"))
+    owners = {name: "a built-in federate (physics, v2x and control are)" for name in ("physics", "v2x", "control")}
+    for i, extra in enumerate(scenario.federates):
+        if extra.name in owners:
+            problems.append(check.at(("federates", i, "name"), f"the name '{extra.name}' is taken by "
+                                     f"{owners[extra.name]}; federate names are unique"))
+        owners.setdefault(extra.name, f"federates[{i}]")
+    return problems
 
 
 class _ParamsCheck:
@@ -270,7 +315,7 @@ def _check_laws(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
         found = check(ControllerBlock, merged, prefix)
         if not found:
             period = merged.get("period_s", 0.0)
-            if abs(period / scenario.step_s - round(period / scenario.step_s)) > 1e-6:
+            if not _on_step_grid(period, scenario.step_s):
                 found.append(check.at((*prefix, "period_s"), f"must be a multiple of step_s ({scenario.step_s:g} s), "
                                       f"got {period:g}"))
             law = CONTROLLERS.get(merged["type"]).Params
