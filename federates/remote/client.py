@@ -12,6 +12,7 @@ import queue
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -19,10 +20,17 @@ import grpc
 from orchestrator.core.federate import Federate, FederateMeta, PortData, SetupContext, meta_from_dict
 from orchestrator.core.robots import RobotSpec
 
+from .auth import TLS_CA_ENV, client_tls, token_from_env, token_metadata
 from .host import METHOD
 from .wire import decode, encode
 
 _END = object()
+_HINTS = {
+    grpc.StatusCode.CANCELLED: " (a host closes a session whose client is silent for longer than its "
+                               "--idle-timeout-s, and every session when it stops)",
+    grpc.StatusCode.RESOURCE_EXHAUSTED: " (the host serves --max-sessions federates at once and takes messages up "
+                                        "to --max-message-mb)",
+}
 
 
 class RemoteError(RuntimeError):
@@ -50,17 +58,27 @@ class RemoteFederate(Federate):
 
     # -- transport ----------------------------------------------------------------------------------------------
     def _open(self) -> None:
-        self._channel = grpc.insecure_channel(
-            self.address, options=[("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)])
+        # identity comes from the environment, never from the scenario (federates.remote.auth)
+        try:
+            credentials, tls_options = client_tls()
+        except RuntimeError as exc:
+            raise RemoteError(str(exc)) from None
+        options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1), *tls_options]
+        if credentials is None:
+            self._channel = grpc.insecure_channel(self.address, options=options)
+        else:
+            self._channel = grpc.secure_channel(self.address, credentials, options=options)
         try:
             grpc.channel_ready_future(self._channel).result(timeout=self.connect_timeout_s)
         except grpc.FutureTimeoutError:
             self._channel.close()
             self._channel = None
+            hint = (f" (over TLS with {TLS_CA_ENV}: the host must present a certificate it signs)" if credentials
+                    else " (a host started with --tls-cert needs COOPSIM_TLS_CA here)")
             raise RemoteError(f"no coopsim host answers at {self.address} (waited {self.connect_timeout_s:g} s); "
-                              "start one with 'coopsim host --listen ADDRESS'") from None
+                              f"start one with 'coopsim host --listen ADDRESS'{hint}") from None
         stream = self._channel.stream_stream(METHOD, request_serializer=None, response_deserializer=None)
-        self._replies = stream(self._outgoing())
+        self._replies = stream(self._outgoing(), metadata=token_metadata(token_from_env()))
         # replies are read by a thread so that every call can wait with a timeout (a frozen host must not hang
         # the run)
         self._inbox: queue.Queue[Any] = queue.Queue()
@@ -95,8 +113,10 @@ class RemoteFederate(Federate):
             raise RemoteError(f"the host at {self.address} closed the session during '{call}'")
         if isinstance(got, grpc.RpcError):
             self._close()
-            raise RemoteError(f"the host at {self.address} failed during '{call}': {got.code().name} "
-                              f"{got.details()}")
+            code = got.code()
+            hint = _HINTS.get(code, "")
+            raise RemoteError(f"the host at {self.address} failed during '{call}': {code.name} "
+                              f"{got.details()}{hint}")
         reply = decode(got)
         if not reply.get("ok"):
             raise RemoteError(f"remote: {reply.get('error')}", robot=reply.get("robot"))
@@ -105,8 +125,10 @@ class RemoteFederate(Federate):
     # -- the federate interface ---------------------------------------------------------------------------------
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._open()
+        # the host writes under its own --out-root: out_dir is only a label there, so send just the last part
+        label = (Path(ctx.out_dir).name or "run") if ctx.out_dir else None
         meta = self._call("setup", federate={"name": self.name, "type": self.type, "params": self.params},
-                          seed=ctx.seed, end_ns=ctx.end_ns, out_dir=str(ctx.out_dir) if ctx.out_dir else None)
+                          seed=ctx.seed, end_ns=ctx.end_ns, out_dir=label)
         # (a failed setup is finalized by the scheduler, which closes the stream and the channel)
         return meta_from_dict(meta)
 

@@ -66,8 +66,11 @@ def encode(message: Any) -> bytes:
     return b"".join(parts)
 
 
-def decode(frame: bytes) -> Any:
-    """The message of one frame (arrays come back as numpy arrays that own their memory)."""
+def decode(frame: bytes, max_bytes: int | None = None) -> Any:
+    """The message of one frame (arrays come back as numpy arrays that own their memory). A frame longer than
+    ``max_bytes`` is refused before anything in it is read."""
+    if max_bytes is not None and len(frame) > max_bytes:
+        raise WireError(f"frame of {len(frame)} bytes exceeds the limit of {max_bytes} bytes")
     view = memoryview(frame)
     if bytes(view[:4]) != MAGIC:
         raise WireError("not a coopsim frame (bad magic)")
@@ -100,5 +103,5 @@ def decode(frame: bytes) -> Any:
     except WireError:
         raise
     except (struct.error, UnicodeDecodeError, json.JSONDecodeError, IndexError, KeyError, TypeError,
-            ValueError) as exc:
+            ValueError, RecursionError) as exc:  # RecursionError: a header nested thousands of levels deep
         raise WireError(f"bad frame: {exc}") from None
