@@ -160,8 +160,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.command == "host":
         from federates.remote.host import main as host_main
 
-        return host_main(["--listen", args.listen, "--max-sessions", str(args.max_sessions),
-                          *(f"--allow={prefix}" for prefix in args.allow)])
+        return host_main(args)  # parsed by add_host_arguments: every host option passes through
     if args.command == "vehicle-test":
         return _vehicle_test(args, console)
     if args.command == "sweep":
