@@ -8,7 +8,7 @@ from pathlib import Path
 
 def add_host_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``coopsim host``."""
-    parser.add_argument("--listen", default="127.0.0.1:50051",
+    parser.add_argument("--listen", default="127.0.0.1:50051", metavar="HOST:PORT",
                         help="address to listen on, host:port (default: %(default)s; port 0: any free port). "
                              "Anything but loopback needs COOPSIM_TOKEN in the environment")
     parser.add_argument("--allow", action="append", default=[], metavar="KIND_OR_PREFIX",
@@ -23,10 +23,11 @@ def add_host_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-root", type=Path, default=None, metavar="DIR",
                         help="where hosted federates write their files, one directory per session, kept "
                              "(default: a temporary directory per session, removed when the session ends)")
-    parser.add_argument("--max-sessions", type=int, default=8, help="federates served at once (default: %(default)s)")
-    parser.add_argument("--max-message-mb", type=float, default=8.0,
+    parser.add_argument("--max-sessions", type=int, default=8, metavar="N",
+                        help="federates served at once (default: %(default)s)")
+    parser.add_argument("--max-message-mb", type=float, default=8.0, metavar="MIB",
                         help="largest request or reply, in MiB (default: %(default)s)")
-    parser.add_argument("--idle-timeout-s", type=float, default=120.0,
+    parser.add_argument("--idle-timeout-s", type=float, default=120.0, metavar="S",
                         help="a session whose client sends nothing for this long is closed and its slot freed "
                              "(default: %(default)s)")
     parser.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",

@@ -15,6 +15,8 @@ computation is refused unless the host was started allowing it:
 - **Addresses.** A parameter named like an address (``broker``, ``host``, ``url`` ...) or a value shaped like
   ``host:port`` or ``scheme://...`` must be one of the ``--allow-broker HOST:PORT`` entries. Constructor defaults
   count too: ``mqtt`` without a ``broker`` would connect to its default, so that default must be allowed.
+
+Every refusal is a PermissionError that names the parameter by its dotted path and the flag that would allow it.
 """
 
 from __future__ import annotations

@@ -388,3 +388,14 @@ def test_sigterm_ends_the_host_within_a_second_while_a_federate_stalls(client_en
         session.close()
     assert took < 1.0, f"the host took {took:.2f} s to end"
     assert len(failed) == 1 and "during 'step'" in str(failed[0])
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    (["--tls-cert", "cert.pem"], "error: --tls-cert and --tls-key go together"),
+    (["--max-message-mb", "0"], "error: --max-sessions, --max-message-mb and --idle-timeout-s must be positive"),
+    (["--allow-broker", "mqtt.example.org"], "error: --allow-broker takes HOST:PORT, got 'mqtt.example.org'"),
+])
+def test_bad_host_options_are_refused_before_serving(options, message):
+    done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0", *options],
+                          cwd=REPO, env=_clean_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == "" and done.stderr.strip() == message
