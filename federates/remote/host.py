@@ -109,8 +109,8 @@ class _Host:
         while not self.stopped.wait(interval):
             now = time.monotonic()
             with self.lock:
-                idle = [s for s in self.sessions
-                        if s.waiting_since is not None and now - s.waiting_since > self.idle_timeout_s]
+                idle = [s for s in self.sessions if not s.idle_closed and s.waiting_since is not None
+                        and now - s.waiting_since > self.idle_timeout_s]
             for session in idle:
                 session.idle_closed = True
                 print(f"coopsim host: closing a session idle for {self.idle_timeout_s:g} s", file=sys.stderr,

@@ -399,3 +399,21 @@ def test_bad_host_options_are_refused_before_serving(options, message):
     done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0", *options],
                           cwd=REPO, env=_clean_env(), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == "" and done.stderr.strip() == message
+
+
+def test_the_policy_tells_files_addresses_and_classes_from_plain_values(tmp_path):
+    from federates.remote.policy import HostPolicy
+
+    policy = HostPolicy.from_options(allow=["mypkg"], paths=[tmp_path], brokers=["broker.lan:1883", "[::1]:1883"])
+    fine = {"topic_prefix": "fleet/a", "mode": "etsi", "path_loss": "dual_slope", "ratio": "3/4",
+            "model": "mypkg.sim:Model", "file": str(tmp_path / "a.fmu"), "dirs": [str(tmp_path / "x")],
+            "broker": "broker.lan:1883", "host": "BROKER.lan", "url": "mqtt://user@broker.lan:1883/x",
+            "v6": "[::1]:1883", "nested": {"rel": "./" + os.path.relpath(tmp_path / "b", Path.cwd())}}
+    policy.check_values(fine)
+    refused = {"model": "os:system", "file": "a.fmu", "out_dir": str(tmp_path / ".." / "x"),
+               "anything": "~/.ssh/id_rsa", "other": "../secrets", "where": "file:///etc/passwd",
+               "target": "broker.lan:1884", "host": "10.0.0.1", "endpoint": "http://169.254.169.254/latest",
+               "peer": "[::2]:1883", "c": "C:\\Windows\\x"}
+    for key, value in refused.items():
+        with pytest.raises(PermissionError, match=rf"^parameter 'cfg\.{key}' = "):
+            policy.check_values({"cfg": {key: value}})
