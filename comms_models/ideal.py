@@ -56,6 +56,9 @@ class IdealChannel(CommsModel):
         ]
         self._ids: list[int] = []
         self._cache: tuple[Interest, np.ndarray, np.ndarray] | None = None
+        self._sent: tuple[int, np.ndarray] | None = None  # (time, receiver rows delivered) of the last step
+        # (interest, delivered mask, the log columns that stay the same from step to step)
+        self._log: tuple[Interest, np.ndarray, dict[str, np.ndarray]] | None = None
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         self._ids += [r.id for r in robots]
@@ -78,6 +81,7 @@ class IdealChannel(CommsModel):
         for start, end, receivers in self._outages:
             if start <= t_ns < end:
                 alive = alive & (False if receivers is None else ~np.isin(interest.receivers, receivers))
+        self._sent = (t_ns, alive)
         rows = rows[alive]
         now = np.full(len(rows), t_ns, dtype=np.int64)
         out: Deliveries = {
@@ -89,3 +93,38 @@ class IdealChannel(CommsModel):
         for name in _FIELDS:
             out[name] = estimate[name][rows]
         return out
+
+    def drain_records(self) -> dict[str, np.ndarray]:
+        """The last step's log: one "sent" row per sender heard and one "received" row per delivery, all at the
+        step's time (no delay). Every column but the times is the same from step to step while robots, interest
+        and outages stay, so it is built once per such change and shared (published values are never mutated)."""
+        if self._sent is None or self._cache is None:
+            return _empty_log()
+        t_ns, alive = self._sent
+        interest = self._cache[0]
+        log = self._log
+        if log is None or log[0] is not interest or (log[1] is not alive and not np.array_equal(log[1], alive)):
+            senders = np.unique(interest.senders[alive])
+            receivers = interest.receivers[alive]
+            n_tx, n_rx = len(senders), len(receivers)
+            kinds = np.repeat(np.array(["tx", "rx"], dtype=object), [n_tx, n_rx])
+            self._log = (interest, alive, {
+                "event": kinds,
+                "sender": np.concatenate([senders, interest.senders[alive]]),
+                "receiver": np.concatenate([np.full(n_tx, -1, np.int64), receivers]),
+                "latency_s": np.zeros(n_tx + n_rx),
+                "rx_power_dbm": np.full(n_tx + n_rx, np.nan),
+                "outcome": np.repeat(np.array(["sent", "received"], dtype=object), [n_tx, n_rx]),
+            })
+        columns = self._log[2]
+        now = np.full(len(columns["sender"]), t_ns, np.int64)
+        self._sent = None
+        return {"t_ns": now, "event": columns["event"], "sender": columns["sender"], "receiver": columns["receiver"],
+                "generated_ns": now, "latency_s": columns["latency_s"], "rx_power_dbm": columns["rx_power_dbm"],
+                "outcome": columns["outcome"]}
+
+
+def _empty_log() -> dict[str, np.ndarray]:
+    return {"t_ns": np.empty(0, np.int64), "event": np.empty(0, object), "sender": np.empty(0, np.int64),
+            "receiver": np.empty(0, np.int64), "generated_ns": np.empty(0, np.int64), "latency_s": np.empty(0),
+            "rx_power_dbm": np.empty(0), "outcome": np.empty(0, object)}

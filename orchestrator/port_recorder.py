@@ -91,6 +91,11 @@ class _PortTable:
         metadata = {"coopsim.port": json.dumps({"name": spec.name, "producer": producer, "index": spec.index,
                                                 "typed": spec.typed, "doc": spec.doc, "units": spec.units})}
         self._table = ParquetAppender(path, units=units, metadata=metadata, empty_schema=self._schema())
+        # typed ports: (time, value) references kept until a row group's worth is there, then assembled with one
+        # concatenation per column (published values are immutable, see the scheduler): an instant costs an append
+        self._pending: list[tuple[int, Mapping[str, Any]]] = []
+        self._pending_rows = 0
+        self.flush_rows = 200_000
 
     def _schema(self) -> pa.Schema | None:
         """The file's columns when no row was ever published (typed ports only)."""
@@ -109,31 +114,37 @@ class _PortTable:
         if data is None or t_ns < self._next_ns:
             return
         self._next_ns = t_ns + self.period_ns
-        try:
-            columns = self._columns(t_ns, data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise FederateError(self.producer, t_ns, ValueError(f"port '{self.spec.name}': {exc}")) from exc
-        self._table.append(columns)
-
-    def _columns(self, t_ns: int, data: Mapping[str, Any]) -> dict[str, np.ndarray]:
         if not self.spec.typed:
-            return self._untyped_columns(t_ns, data)
+            try:
+                columns = self._untyped_columns(t_ns, data)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise FederateError(self.producer, t_ns, ValueError(f"port '{self.spec.name}': {exc}")) from exc
+            self._table.append(columns)
+            return
+        first = "id" if self.spec.index == "robot" else self.spec.fields[0].name
+        n = len(data[first]) if first in data else 0  # the port guard checked the contract
+        if n:
+            self._pending.append((t_ns, data))
+            self._pending_rows += n
+            if self._pending_rows >= self.flush_rows:
+                self.flush()
+
+    def flush(self) -> None:
+        """Assemble the pending publications into one chunk of the file."""
+        if not self._pending:
+            return
+        pending, self._pending, self._pending_rows = self._pending, [], 0
+        first = "id" if self.spec.index == "robot" else self.spec.fields[0].name
+        counts = [len(value[first]) for _, value in pending]
+        out: dict[str, np.ndarray] = {}
+        if self.spec.index == "robot" or not self._own_time:
+            out["t_ns"] = np.repeat(np.asarray([t for t, _ in pending], np.int64), counts)
         if self.spec.index == "robot":
-            ids = np.asarray(data["id"], np.int64)
-            n = len(ids)
-            out: dict[str, np.ndarray] = {"t_ns": np.full(n, t_ns, np.int64), "robot": ids}
-        else:
-            n = _rows(data, [f.name for f in self.spec.fields])
-            out = {} if self._own_time else {"t_ns": np.full(n, t_ns, np.int64)}
+            out["robot"] = np.concatenate([value["id"] for _, value in pending]).astype(np.int64, copy=False)
         for field in self.spec.fields:
-            value = data.get(field.name)
-            if value is None:
-                raise KeyError(f"declared field '{field.name}' is missing")
-            column = np.asarray(value, dtype=_NUMPY_DTYPE[field.dtype])
-            if column.shape != (n,):
-                raise ValueError(f"field '{field.name}' has shape {column.shape}, expected ({n},)")
-            out[field.name] = column
-        return out
+            column = np.concatenate([np.asarray(value[field.name]) for _, value in pending])
+            out[field.name] = column.astype(_NUMPY_DTYPE[field.dtype], copy=False)
+        self._table.append(out)
 
     def _untyped_columns(self, t_ns: int, data: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """A port declared by name only: one row per element of its ``id`` column (or of its first numeric
@@ -165,11 +176,7 @@ class _PortTable:
         return out
 
     def close(self) -> None:
-        self._table.close()
-
-
-def _rows(data: Mapping[str, Any], fields: Sequence[str]) -> int:
-    for name in fields:
-        if name in data:
-            return len(data[name])
-    return 0
+        try:
+            self.flush()
+        finally:
+            self._table.close()

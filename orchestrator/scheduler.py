@@ -23,7 +23,7 @@ from typing import Protocol
 from .core.federate import Federate, FederateError, FederateMeta, PortData, SetupContext
 from .core.ports import ContractError, PortSpec, check_contract
 from .core.robots import RobotSpec, Roster
-from .port_guard import PortGuard
+from .port_guard import PortGuard, read_only
 from .run_control import RunControl
 
 
@@ -362,6 +362,8 @@ class Scheduler:
                     for port, queue in slot.queues.items():
                         inputs[port] = queue.copy()
                         queue.clear()
+                if not slot.guard.trusted:  # type: ignore[union-attr]
+                    inputs = read_only(inputs)
                 started = perf_counter()
                 if control is not None:
                     control.entering(fed.name, started)

@@ -35,6 +35,7 @@ class V2XFederate(Federate):
         params = dict(self.channel_config)
         kind = params.pop("type")
         self.model = COMMS_MODELS.get(kind)(params, ctx.seed, ctx.out_dir)
+        self.record = self.record and ctx.out_dir is not None  # nothing is recorded without a run directory
         outputs: tuple = (CAM_RX,)
         if self.record:
             models_load = type(self.model).drain_load is not CommsModel.drain_load
