@@ -22,7 +22,7 @@ from .advisories import lateral_stability_notes
 from .core.federate import FederateError
 from .core.ports import ContractError
 from .core.timebase import seconds_to_ns
-from .metrics import DIGEST_TRACES, RunData, json_safe, read_traces, trace_digest, write_metrics
+from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
 from .port_recorder import PortRecorder
 from .recorder import VehicleRecorder
 from .run_control import RunControl
@@ -125,7 +125,7 @@ def run_scenario(
     result = RunResult(out_dir, run_info, error=error, interrupted=interrupted)
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
     try:
-        run_info["digest"] = trace_digest(read_traces(out_dir, DIGEST_TRACES))
+        run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
         # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
             result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
@@ -166,15 +166,14 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     if plots:
         from .plots import plot_run
 
-        drawn = plot_run(run.out_dir / "plots", run.robots, run.vehicles, follower_series, metrics["followers"])
+        stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
+        series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
+        drawn = plot_run(run.out_dir / "plots", run.robots, series, follower_series, metrics["followers"])
     if report:
         from .report import write_run_report
 
         write_run_report(run.out_dir, run_info, metrics, drawn)
     return metrics
-
-
-_read_traces = read_traces  # the batch runner's old name, until it reads the run directory itself
 
 
 def _channel_model_facts(v2x: Any) -> dict[str, Any]:

@@ -16,13 +16,17 @@ import numpy as np
 from .follower import FollowerView, follower_views
 from .geometry import Series, l2_norm, path_projection, signed_path_distance, split_by_robot
 from .registry import METRICS, Metric, follower_metric, report_columns, run_metric, selected
-from .rundata import DIGEST_TRACES, RunData, read_traces, trace_digest
+from .rundata import DIGEST_TRACES, RunData, file_digest, read_traces, trace_digest
 
 __all__ = [
-    "DIGEST_TRACES", "METRICS", "FollowerView", "Metric", "RunData", "Series", "compute_metrics", "follower_metric",
-    "json_safe", "l2_norm", "metrics_json", "path_projection", "read_traces", "report_columns", "run_metric",
-    "signed_path_distance", "split_by_robot", "trace_digest", "write_metrics",
+    "DIGEST_TRACES", "METRICS", "PLOT_POINTS", "FollowerView", "Metric", "RunData", "Series", "compute_metrics",
+    "file_digest", "follower_metric", "json_safe", "l2_norm", "metrics_json", "path_projection", "read_traces",
+    "report_columns", "run_metric", "signed_path_distance", "split_by_robot", "trace_digest", "write_metrics",
 ]
+
+
+PLOT_POINTS = 5_000
+"""Samples per robot and series the plots get at most (a long run is thinned evenly)."""
 
 
 def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
@@ -39,8 +43,9 @@ def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, n
             if metric.scope == "follower":
                 entry.update(metric.compute(view) or {})
         followers[view.robot.name] = entry
-        series[view.robot.name] = {"t_s": view.me.t_ns[view.im] / 1e9, "spacing_error_m": view.error_series,
-                                   "lateral_m": view.lateral[view.im]}
+        thin = slice(None, None, max(1, len(view.im) // PLOT_POINTS))  # plots need no more points than pixels
+        series[view.robot.name] = {"t_s": view.me.t_ns[view.im][thin] / 1e9,
+                                   "spacing_error_m": view.error_series[thin], "lateral_m": view.lateral[view.im][thin]}
     out: dict[str, Any] = {"followers": followers}
     for metric in metrics:
         if metric.scope == "run":

@@ -137,22 +137,55 @@ def degradation(f: FollowerView) -> dict[str, Any]:
 @follower_metric("link", report=("pdr", "latency_mean_s", "latency_p95_s", "interval_mean_s"))
 def link(f: FollowerView) -> dict[str, Any] | None:
     """PDR, latency and inter-reception interval of the link from the predecessor (``trace/v2x.parquet``)."""
-    v2x = f.run.trace("v2x")
-    if v2x is None:
-        return None
-    return link_metrics(v2x, receiver=f.robot.id, sender=f.robot.predecessor)  # type: ignore[arg-type]
+    if "links" not in f.run.cache:
+        v2x = f.run.trace("v2x")
+        f.run.cache["links"] = None if v2x is None else LinkIndex(v2x)
+    links = f.run.cache["links"]
+    return None if links is None else links.metrics(receiver=f.robot.id, sender=f.robot.predecessor)
+
+
+class LinkIndex:
+    """``trace/v2x.parquet`` arranged once per run for per-link questions: CAMs sent per sender (DCC-dropped ones
+    never left) and the received rows grouped by (sender, receiver), so each follower's link costs a lookup rather
+    than a pass over every row."""
+
+    def __init__(self, v2x: Mapping[str, np.ndarray]) -> None:
+        event, outcome = v2x["event"], v2x["outcome"]
+        is_tx = event == "tx"
+        sent = is_tx & (outcome == "sent")
+        senders, counts = np.unique(np.asarray(v2x["sender"])[sent], return_counts=True)
+        self.sent = dict(zip(senders.tolist(), counts.tolist(), strict=True))
+        ok = np.flatnonzero(~is_tx & (outcome == "received"))
+        sender, receiver = np.asarray(v2x["sender"])[ok], np.asarray(v2x["receiver"])[ok]
+        order = np.lexsort((receiver, sender))  # stable: rows of one link keep their file order
+        self._pairs = np.column_stack([sender[order], receiver[order]])
+        self._latency = np.asarray(v2x["latency_s"])[ok][order]
+        self._t_ns = np.asarray(v2x["t_ns"])[ok][order]
+
+    def metrics(self, receiver: int, sender: int) -> dict[str, Any]:
+        """PDR, latency and inter-reception interval of one directed link."""
+        key = np.array([sender, receiver])
+        lo = _search(self._pairs, key, "left")
+        hi = _search(self._pairs, key, "right")
+        return _link(self.sent.get(sender, 0), self._latency[lo:hi], self._t_ns[lo:hi])
+
+
+def _search(pairs: np.ndarray, key: np.ndarray, side: str) -> int:
+    """Where ``key`` (sender, receiver) goes in the lexicographically sorted ``pairs``."""
+    lo = int(np.searchsorted(pairs[:, 0], key[0], side="left"))
+    hi = int(np.searchsorted(pairs[:, 0], key[0], side="right"))
+    return lo + int(np.searchsorted(pairs[lo:hi, 1], key[1], side=side))  # type: ignore[call-overload]
 
 
 def link_metrics(v2x: Mapping[str, np.ndarray], receiver: int, sender: int) -> dict[str, Any]:
     """PDR, latency and inter-reception interval of one directed link, from ``trace/v2x.parquet`` columns."""
-    event, outcome = v2x["event"], v2x["outcome"]
-    sent = (event == "tx") & (outcome == "sent") & (v2x["sender"] == sender)  # DCC-dropped CAMs never left
-    ok = (event == "rx") & (v2x["sender"] == sender) & (v2x["receiver"] == receiver) & (outcome == "received")
-    n_sent = int(np.count_nonzero(sent))
-    latency = np.asarray(v2x["latency_s"])[ok]
-    intervals = np.diff(np.sort(np.asarray(v2x["t_ns"])[ok]) / 1e9)
+    return LinkIndex(v2x).metrics(receiver=receiver, sender=sender)
+
+
+def _link(n_sent: int, latency: np.ndarray, t_ns: np.ndarray) -> dict[str, Any]:
+    intervals = np.diff(np.sort(t_ns) / 1e9)
     return {
-        "pdr": float(np.count_nonzero(ok) / n_sent) if n_sent else None,
+        "pdr": float(len(latency) / n_sent) if n_sent else None,
         "latency_mean_s": float(np.mean(latency)) if len(latency) else None,
         "latency_p95_s": float(np.percentile(latency, 95)) if len(latency) else None,
         "interval_mean_s": float(np.mean(intervals)) if len(intervals) else None,
@@ -187,11 +220,11 @@ def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
     for window in np.split(cbr, np.flatnonzero(np.diff(t_ns)) + 1):  # summed per window, as stations report
         total += float(window.sum()) if len(window) else 0.0
     event, outcome = v2x["event"], v2x["outcome"]
-    pairs = {(r.id, s) for r in run.robots for s in (r.predecessor, r.leader) if s is not None}
+    pairs = np.asarray([(r.id << 32) | s for r in run.robots for s in (r.predecessor, r.leader) if s is not None],
+                       np.int64)
     rx = np.flatnonzero(event == "rx")
-    wanted = np.fromiter(((int(r), int(s)) in pairs for r, s in zip(v2x["receiver"][rx], v2x["sender"][rx],
-                                                                    strict=True)), bool, len(rx))
-    rx_outcomes = outcome[rx[wanted]]
+    keys = (np.asarray(v2x["receiver"])[rx] << 32) | np.asarray(v2x["sender"])[rx]  # station ids are < 2^32
+    rx_outcomes = outcome[rx[np.isin(keys, pairs)]]
     counts = {name: int(np.count_nonzero(rx_outcomes == name)) for name in _RX_OUTCOMES}
     attempts = sum(counts.values())
     return {

@@ -9,7 +9,7 @@ spacing errors. String-stability ratios use the L2 norm ||y|| = sqrt(sum y^2 dt)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,7 @@ class FollowerView:
     tail_m: float
     norms: dict[int, RobotNorms]
     entries: dict[int, dict[str, Any]]  # follower id -> its entry so far (predecessors come first)
+    leader_series: Series | None = None  # the platoon leader's samples (None for a follower without a leader)
 
     @property
     def dt(self) -> float:
@@ -76,20 +77,44 @@ class FollowerView:
         """``key`` of the predecessor's entry (None for a leader or a missing predecessor)."""
         return self.entries.get(self.robot.predecessor, {}).get(key)  # type: ignore[arg-type]
 
-    @property
-    def leader_series(self) -> Series | None:
-        leader = self.robot.leader
-        return self.run.vehicles.get(leader) if leader is not None else None
+
+SERIES_COLUMNS = ("x", "y", "yaw", "v", "a", "yaw_rate", "pred_age_s", "degraded", "desired_gap_m")
+"""The vehicles-trace columns follower metrics read."""
+PASS_BUDGET_BYTES = 512 * 2**20
+"""How much of the vehicles trace one pass loads at most (whole platoons at a time; at least one platoon)."""
 
 
-def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> list[FollowerView]:
+def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> Iterator[FollowerView]:
     """A view per follower that has samples together with its predecessor, in roster order (predecessors
-    first). ``entries`` is shared: metrics fill it as the views are processed in order."""
-    series = run.vehicles
+    first). ``entries`` is shared: metrics fill it as the views are processed in order.
+
+    Views come pass by pass: each pass loads whole platoons (a follower's predecessor and leader are in its own
+    platoon) up to ``PASS_BUDGET_BYTES`` of samples, so memory does not grow with the length of the run."""
+    for robots in _passes(run):
+        series = run.series([r.id for r in robots], SERIES_COLUMNS)
+        yield from _views(run, robots, series, entries)
+
+
+def _passes(run: RunData) -> Iterator[list[RobotSpec]]:
+    platoons: dict[int, list[RobotSpec]] = {}
+    for robot in run.robots:
+        platoons.setdefault(robot.platoon, []).append(robot)
+    per_robot = run.vehicle_rows() / max(len(run.robots), 1) * len(SERIES_COLUMNS) * 8
+    batch: list[RobotSpec] = []
+    for members in platoons.values():
+        if batch and (len(batch) + len(members)) * per_robot > PASS_BUDGET_BYTES:
+            yield batch
+            batch = []
+        batch += members
+    if batch:
+        yield batch
+
+
+def _views(run: RunData, robots: list[RobotSpec], series: dict[int, Series],
+           entries: dict[int, dict[str, Any]]) -> Iterator[FollowerView]:
     norms = {rid: robot_norms(s) for rid, s in series.items()}
     by_id = {r.id: r for r in run.robots}
-    views = []
-    for robot in run.robots:
+    for robot in robots:
         if robot.predecessor is None or robot.id not in series or robot.predecessor not in series:
             continue
         me, pred = series[robot.id], series[robot.predecessor]
@@ -102,12 +127,11 @@ def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> list[Fol
         error_series = _spacing_error(run, robot, me, pred, im, ip, dims, pred_dims, axle_gap)
         points = np.column_stack([me.cols["x"], me.cols["y"]])
         tail = float(np.max(axle_gap)) + 1.0
-        views.append(FollowerView(
+        yield FollowerView(
             run, robot, me, pred, im, ip, dims, pred_dims, axle_gap, bumper_gap, error_series,
             error_series[np.isfinite(error_series)], signed_path_distance(points, path_with_tail(pred, tail)), tail,
-            norms, entries,
-        ))
-    return views
+            norms, entries, series.get(robot.leader) if robot.leader is not None else None,
+        )
 
 
 def _spacing_error(run: RunData, robot: RobotSpec, me: Series, pred: Series, im: np.ndarray, ip: np.ndarray,

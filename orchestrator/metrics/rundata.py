@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..core.robots import RobotSpec
-from .geometry import Columns, Series, split_by_robot
+from .geometry import Columns, Series
 
 DIGEST_TRACES = ("vehicles", "v2x")
 """The traces the run digest covers (``run.json`` ``digest``)."""
@@ -25,38 +25,83 @@ DIGEST_TRACES = ("vehicles", "v2x")
 
 @dataclass
 class RunData:
-    """What a run directory holds, loaded."""
+    """A run directory, read on demand: the scenario, robots and laws at once, traces when asked for.
+
+    The vehicles trace is never loaded whole: ``series`` reads the rows of chosen robots in one streaming pass over
+    its row groups (projected to the columns asked for, optionally thinned), so memory stays bounded however long
+    the run was. Other traces are read whole on first use (``trace``) and kept.
+    """
 
     out_dir: Path
     scenario: Any
     robots: list[RobotSpec]
-    traces: dict[str, dict[str, np.ndarray]]
     laws: dict[int, Any] = field(default_factory=dict)  # follower id -> its control law (rebuilt from the scenario)
-    _series: dict[int, Series] | None = None
+    _traces: dict[str, dict[str, np.ndarray] | None] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)  # what metrics derive once per run (e.g. link indices)
 
     @classmethod
     def load(cls, out_dir: Path) -> RunData:
-        """Read ``scenario.resolved.yaml`` and every ``trace/*.parquet`` of ``out_dir``."""
+        """Read ``scenario.resolved.yaml``; traces are read when a metric asks for them."""
         from ..scenario import load_scenario
         from ..world import expand_robots
 
         out_dir = Path(out_dir)
         scenario = load_scenario(out_dir / "scenario.resolved.yaml")
         robots = expand_robots(scenario)
-        trace_dir = out_dir / "trace"
-        names = sorted(p.stem for p in trace_dir.glob("*.parquet")) if trace_dir.is_dir() else []
-        return cls(out_dir, scenario, robots, read_traces(out_dir, names), build_laws(robots))
+        return cls(out_dir, scenario, robots, build_laws(robots))
 
-    @property
-    def vehicles(self) -> dict[int, Series]:
-        """The vehicles trace per robot, time-sorted (computed once)."""
-        if self._series is None:
-            self._series = split_by_robot(self.traces["vehicles"]) if "vehicles" in self.traces else {}
-        return self._series
+    def path(self, name: str) -> Path:
+        """``trace/<name>.parquet``."""
+        return self.out_dir / "trace" / f"{name}.parquet"
 
     def trace(self, name: str) -> Columns | None:
-        """Columns of ``trace/<name>.parquet`` (None when the run did not write it)."""
-        return self.traces.get(name)
+        """Columns of ``trace/<name>.parquet``, strings as object arrays (None when the run did not write it)."""
+        if name not in self._traces:
+            self._traces[name] = read_traces(self.out_dir, [name]).get(name)
+        return self._traces[name]
+
+    def vehicle_rows(self) -> int:
+        """Rows of the vehicles trace (from its footer; 0 without one)."""
+        path = self.path("vehicles")
+        return pq.ParquetFile(path).metadata.num_rows if path.exists() else 0
+
+    def series(self, robot_ids: Iterable[int], columns: Iterable[str], stride: int = 1) -> dict[int, Series]:
+        """The vehicles trace of ``robot_ids``, time-sorted, with ``columns`` (those the trace has), keeping every
+        ``stride``-th sample of each robot. One pass over the file; memory is what is returned."""
+        path = self.path("vehicles")
+        if not path.exists():
+            return {}
+        wanted = np.asarray(sorted(set(robot_ids)), np.int64)
+        parquet = pq.ParquetFile(path)
+        names = set(parquet.schema_arrow.names)
+        cols = [c for c in dict.fromkeys(columns) if c in names and c not in ("t_ns", "robot")]
+        parts: dict[int, list[dict[str, np.ndarray]]] = {int(r): [] for r in wanted}
+        seen = dict.fromkeys(parts, 0)
+        for batch in parquet.iter_batches(batch_size=262_144, columns=["t_ns", "robot", *cols]):
+            robot = batch.column("robot").to_numpy()
+            keep = np.isin(robot, wanted)
+            if not keep.any():
+                continue
+            rows = np.flatnonzero(keep)
+            data = {name: batch.column(name).to_numpy(zero_copy_only=False)[rows] for name in ["t_ns", *cols]}
+            robot = robot[rows]
+            order = np.argsort(robot, kind="stable")  # rows of one robot together, in time order
+            robot = robot[order]
+            starts = np.flatnonzero(np.r_[True, robot[1:] != robot[:-1]])
+            for start, end in zip(starts, [*starts[1:], len(robot)], strict=True):
+                rid = int(robot[start])
+                pick = order[start:end]
+                if stride > 1:
+                    index = seen[rid] + np.arange(len(pick))
+                    pick = pick[index % stride == 0]
+                seen[rid] += end - start
+                parts[rid].append({name: values[pick] for name, values in data.items()})
+        out = {}
+        for rid, chunks in parts.items():
+            if chunks:
+                merged = {name: np.concatenate([c[name] for c in chunks]) for name in ["t_ns", *cols]}
+                out[rid] = Series(merged.pop("t_ns"), merged)
+        return out
 
 
 def build_laws(robots: Iterable[RobotSpec]) -> dict[int, Any]:
@@ -87,8 +132,10 @@ def read_traces(out_dir: Path, names: Iterable[str] = DIGEST_TRACES) -> dict[str
 
 
 def _column(chunked: Any) -> np.ndarray:
-    if pa.types.is_dictionary(chunked.type):
-        return np.asarray(chunked.cast(pa.string()).to_pylist(), dtype=object)
+    if pa.types.is_dictionary(chunked.type):  # one Python string per distinct value, shared by every row
+        parts = [np.asarray(chunk.dictionary.to_pylist(), dtype=object)[chunk.indices.to_numpy(zero_copy_only=False)]
+                 for chunk in chunked.chunks]
+        return np.concatenate(parts) if parts else np.empty(0, object)
     if pa.types.is_string(chunked.type):
         return np.asarray(chunked.to_pylist(), dtype=object)
     return chunked.to_numpy()
@@ -105,4 +152,27 @@ def trace_digest(traces: dict[str, dict[str, np.ndarray]]) -> str:
                 h.update("\x1f".join(map(str, values)).encode())
             else:
                 h.update(np.ascontiguousarray(values).tobytes())
+    return h.hexdigest()
+
+
+def file_digest(out_dir: Path, names: Iterable[str] = DIGEST_TRACES) -> str:
+    """``trace_digest`` of the traces in ``out_dir``, read one column of one row group at a time (the same value,
+    in memory bounded by a row group whatever the length of the run)."""
+    h = hashlib.sha256()
+    for name in sorted(names):
+        path = Path(out_dir) / "trace" / f"{name}.parquet"
+        if not path.exists():
+            continue
+        parquet = pq.ParquetFile(path)
+        for col in sorted(parquet.schema_arrow.names):
+            h.update(f"{name}.{col}".encode())
+            strings_seen = 0
+            for group in range(parquet.num_row_groups):
+                values = _column(parquet.read_row_group(group, columns=[col]).column(col))
+                if values.dtype == object:
+                    if len(values):
+                        h.update(("\x1f" if strings_seen else "").encode() + "\x1f".join(map(str, values)).encode())
+                        strings_seen += len(values)
+                else:
+                    h.update(np.ascontiguousarray(values).tobytes())
     return h.hexdigest()

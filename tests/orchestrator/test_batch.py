@@ -111,14 +111,16 @@ def test_the_worst_follower_rule():
 
 def test_a_run_that_raises_is_recorded_and_the_others_complete(tmp_path):
     good = parse_scenario(PLATOON.read_text(), overrides=SHORT)
-    # validation passes; only building the roster finds that robot9 does not exist, so the run itself raises
-    bad = parse_scenario(PLATOON.read_text(), overrides=[*SHORT, "vehicles.overrides.robot9.spawn_at_s=1"])
-    with pytest.raises(Exception, match="robot9"):
+    # validation passes; only setting the federates up finds that the extra one reads speeds in km/h, so the run
+    # itself raises
+    reader = 'federates=[{"name": "dash", "type": "tests.orchestrator.recording_plugins:KmhReader"}]'
+    bad = parse_scenario(PLATOON.read_text(), overrides=[*SHORT, reader])
+    with pytest.raises(Exception, match="km/h"):
         run_scenario(bad, tmp_path / "direct")
     tasks = [Task(0, 0, bad, tmp_path / "bad", 42, "<bad>"), Task(1, 0, good, tmp_path / "good", 42, "<good>")]
     records = sorted(execute(tasks, jobs=2), key=lambda r: r["point"])
     assert [r["status"] for r in records] == ["error", "ok"]
-    assert records[0]["error"]["type"] == "ScenarioError" and "robot9" in records[0]["error"]["message"]
+    assert records[0]["error"]["type"] == "ScenarioError" and "km/h" in records[0]["error"]["message"]
     run, metrics = run_outputs(records[0])
     assert run["status"] == "error" and metrics == {}
     run, metrics = run_outputs(records[1])
