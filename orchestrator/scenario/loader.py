@@ -8,6 +8,7 @@ import math
 import re
 import typing
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from .model import (
     ControllerBlock,
     Scenario,
     Vehicle,
+    VehicleEntry,
     merge_controller,
     profile_params_model,
     vehicle_model_fields,
@@ -182,6 +184,11 @@ def _problems(exc: ValidationError, lines: dict[Loc, int], set_locs: set[Loc], d
     return problems
 
 
+def _from_set(loc: Loc, set_locs: set[Loc]) -> bool:
+    """Whether ``loc`` is a ``--set`` path or inside a value that ``--set`` gave (it has no line in the file)."""
+    return any(loc[: len(given)] == given for given in set_locs)
+
+
 def _problem(err: dict[str, Any], loc: Loc, lines: dict[Loc, int], set_locs: set[Loc], root: type) -> Problem:
     kind = err["type"]
     message = str(err["msg"]).removeprefix("Value error, ")
@@ -197,8 +204,8 @@ def _problem(err: dict[str, Any], loc: Loc, lines: dict[Loc, int], set_locs: set
         message = "required field is missing"
     elif "input" in err and kind not in ("value_error", "union_tag_invalid"):
         message = f"{message}, got {err['input']!r}"
-    line = None if loc in set_locs else line_of(lines, loc)
-    if loc in set_locs:
+    line = None if _from_set(loc, set_locs) else line_of(lines, loc)
+    if _from_set(loc, set_locs):
         message += " (from --set)"
     return Problem(format_path(loc), message, line)
 
@@ -256,8 +263,9 @@ def _check_plugins(scenario: Scenario, lines: dict[Loc, int], set_locs: set[Loc]
     """Each selected law, channel model, leader profile, vehicle model and federate validates its own parameters
     with its ``Params`` model, built-in or plug-in alike, every problem at its line."""
     check = _ParamsCheck(lines, set_locs)
-    return [*_check_scenario(scenario, check), *_check_laws(scenario, check), *_check_channel(scenario, check),
-            *_check_leader(scenario, check), *_check_vehicles(scenario, check), *_check_federates(scenario, check)]
+    return [*_check_scenario(scenario, check), *_check_roster(scenario, check), *_check_laws(scenario, check),
+            *_check_channel(scenario, check), *_check_leader(scenario, check), *_check_vehicles(scenario, check),
+            *_check_federates(scenario, check)]
 
 
 def _on_step_grid(period: float, step_s: float) -> bool:
@@ -295,7 +303,53 @@ class _ParamsCheck:
 
     def at(self, loc: Loc, message: str) -> Problem:
         """A problem at ``loc`` with its line."""
-        return Problem(format_path(loc), message, None if loc in self.set_locs else line_of(self.lines, loc))
+        if _from_set(loc, self.set_locs):
+            return Problem(format_path(loc), message + " (from --set)")
+        return Problem(format_path(loc), message, line_of(self.lines, loc))
+
+
+def _check_roster(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    """Robot names and station ids used once, and fleet overrides that name a robot of the fleet, each reported at
+    the entry that breaks it (building the robots checks the same, without lines)."""
+    block = scenario.vehicles
+    problems: list[Problem] = []
+    robots: list[_Robot] = []
+    if isinstance(block, list):
+        robots = [_Robot.of(entry, f"robot{i}", i, ("vehicles", i)) for i, entry in enumerate(block)]
+    else:
+        default_names = [f"{block.name_prefix}{i}" for i in range(block.count)]
+        for key in sorted(set(block.overrides) - set(default_names)):
+            problems.append(check.at(("vehicles", "overrides", key), f"no robot named '{key}' in the fleet (robots "
+                                     f"are {default_names[0]} .. {default_names[-1]})"))
+        if any(e.name or e.id is not None for e in block.overrides.values()):  # else the defaults are unique
+            robots = [_Robot.of(block.overrides.get(name), name, i, ("vehicles", "overrides", name))
+                      for i, name in enumerate(default_names)]
+    for what in ("name", "id"):
+        first: dict[object, _Robot] = {}
+        for robot in robots:
+            other = first.setdefault(getattr(robot, what), robot)
+            if other is not robot:  # a clash involves a value the file sets: defaults are unique
+                loc = getattr(robot, f"{what}_loc") or getattr(other, f"{what}_loc") or ("vehicles",)
+                label = "robot name" if what == "name" else "station id"
+                problems.append(check.at(loc, f"{label} {getattr(robot, what)!r} is used twice"))
+    return problems
+
+
+@dataclass(frozen=True)
+class _Robot:
+    """A robot's name and station id, and where the file sets them (None: the default)."""
+
+    name: str
+    id: int
+    name_loc: Loc | None
+    id_loc: Loc | None
+
+    @classmethod
+    def of(cls, entry: VehicleEntry | None, default_name: str, index: int, prefix: Loc) -> _Robot:
+        name = entry.name if entry is not None and entry.name else None
+        robot_id = entry.id if entry is not None else None
+        return cls(name or default_name, robot_id if robot_id is not None else index + 1,
+                   (*prefix, "name") if name else None, (*prefix, "id") if robot_id is not None else None)
 
 
 def _check_laws(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
@@ -405,8 +459,8 @@ def _validate_params(
         for err in exc.errors(include_url=False):
             loc = (*prefix, *err["loc"])
             problem = _problem(err, tuple(err["loc"]), {}, set(), model)
-            line = None if loc in set_locs else line_of(lines, loc)
-            suffix = " (from --set)" if loc in set_locs else ""
+            line = None if _from_set(loc, set_locs) else line_of(lines, loc)
+            suffix = " (from --set)" if _from_set(loc, set_locs) else ""
             out.append(Problem(format_path(loc), problem.message + suffix, line))
         return out
     return []

@@ -271,3 +271,41 @@ def test_a_federate_with_a_params_model_is_validated_at_its_lines():
     text = BASE + f"federates:\n  - name: log\n    type: '{PLUGINS}:Logged'\n    params: {{period: 0.1}}\n"
     assert "s.yaml:12: federates[0].params.period: unknown field 'period' (did you mean 'period_s'?)" in problems(text)
     assert parse_scenario(text.replace("period:", "period_s:")).federates[0].params == {"period_s": 0.1}
+
+
+# -- checks across fields, each at its own field and line ----------------------------------------------------------
+def test_a_bool_is_not_a_count():
+    msg = problems(BASE.replace("count: 3", "count: true"))
+    assert "s.yaml:5: vehicles.count: Input should be a valid integer, got True" in msg
+    assert "platoon.size: Input should be a valid integer, got False" in problems(BASE + "platoon: {size: false}\n")
+    assert "seed: Input should be a valid integer, got True" in problems(BASE + "seed: true\n")
+
+
+def test_the_trace_period_is_checked_at_its_line():
+    msg = problems(BASE + "outputs:\n  trace: true\n  trace_period_s: 0.015\n")
+    assert msg == "s.yaml:11: outputs.trace_period_s: must be a multiple of step_s (0.01 s), got 0.015"
+    msg = problems(BASE, ("outputs.trace_period_s=.inf",))
+    assert msg == "s.yaml: outputs.trace_period_s: must be a multiple of step_s (0.01 s), got inf (from --set)"
+
+
+def test_federate_name_clashes_are_checked_at_the_name():
+    msg = problems(BASE + "federates:\n  - {name: a, type: ros2}\n  - name: a\n    type: ros2\n")
+    assert msg == "s.yaml:11: federates[1].name: the name 'a' is taken by federates[0]; federate names are unique"
+    msg = problems(BASE + "federates:\n  - {name: v2x, type: ros2}\n")
+    assert msg.startswith("s.yaml:10: federates[0].name: the name 'v2x' is taken by a built-in federate")
+
+
+def test_robot_names_ids_and_overrides_are_checked_at_their_lines():
+    fleet = BASE.replace("  count: 3\n", "  count: 3\n  overrides:\n    robot1: {id: 3}\n    robot7: {spawn_at_s: 1}\n")
+    msg = problems(fleet)
+    assert "s.yaml:8: vehicles.overrides.robot7: no robot named 'robot7' in the fleet (robots are robot0 .. robot2)" \
+        in msg
+    assert "s.yaml:7: vehicles.overrides.robot1.id: station id 3 is used twice" in msg
+    listed = "vehicles:\n  - {name: lead}\n  - {name: a}\n  - name: a\n"
+    msg = problems(BASE.replace("vehicles:\n  count: 3\n", listed))
+    assert msg == "s.yaml:7: vehicles[2].name: robot name 'a' is used twice"
+
+
+def test_a_problem_inside_a_set_value_is_marked_as_from_set():
+    msg = problems(BASE, ("controller={type: ela_cacc, time_gap: 1}",))
+    assert msg.startswith("s.yaml: controller.time_gap: unknown field 'time_gap'") and msg.endswith("(from --set)")
