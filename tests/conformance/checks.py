@@ -14,6 +14,7 @@ import numpy as np
 
 from orchestrator.core.ports import CAM_RX, STATE, STATE_FIELDS, conforms
 from orchestrator.core.robots import RobotSpec
+from orchestrator.scheduler import BaseObserver
 
 Tables = dict[str, np.ndarray]
 
@@ -314,7 +315,7 @@ def check_federate_meta(federate: Any) -> Any:
     return meta
 
 
-class PortChecker:
+class PortChecker(BaseObserver):
     """A scheduler observer that checks every value written on a typed port against its producer's contract, and
     counts what it checked per port."""
 
@@ -337,12 +338,3 @@ class PortChecker:
                 rows = {key: np.shape(values[key]) for key in (*spec.units, "id")}
                 assert len(set(rows.values())) == 1, f"'{producer}' port '{port}': rows differ {rows}"
             self.checked[port] = self.checked.get(port, 0) + 1
-
-    def on_spawn(self, t_ns: int, robots: Any) -> None:
-        pass
-
-    def on_despawn(self, t_ns: int, robot_ids: Any) -> None:
-        pass
-
-    def on_end(self, t_ns: int, error: BaseException | None) -> None:
-        pass

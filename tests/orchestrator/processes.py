@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -24,3 +28,19 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def coopsim_host(allow: str, python_path: Sequence[Path] = (), *options: str) -> Iterator[str]:
+    """``coopsim host --allow <allow>`` on a free loopback port, stopped by pid; yields its address."""
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, python_path), str(repo)])}
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
+                             "--allow", allow, *options],
+                            cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert "listening on port" in line, line
+        yield f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
+    finally:
+        stop(proc)

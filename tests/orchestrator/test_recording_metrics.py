@@ -22,7 +22,7 @@ import pytest
 from orchestrator.metrics import METRICS, RunData, compute_metrics, metrics_json, read_traces
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
-from tests.orchestrator.processes import stop
+from tests.orchestrator.processes import coopsim_host
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
@@ -42,17 +42,9 @@ def _coopsim(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[str]:
-    """A federate host on a free loopback port serving the test plug-ins; its address."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
-                             "--allow", "tests.orchestrator"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on port" in line, line
-        yield f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
-    finally:
-        stop(proc)
+    """``coopsim host --allow tests.orchestrator`` on a free loopback port; its address."""
+    with coopsim_host("tests.orchestrator") as address:
+        yield address
 
 
 # -- recording -------------------------------------------------------------------------------------------------

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +12,7 @@ import pytest
 from federates.remote.wire import WireError, decode, encode
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
-from tests.orchestrator.processes import stop
+from tests.orchestrator.processes import coopsim_host
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
@@ -24,17 +21,9 @@ QUIET = ["outputs.plots=false", "outputs.report=false", "duration_s=3"]
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[str]:
-    """A federate host on a free loopback port; its address."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
-                             "--allow", "tests.orchestrator"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on port" in line, line
-        yield f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
-    finally:
-        stop(proc)
+    """``coopsim host --allow tests.orchestrator`` on a free loopback port; its address."""
+    with coopsim_host("tests.orchestrator") as address:
+        yield address
 
 
 def federates(sink: Path, remote: str | None, **probe: object) -> str:

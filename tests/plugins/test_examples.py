@@ -3,9 +3,6 @@ over gRPC, with their results checked against the physics they claim."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +13,10 @@ import pytest
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
+from orchestrator.scheduler import BaseObserver
 from orchestrator.world import build_world
 from tests.conformance.checks import check_channel, check_federate_meta, check_law, check_vehicle_model
-from tests.orchestrator.processes import stop
+from tests.orchestrator.processes import coopsim_host
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "docs" / "examples"
@@ -30,7 +28,7 @@ def examples_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLES))
 
 
-class Capture:
+class Capture(BaseObserver):
     """Observer keeping copies of the chosen ports whenever they are written."""
 
     def __init__(self, *ports: str) -> None:
@@ -45,15 +43,6 @@ class Capture:
         for port in self.ports:
             if port in self.scheduler.written_now:
                 self.values[port].append((t_ns, {k: np.array(v, copy=True) for k, v in bus[port].items()}))
-
-    def on_spawn(self, t_ns: int, robots: Any) -> None:
-        pass
-
-    def on_despawn(self, t_ns: int, robot_ids: Any) -> None:
-        pass
-
-    def on_end(self, t_ns: int, error: BaseException | None) -> None:
-        pass
 
 
 def test_the_example_plugins_meet_the_conformance_contracts() -> None:
@@ -118,17 +107,9 @@ def test_the_federate_example_publishes_the_gaps_of_the_ground_truth() -> None:
 
 @pytest.fixture(scope="module")
 def host() -> Iterator[str]:
-    """``coopsim host --allow coopsim_examples`` on a free loopback port, stopped by pid."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(EXAMPLES), str(REPO)])}
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
-                             "--allow", "coopsim_examples"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on port" in line, line
-        yield f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
-    finally:
-        stop(proc)
+    """``coopsim host --allow coopsim_examples`` on a free loopback port; its address."""
+    with coopsim_host("coopsim_examples", [EXAMPLES]) as address:
+        yield address
 
 
 def test_the_federate_example_hosted_remotely_gives_the_same_gaps(host: str) -> None:
