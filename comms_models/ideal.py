@@ -16,10 +16,11 @@ from .base import CommsModel, Deliveries, Interest
 class Outage(BaseModel):
     """A time window in which nothing is delivered (to every receiver, or to the listed robot ids)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    start_s: float = Field(ge=0, description="[s] first instant without deliveries")
-    end_s: float = Field(gt=0, description="[s] deliveries resume at this time")
+    start_s: float = Field(ge=0, le=1e6, description="[s] first instant without deliveries")
+    end_s: float = Field(gt=0, le=1e6, description="[s] deliveries resume at this time (at most 1e6, the longest "
+                         "run; past the run's end: never)")
     receivers: list[int] | None = Field(None, description="robot ids cut off (default: all)")
 
     @model_validator(mode="after")
@@ -32,7 +33,7 @@ class Outage(BaseModel):
 class IdealParams(BaseModel):
     """Parameters of the ideal channel: only scheduled outages, for testing degradation."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     outages: list[Outage] = Field(default_factory=list)
 

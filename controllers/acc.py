@@ -24,10 +24,10 @@ from .longitudinal import LongitudinalController, as_f64, column
 class AccParams(ControllerParams):
     """Time gap, gains and the embedded cruise controller of the ACC."""
 
-    time_gap_s: float = Field(1.5, gt=0, description="T: time gap of the spacing policy [s]")
-    lambda_gain: float = Field(0.1, gt=0, description="lambda: gain on the spacing error [1/s]")
-    standstill_m: float = Field(2.0, ge=0, description="r: bumper-to-bumper gap at standstill [m]")
-    max_range_m: float = Field(250.0, gt=0, description="beyond this gap ACC yields to pure CC [m]")
+    time_gap_s: float = Field(1.5, gt=0, le=10, description="T: time gap of the spacing policy [s]")
+    lambda_gain: float = Field(0.1, gt=0, le=1e3, description="lambda: gain on the spacing error [1/s]")
+    standstill_m: float = Field(2.0, ge=0, le=100, description="r: bumper-to-bumper gap at standstill [m]")
+    max_range_m: float = Field(250.0, gt=0, le=10_000, description="beyond this gap ACC yields to pure CC [m]")
     cruise: CruiseParams = Field(
         default_factory=CruiseParams, description="the CC used beyond range and in min()"
     )

@@ -20,9 +20,10 @@ Arrays = Mapping[str, np.ndarray]
 
 
 class ControllerParams(BaseModel):
-    """Base of every law's parameter model: unknown keys are errors."""
+    """Base of every law's parameter model: unknown keys are errors, and numbers are finite (a field that means
+    "no limit" by infinity says so with its own ``allow_inf_nan``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Controller(ABC):

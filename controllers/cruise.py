@@ -14,10 +14,10 @@ class CruiseParams(ControllerParams):
     """Set speed and gain of the cruise controller."""
 
     desired_speed_mps: float = Field(
-        100 / 3.6, ge=0, description="v_des: set speed [m/s] (100 km/h: the Plexe workloads' cruise)"
+        100 / 3.6, ge=0, le=200, description="v_des: set speed [m/s] (100 km/h: the Plexe workloads' cruise)"
     )
-    kp: float = Field(1.0, gt=0, description="Kp: proportional gain on the speed error [1/s]")
-    max_accel_mps2: float = Field(1.5, gt=0, description="u_max: the command is clamped to +-u_max [m/s^2]")
+    kp: float = Field(1.0, gt=0, le=1e3, description="Kp: proportional gain on the speed error [1/s]")
+    max_accel_mps2: float = Field(1.5, gt=0, le=100, description="u_max: the command is clamped to +-u_max [m/s^2]")
 
 
 def cruise_accel(v: np.ndarray, v_des: float | np.ndarray, kp: float, u_max: float) -> np.ndarray:

@@ -44,13 +44,16 @@ from .base import Arrays, Controller, ControllerParams
 class ElaCaccParams(ControllerParams):
     """Gains and spacing policy of the extended look-ahead CACC."""
 
-    k1: float = Field(1.0, gt=0, description="gain on the x component of the look-ahead error (E5, world frame) [1/s]")
-    k2: float = Field(1.0, gt=0, description="gain on the y component of the look-ahead error (E5, world frame); "
+    k1: float = Field(1.0, gt=0, le=1e3,
+                      description="gain on the x component of the look-ahead error (E5, world frame) [1/s]")
+    k2: float = Field(1.0, gt=0, le=1e3,
+                      description="gain on the y component of the look-ahead error (E5, world frame); "
                       "laterally string stable iff k2 (r + h v) <= 2 v [1/s]")
-    standstill_m: float = Field(1.0, gt=0, description="r: look-ahead distance at standstill [m]")
-    time_gap_s: float = Field(1.0, gt=0, description="h: time gap of the spacing policy [s]")
+    standstill_m: float = Field(1.0, gt=0, le=100, description="r: look-ahead distance at standstill [m]")
+    time_gap_s: float = Field(1.0, gt=0, le=10, description="h: time gap of the spacing policy [s]")
     extended: bool = Field(True, description="use the extension s (false: classic look-ahead, cuts corners)")
-    min_speed_mps: float = Field(0.1, ge=0, description="below this predecessor speed: stop and hold yaw rate [m/s]")
+    min_speed_mps: float = Field(0.1, ge=0, le=10,
+                                 description="below this predecessor speed: stop and hold yaw rate [m/s]")
 
 
 @njit(cache=True)

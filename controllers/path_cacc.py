@@ -28,10 +28,10 @@ from .longitudinal import LongitudinalController, as_f64, column
 class PathCaccParams(ControllerParams):
     """Spacing and gains of the PATH CACC (Plexe defaults)."""
 
-    spacing_m: float = Field(5.0, gt=0, description="d: constant bumper-to-bumper gap [m]")
+    spacing_m: float = Field(5.0, gt=0, le=1000, description="d: constant bumper-to-bumper gap [m]")
     c1: float = Field(0.5, ge=0, le=1, description="C1: weight of the leader's acceleration [-]")
-    xi: float = Field(1.0, ge=1, description="xi: damping ratio [-] (>= 1 for the real square root)")
-    omega_n: float = Field(0.2, gt=0, description="wn: bandwidth of the spacing loop [rad/s]")
+    xi: float = Field(1.0, ge=1, le=100, description="xi: damping ratio [-] (>= 1 for the real square root)")
+    omega_n: float = Field(0.2, gt=0, le=100, description="wn: bandwidth of the spacing loop [rad/s]")
 
 
 def path_gains(c1: float, xi: float, wn: float) -> tuple[float, float, float, float, float]:

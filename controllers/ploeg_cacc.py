@@ -40,10 +40,10 @@ from .rowstate import RowStateMixin
 class PloegCaccParams(ControllerParams):
     """Spacing policy and gains of Ploeg's CACC (defaults of Ploeg et al., IEEE T-ITS 15(2), 2014)."""
 
-    time_gap_s: float = Field(0.5, gt=0, description="h: time gap of the spacing policy [s]")
-    standstill_m: float = Field(2.0, ge=0, description="r: bumper-to-bumper gap at standstill [m]")
-    kp: float = Field(0.2, gt=0, description="kp: gain on the spacing error [1/s^2]")
-    kd: float = Field(0.7, gt=0, description="kd: gain on the spacing-error rate [1/s]")
+    time_gap_s: float = Field(0.5, gt=0, le=10, description="h: time gap of the spacing policy [s]")
+    standstill_m: float = Field(2.0, ge=0, le=100, description="r: bumper-to-bumper gap at standstill [m]")
+    kp: float = Field(0.2, gt=0, le=1e3, description="kp: gain on the spacing error [1/s^2]")
+    kd: float = Field(0.7, gt=0, le=1e3, description="kd: gain on the spacing-error rate [1/s]")
 
 
 @njit(cache=True)

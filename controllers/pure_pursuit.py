@@ -38,7 +38,8 @@ class LookaheadParams(ControllerParams):
     lookahead_time_s: float = Field(0.0, ge=0, description="t_L: speed-proportional part of the look-ahead [s]")
     min_lookahead_m: float = Field(0.3, gt=0, description="L_min: lower bound of the look-ahead distance [m]")
     max_curvature_per_m: float = Field(
-        math.inf, gt=0, description="|kappa| is clamped to this (e.g. tan(max steer) / wheelbase) [1/m]"
+        math.inf, gt=0, allow_inf_nan=True,
+        description="|kappa| is clamped to this (e.g. tan(max steer) / wheelbase); .inf: no clamp [1/m]",
     )
 
 

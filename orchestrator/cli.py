@@ -52,6 +52,17 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive_gb(text: str) -> float:
+    """A memory budget in GB: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GB, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of GB, got {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coopsim",
@@ -72,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     scenario_args(run)
     run.add_argument("--out", type=Path, help="run directory (default: runs/<scenario name>)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--memory-budget-gb", type=_positive_gb, metavar="GB",
+                     help="refuse a run whose estimated memory exceeds this (default: the available memory)")
+    run.add_argument("--force", action="store_true", help="run even when the estimated memory exceeds the budget")
 
     cmp_ = sub.add_parser("compare", help="run one scenario per channel (or fidelity) on the same seed and compare")
     scenario_args(cmp_)
@@ -167,6 +181,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from .batch import run_sweep_command
 
         return run_sweep_command(args, console)
+    if args.command == "run":  # the resource estimate is part of validation: set its budget before loading
+        from .world import MEMORY_BUDGET, MemoryBudget
+
+        MEMORY_BUDGET.set(MemoryBudget(args.memory_budget_gb, args.force))
     scenario = load_scenario(args.scenario, args.overrides)
     if args.command == "validate":
         from .advisories import lateral_stability_notes

@@ -6,9 +6,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+MIN_PERIOD_S = 1e-6
+"""Shortest sensor period [s] (1 us, the scenario's shortest step)."""
+
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown keys are errors; numbers are finite."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class OdometryConfig(_Strict):
@@ -31,7 +36,7 @@ class ImuConfig(_Strict):
 class GnssConfig(_Strict):
     """GNSS-like absolute pose, fused with odometry when ``estimate: odometry_gnss``."""
 
-    period_s: float = Field(0.1, gt=0, description="[s] between fixes")
+    period_s: float = Field(0.1, ge=MIN_PERIOD_S, description="[s] between fixes (1 us to the run's length)")
     pos_std_m: float = Field(0.5, ge=0, description="[m] position noise")
     yaw_std_rad: float = Field(0.05, ge=0, description="[rad] heading noise")
 
@@ -62,8 +67,8 @@ class RangeConfig(_Strict):
     range_rate_noise_std_mps: float = Field(0.05, ge=0)
     bearing_noise_std_rad: float = Field(0.005, ge=0, description="white noise on the target's bearing [rad]")
     enabled: bool = Field(True, description="publish the `range` port")
-    period_s: float = Field(0.05, gt=0, description="[s] between measurements (20 Hz, a typical radar cycle); "
-                                                    "the port holds the last one in between")
+    period_s: float = Field(0.05, ge=MIN_PERIOD_S, description="[s] between measurements (20 Hz, a typical radar "
+                            "cycle; 1 us to the run's length); the port holds the last one in between")
 
 
 class PhysicsConfig(_Strict):

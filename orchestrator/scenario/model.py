@@ -4,31 +4,113 @@ Every registry-backed field (``controller.type``, ``channel.type``, ``vehicles..
 ``federates[].type``) takes a built-in name, an installed entry point's name or a ``package.module:Class`` path.
 The selected class's own ``Params`` model validates its parameters (``loader._check_plugins``), so adding a law,
 channel, vehicle model, profile or federate never touches this file.
+
+Physical sanity is part of the schema, so that a scenario that validates also runs: every number is finite
+(``FiniteValues``), steps and periods lie between ``MIN_PERIOD_S`` and the run's length, robots spawn and despawn
+within the run, start within ``COORDINATE_LIMIT_M`` of the origin, and the run's estimated memory fits the budget
+(``orchestrator.world.resource_problems``). Such a rule that relates fields of different blocks is a validator of
+``Scenario`` that reports each problem at its own field, hence at its line.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from controllers.pipeline import FEDERATE_KEYS, FallbackStageParams
 from controllers.pure_pursuit import PurePursuitParams, WaypointDriverParams
 from federates.physics.config import PhysicsConfig
 
+MIN_PERIOD_S = 1e-6
+"""Shortest step or period [s]. Time is kept in integer nanoseconds; below a microsecond a step rounds towards
+zero and a run needs a million steps or more per simulated second, which never ends in practice."""
 
-class Strict(BaseModel):
-    """Unknown keys are errors."""
+COORDINATE_LIMIT_M = 100_000.0
+"""Largest |x| and |y| of a position in the local ENU frame [m]: 100 km around ``origin``. The frame is a tangent
+plane (flat within ~0.8 km of height at that distance), and float64 positions keep sub-micrometre resolution."""
 
-    model_config = ConfigDict(extra="forbid")
+Loc = tuple[str | int, ...]
+
+
+def _at_least_min_period(value: float) -> float:
+    if value < MIN_PERIOD_S:
+        raise ValueError(f"must be at least {MIN_PERIOD_S:g} s (1 us), got {value:g}")
+    return value
+
+
+Period = Annotated[float, AfterValidator(_at_least_min_period)]
+"""A step or period [s]: at least ``MIN_PERIOD_S`` (its upper bound, the run's length, is ``Scenario``'s)."""
+_PERIOD_SCHEMA = {"minimum": MIN_PERIOD_S}
+
+
+def raise_at(title: str, problems: list[tuple[Loc, str, Any]]) -> None:
+    """Raise a ValidationError with one error per ``(loc, message, input)``, each at its own field: from a
+    validator, the locations are relative to the validated model, so the loader reports each at its line."""
+    raise ValidationError.from_exception_data(title, [
+        InitErrorDetails(type=PydanticCustomError("value_error", message), loc=loc, input=value)
+        for loc, message, value in problems
+    ])
+
+
+def non_finite(value: Any, loc: Loc = ()) -> Iterator[tuple[Loc, float]]:
+    """Every NaN or infinite float in a plain value (dicts, lists, tuples), with its location."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            yield loc, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from non_finite(item, (*loc, key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from non_finite(item, (*loc, index))
+
+
+class FiniteValues(BaseModel):
+    """No NaN or infinity anywhere: typed float fields refuse them (``allow_inf_nan``), and free-form values
+    (parameter mappings, extra keys) are searched for them, so a plug-in's parameters get the same rule."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _finite_free_values(self) -> FiniteValues:
+        free = {name: value for name, value in self.__dict__.items() if isinstance(value, dict | list | tuple)}
+        free.update(self.model_extra or {})
+        found = [(loc, value) for name, value in free.items() for loc, value in non_finite(value, (name,))]
+        if found:
+            raise_at(type(self).__name__, [(loc, f"Input should be a finite number, got {value!r}", value)
+                                           for loc, value in found])
+        return self
+
+
+class Strict(FiniteValues):
+    """Unknown keys are errors; numbers are finite."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Initial(Strict):
     """Initial pose of the rear-axle reference point in the local ENU frame and speed. A field left out keeps its
     default placement (leaders at the origin or first waypoint, followers at their desired gap behind)."""
 
-    x: float | None = Field(None, description="[m] east")
-    y: float | None = Field(None, description="[m] north")
+    x: float | None = Field(None, ge=-COORDINATE_LIMIT_M, le=COORDINATE_LIMIT_M,
+                            description="[m] east, within 100 km of the origin")
+    y: float | None = Field(None, ge=-COORDINATE_LIMIT_M, le=COORDINATE_LIMIT_M,
+                            description="[m] north, within 100 km of the origin")
     yaw: float | None = Field(None, description="[rad] counter-clockwise from east")
     v: float | None = Field(None, ge=0, description="[m/s]")
 
@@ -63,13 +145,17 @@ class Vehicle(Strict):
     @field_validator("params")
     @classmethod
     def _known_params(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from federates.physics.presets import parameter_problems
+        from federates.physics.presets import parameter_problems, parameter_range_problems
 
         # the model's own parameters are checked by its Params model, at their lines (loader._check_plugins)
         own = set(vehicle_model_fields(info.data.get("model")))
-        problems = parameter_problems({k: v for k, v in value.items() if k not in own})
+        mine = {k: v for k, v in value.items() if k not in own}
+        problems = parameter_problems(mine)
         if problems:
             raise ValueError("; ".join(problems))
+        out_of_range = parameter_range_problems(mine)
+        if out_of_range:  # each at its own key and line
+            raise_at("Vehicle", [((key,), message, mine[key]) for key, message in out_of_range])
         return value
 
 
@@ -92,14 +178,17 @@ class VehicleEntry(Strict):
     vehicle: Vehicle | None = None
     controller: dict[str, Any] | None = Field(None, description="overrides of the controller block")
     initial: Initial | None = None
-    spawn_at_s: float = Field(0.0, ge=0, description="[s] when the robot appears")
-    despawn_at_s: float | None = Field(None, gt=0, description="[s] when it disappears (never by default)")
+    spawn_at_s: float = Field(0.0, ge=0, description="[s] when the robot appears, before the end of the run")
+    despawn_at_s: float | None = Field(None, gt=0, description="[s] when it disappears (never by default): after "
+                                       "spawn_at_s and not after the end of the run")
 
 
 class Fleet(Strict):
     """``count`` robots built from one template, with optional per-robot overrides keyed by robot name."""
 
-    count: int = Field(ge=1, le=100_000, strict=True)  # strict: `count: true` is not one robot
+    # strict: `count: true` is not one robot. The bound is the format's; whether a fleet fits this machine depends on
+    # the run's length and traces, which the resource estimate checks (orchestrator.world.resource_problems)
+    count: int = Field(ge=1, le=100_000, strict=True)
     name_prefix: str = "robot"
     template: Vehicle = Field(default_factory=Vehicle)
     overrides: dict[str, VehicleEntry] = Field(default_factory=dict)
@@ -162,6 +251,12 @@ class Driver(Strict):
     def _path_for_waypoints(self) -> Driver:
         if self.profile == WAYPOINTS and self.path is None:
             raise ValueError("profile 'waypoints' needs a 'path' with at least two waypoints")
+        if self.path is not None:
+            far = [(("path", "waypoints", i, j), value) for i, point in enumerate(self.path.waypoints)
+                   for j, value in enumerate(point) if abs(value) > COORDINATE_LIMIT_M]
+            if far:
+                raise_at("Driver", [(loc, f"must be in [-{COORDINATE_LIMIT_M:g}, {COORDINATE_LIMIT_M:g}] m (within "
+                                          f"100 km of the origin), got {value:g}", value) for loc, value in far])
         return self
 
 
@@ -173,14 +268,16 @@ FallbackBlock = FallbackStageParams
 """Graceful degradation: CACC -> ACC on the robot's own range sensor when predecessor data is stale."""
 
 
-class ControllerBlock(BaseModel):
+class ControllerBlock(FiniteValues):
     """The followers' control law; keys besides ``BLOCK_KEYS`` are the law's parameters."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     type: str = Field("ela_cacc", description="control law: a built-in, an entry point of 'coopsim.controllers' or "
                       "a 'package.module:Class' path")
-    period_s: float = Field(0.02, gt=0, description="[s] control period (zero-order hold between steps)")
+    period_s: Period = Field(0.02, json_schema_extra=_PERIOD_SCHEMA,
+                             description="[s] control period (zero-order hold between steps): a multiple of step_s, "
+                             "at least 1 us and at most duration_s")
     predict: Literal["none", "ctrv"] = Field(
         "none",
         description="how received predecessor/leader data is used: as received (none), or predicted to the "
@@ -211,10 +308,10 @@ def merge_controller(base: dict[str, Any], override: dict[str, Any] | None) -> d
     return {**base, **override}
 
 
-class ChannelBlock(BaseModel):
+class ChannelBlock(FiniteValues):
     """The V2X channel model; keys besides ``type`` are the model's parameters."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     type: str = Field("ideal", description="channel model: ideal | itsg5, an entry point of 'coopsim.channels' or a "
                       "'package.module:Class' path")
@@ -239,7 +336,9 @@ class Outputs(Strict):
     """What a run writes into its directory."""
 
     trace: bool = Field(True, description="write trace/vehicles.parquet (and the channel's traces)")
-    trace_period_s: float | None = Field(None, gt=0, description="[s] sampling of the trace (default: every step)")
+    trace_period_s: Period | None = Field(None, json_schema_extra=_PERIOD_SCHEMA,
+                                          description="[s] sampling of the trace (default: every step): a multiple "
+                                          "of step_s, at most duration_s")
     plots: bool = True
     report: bool = True
 
@@ -300,15 +399,18 @@ class ExtraFederate(Strict):
 
 
 class Scenario(Strict):
-    """A complete, validated scenario. Checks that relate fields of different blocks (the trace period on the step
-    grid, unique federate names) are the loader's, so that each is reported at its own field and line."""
+    """A complete, validated scenario. Checks that relate fields of different blocks report each problem at its own
+    field and line: the trace period on the step grid and unique federate names in the loader, the time bounds
+    (steps and periods within the run, spawns and despawns inside it), the resource estimate and the start
+    positions here."""
 
     version: Literal[1] = 1
     name: str = "scenario"
     description: str = ""
     seed: int = Field(0, ge=0, le=2**32 - 1, strict=True)
     duration_s: float = Field(gt=0, le=1e6, description="[s] simulated time")
-    step_s: float = Field(0.01, gt=0, le=1.0, description="[s] physics step")
+    step_s: Period = Field(0.01, le=1.0, json_schema_extra=_PERIOD_SCHEMA,
+                           description="[s] physics step: 1 us to 1 s, at most duration_s")
     origin: Origin = Field(default_factory=Origin)
     vehicles: VehiclesBlock
     platoon: Platoon = Field(default_factory=Platoon)
@@ -318,6 +420,76 @@ class Scenario(Strict):
     physics: PhysicsConfig = Field(default_factory=PhysicsConfig)
     outputs: Outputs = Field(default_factory=Outputs)
     federates: list[ExtraFederate] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _physically_sane(self) -> Scenario:
+        problems = [*_period_problems(self), *_lifetime_problems(self)]
+        if not problems:  # the estimate and the placement need a consistent time line
+            from orchestrator.world import resource_problems, start_position_problems
+
+            # placing the robots is skipped for a run too large to simulate anyway
+            problems = resource_problems(self) or start_position_problems(self)
+        if problems:
+            raise_at("Scenario", problems)
+        return self
+
+
+def _entry_locs(scenario: Scenario) -> list[tuple[Loc, VehicleEntry]]:
+    """Every vehicle entry the file writes (list items or fleet overrides) with its location."""
+    block = scenario.vehicles
+    if isinstance(block, list):
+        return [(("vehicles", i), entry) for i, entry in enumerate(block)]
+    return [(("vehicles", "overrides", name), entry) for name, entry in block.overrides.items()]
+
+
+def _period_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
+    """Steps and periods no longer than the run. A default period is not held against a short run: only what the
+    file sets (and the step, which every run has)."""
+    duration = scenario.duration_s
+    periods: list[tuple[Loc, Any]] = [(("step_s",), scenario.step_s)]
+    if "period_s" in scenario.controller.model_fields_set:
+        periods.append((("controller", "period_s"), scenario.controller.period_s))
+    # a robot's controller override is validated as a whole by the loader (ControllerBlock: the lower bound with
+    # its other keys); only the run's length is known here
+    periods += [((*loc, "controller", "period_s"), entry.controller["period_s"])
+                for loc, entry in _entry_locs(scenario) if entry.controller
+                and isinstance(entry.controller.get("period_s"), int | float)
+                and entry.controller["period_s"] >= MIN_PERIOD_S]
+    periods.append((("outputs", "trace_period_s"), scenario.outputs.trace_period_s))
+    for sensor in ("gnss", "range_sensor"):
+        block = getattr(scenario.physics, sensor)
+        if "period_s" in block.model_fields_set:
+            periods.append((("physics", sensor, "period_s"), block.period_s))
+    periods += [(("federates", i, "params", "period_s"), extra.params["period_s"])
+                for i, extra in enumerate(scenario.federates) if "period_s" in extra.params]
+    problems: list[tuple[Loc, str, Any]] = []
+    for loc, value in periods:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            continue  # a wrong type is reported by the model that owns the field
+        if value < MIN_PERIOD_S:
+            problems.append((loc, f"must be at least {MIN_PERIOD_S:g} s (1 us), got {value:g}", value))
+        elif value > duration:
+            problems.append((loc, f"must not exceed duration_s ({duration:g} s): a step or period longer than the "
+                                  f"run never comes round, got {value:g}", value))
+    return problems
+
+
+def _lifetime_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
+    """Every robot appears before the end of the run and disappears after it appeared and not after the end."""
+    duration = scenario.duration_s
+    problems: list[tuple[Loc, str, Any]] = []
+    for loc, entry in _entry_locs(scenario):
+        spawn, despawn = entry.spawn_at_s, entry.despawn_at_s
+        if spawn >= duration:
+            problems.append(((*loc, "spawn_at_s"), f"must be in [0, duration_s) = [0, {duration:g}) s: a robot "
+                                                   f"spawned at or after the end never runs, got {spawn:g}", spawn))
+        if despawn is not None and despawn <= spawn:
+            problems.append(((*loc, "despawn_at_s"), f"must be after spawn_at_s ({spawn:g} s), got {despawn:g}",
+                             despawn))
+        elif despawn is not None and despawn > duration:
+            problems.append(((*loc, "despawn_at_s"), f"must be in (spawn_at_s, duration_s] = ({spawn:g}, "
+                                                     f"{duration:g}] s, got {despawn:g}", despawn))
+    return problems
 
 
 def _did_you_mean(value: str, choices: Any) -> str:
