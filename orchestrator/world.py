@@ -229,13 +229,18 @@ def estimate_resources(scenario: Scenario) -> ResourceEstimate:
     if traced and channel["type"] == "ideal":
         v2x_rows = 2 * robots * steps
     elif traced and channel["type"] == "itsg5":
-        generation = channel.get("generation", {})
-        rate = (generation.get("fixed_rate_hz", 10.0) if generation.get("mode") == "fixed_rate"
-                else 1.0 / generation.get("t_gen_cam_min_s", 0.1))
-        readers = robots - 1 if channel.get("trace") == "all" else 2  # 'interest': predecessor's and leader's
+        from comms_models.itsg5.params import ItsG5Params
+
+        try:
+            params = ItsG5Params.model_validate({k: v for k, v in channel.items() if k != "type"})
+        except ValueError:  # the loader reports it at its line; estimate with the defaults meanwhile
+            params = ItsG5Params()
+        generation = params.generation
+        rate = generation.fixed_rate_hz if generation.mode == "fixed_rate" else 1.0 / generation.t_gen_cam_min_s
+        readers = robots - 1 if params.trace == "all" else 2  # 'interest': predecessor's and leader's
         cams = int(robots * duration * rate)
         v2x_rows = cams * (1 + max(readers, 0))
-        pcap_frames = min(cams, channel.get("pcap_max_frames", 10_000)) if channel.get("pcap", True) else 0
+        pcap_frames = min(cams, params.pcap_max_frames) if params.pcap else 0
     rows = samples * robots
     memory = _BASE_BYTES + robots * _BYTES_PER_ROBOT + (rows * columns + v2x_rows * _V2X_COLUMNS) * _BYTES_PER_CELL
     disk = (rows * _DISK_BYTES_PER_VEHICLE_ROW + v2x_rows * _DISK_BYTES_PER_V2X_ROW
@@ -282,8 +287,9 @@ def start_position_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
     spacings add up, platoons sit side by side); an explicit ``initial`` position has its own bound."""
     try:
         robots = expand_robots(scenario)
-    except ValueError:
-        return []  # a broken roster is the loader's to report, at its entry
+    except (ValueError, TypeError):
+        # a broken roster, or law or profile parameters not checked yet: the loader reports them at their lines
+        return []
     for index, robot in enumerate(robots):
         x, y = robot.config["initial"]["x"], robot.config["initial"]["y"]
         if max(abs(x), abs(y)) > COORDINATE_LIMIT_M:

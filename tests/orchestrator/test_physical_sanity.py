@@ -215,6 +215,17 @@ def test_no_nan_or_infinity_anywhere(text: str, expected: str):
     assert expected in problems(text)
 
 
+@pytest.mark.parametrize(("override", "expected"), [
+    ("channel={type: itsg5, generation: {t_gen_cam_min_s: abc}}", "channel.generation.t_gen_cam_min_s: Input should "
+     "be a valid number, unable to parse string as a number, got 'abc' (from --set)"),
+    ("leader.params.speed_mps=abc", "leader.params.speed_mps: Input should be a valid number, unable to parse string "
+     "as a number, got 'abc' (from --set)"),
+])
+def test_the_estimate_and_placement_leave_unchecked_parameters_to_their_models(override: str, expected: str):
+    # both run before the channel's and the profile's own models: a wrong type is still reported at its field
+    assert problems(BASE, (override,)) == [f"s.yaml: {expected}"]
+
+
 def test_infinity_stays_allowed_where_it_means_no_limit():
     text = BASE + "leader:\n  profile: waypoints\n  path: {waypoints: [[0, 0], [20, 0]], max_curvature_per_m: .inf}\n"
     assert parse_scenario(text).leader.path.max_curvature_per_m == float("inf")
