@@ -182,7 +182,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
 
         return run_sweep_command(args, console)
     if args.command == "run":  # the resource estimate is part of validation: set its budget before loading
-        from .world import MEMORY_BUDGET, MemoryBudget
+        from .resources import MEMORY_BUDGET, MemoryBudget
 
         MEMORY_BUDGET.set(MemoryBudget(args.memory_budget_gb, args.force))
     scenario = load_scenario(args.scenario, args.overrides)

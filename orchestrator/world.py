@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,126 +159,6 @@ def _initial_spacing(controller: dict[str, Any], v: float, params: dict[str, Any
     if bumper:
         gap += pred["rear_overhang_m"] + params["length_m"] - params["rear_overhang_m"]
     return gap
-
-
-# -- physical sanity before the run ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MemoryBudget:
-    """How much memory a run may need: ``gb`` (None: the machine's available memory), or no limit (``force``)."""
-
-    gb: float | None = None
-    force: bool = False
-
-
-MEMORY_BUDGET: ContextVar[MemoryBudget | None] = ContextVar("coopsim_memory_budget", default=None)
-"""The budget scenario validation holds runs to (None: the default ``MemoryBudget()``); ``coopsim run
---memory-budget-gb`` and ``--force`` set it."""
-
-# Peak memory of a traced run is reached in post-processing, which reads the traces back: measured on the AuNa
-# platoon (4 to 2,000 robots, ideal and ITS-G5) at 350-450 bytes per vehicle-trace row of 25 float columns and
-# less per V2X row, over ~350 MB for the interpreter and libraries. The factors below are those rounded up, so
-# that the estimate errs on the large side.
-_BASE_BYTES = 400e6
-_BYTES_PER_ROBOT = 50e3  # the robot's state, station and controller rows, with allocator overhead
-_BYTES_PER_CELL = 8 * 2.5  # a float64 trace value, ~2.5 copies at the peak
-_V2X_COLUMNS = 8
-_DISK_BYTES_PER_VEHICLE_ROW = 25.0  # Parquet, compressed
-_DISK_BYTES_PER_V2X_ROW = 10.0
-_PCAP_BYTES_PER_FRAME = 400.0
-
-
-@dataclass(frozen=True)
-class ResourceEstimate:
-    """What a run will need, roughly (an upper estimate with every robot present for the whole run)."""
-
-    robots: int
-    steps: int
-    trace_samples: int
-    trace_columns: int
-    v2x_rows: int
-    memory_bytes: float
-    disk_bytes: float
-
-    def describe(self) -> str:
-        """'about 12.3 GB of memory and 400 MB of disk (4,001 trace samples x 100 robots x 25 columns, ...)'."""
-        v2x = f", plus {self.v2x_rows:,} V2X trace rows" if self.v2x_rows else ""
-        return (f"about {_size(self.memory_bytes)} of memory and {_size(self.disk_bytes)} of disk "
-                f"({self.trace_samples:,} trace samples x {self.robots:,} robots x {self.trace_columns} columns"
-                f"{v2x}; {self.steps:,} steps)")
-
-
-def _size(n_bytes: float) -> str:
-    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.0f} MB"
-
-
-def estimate_resources(scenario: Scenario) -> ResourceEstimate:
-    """Memory and disk of a run from its size: steps x robots x trace columns, and the V2X trace rows (ideal: a
-    sent and a received row per robot and step; ITS-G5: a sent row and one per reader of each CAM)."""
-    from .recorder import COLUMNS
-
-    block = scenario.vehicles
-    robots = len(block) if isinstance(block, list) else block.count
-    duration, step = scenario.duration_s, scenario.step_s
-    steps = int(duration / step) + 1
-    traced = scenario.outputs.trace
-    samples = int(duration / (scenario.outputs.trace_period_s or step)) + 1 if traced else 0
-    columns = len(COLUMNS) + 3  # the recorded ports' columns, time, robot and platoon
-    v2x_rows, pcap_frames = 0, 0
-    channel = scenario.channel.model_dump()
-    if traced and channel["type"] == "ideal":
-        v2x_rows = 2 * robots * steps
-    elif traced and channel["type"] == "itsg5":
-        from comms_models.itsg5.params import ItsG5Params
-
-        try:
-            params = ItsG5Params.model_validate({k: v for k, v in channel.items() if k != "type"})
-        except ValueError:  # the loader reports it at its line; estimate with the defaults meanwhile
-            params = ItsG5Params()
-        generation = params.generation
-        rate = generation.fixed_rate_hz if generation.mode == "fixed_rate" else 1.0 / generation.t_gen_cam_min_s
-        readers = robots - 1 if params.trace == "all" else 2  # 'interest': predecessor's and leader's
-        cams = int(robots * duration * rate)
-        v2x_rows = cams * (1 + max(readers, 0))
-        pcap_frames = min(cams, params.pcap_max_frames) if params.pcap else 0
-    rows = samples * robots
-    memory = _BASE_BYTES + robots * _BYTES_PER_ROBOT + (rows * columns + v2x_rows * _V2X_COLUMNS) * _BYTES_PER_CELL
-    disk = (rows * _DISK_BYTES_PER_VEHICLE_ROW + v2x_rows * _DISK_BYTES_PER_V2X_ROW
-            + pcap_frames * _PCAP_BYTES_PER_FRAME)
-    return ResourceEstimate(robots, steps, samples, columns if traced else 0, v2x_rows, memory, disk)
-
-
-def available_memory_bytes() -> float | None:
-    """``MemAvailable`` of /proc/meminfo (None where there is none)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def resource_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
-    """A run whose estimated memory exceeds the budget (``MEMORY_BUDGET``), reported at the fleet's size."""
-    budget = MEMORY_BUDGET.get() or MemoryBudget()
-    if budget.force:
-        return []
-    if budget.gb is not None:
-        limit, what = budget.gb * 1e9, "--memory-budget-gb"
-    else:
-        available = available_memory_bytes()
-        if available is None:
-            return []
-        limit, what = available, "the memory available on this machine"
-    estimate = estimate_resources(scenario)
-    if estimate.memory_bytes <= limit:
-        return []
-    loc: Loc = ("vehicles",) if isinstance(scenario.vehicles, list) else ("vehicles", "count")
-    return [(loc, f"the run would need {estimate.describe()}, more than the budget of {_size(limit)} "
-                  f"({what}); use fewer robots, a shorter duration_s, a longer outputs.trace_period_s or "
-                  f"outputs.trace: false, or run it with 'coopsim run --force' (or --memory-budget-gb)",
-             estimate.robots)]
 
 
 def start_position_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:

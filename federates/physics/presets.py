@@ -259,13 +259,27 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
     """
     import difflib
 
+    from orchestrator.core.registry import is_plugin_path
+
     from .models.dynamic import PARAM_DEFAULTS
     from .models.tyres import TYRE_MODELS
 
     choices = {"tyre_model": sorted(TYRE_MODELS),
                "input_mode": ["speed_steer", "accel_steer", "speed_yaw_rate"]}
+    problems_first = []
+    tyre = params.get("tyre_model")
+    from .models.tyres import TYRE_REGISTRY, resolve_tyre
+
+    if isinstance(tyre, str) and tyre not in TYRE_MODELS and (tyre in TYRE_REGISTRY or is_plugin_path(tyre)):
+        # a plug-in: an installed entry point or a package.module:Class
+        try:
+            resolve_tyre(tyre)
+            choices["tyre_model"] = [tyre]
+        except (KeyError, ValueError) as exc:
+            choices["tyre_model"] = [tyre]  # reported here, once
+            problems_first.append(f"tyre_model: {exc}; built-ins: {', '.join(sorted(TYRE_MODELS))}")
     known = set(PARAM_DEFAULTS) | set(choices) | {k for preset_params in PRESETS.values() for k in preset_params}
-    problems = []
+    problems = problems_first
     for key, value in params.items():
         if key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .follower import FollowerView, follower_views
 from .geometry import Series, l2_norm, path_projection, signed_path_distance, split_by_robot
+from .limits import PLOT_POINTS
 from .registry import METRICS, Metric, follower_metric, report_columns, run_metric, selected
 from .rundata import DIGEST_TRACES, RunData, file_digest, read_traces, trace_digest
 
@@ -23,10 +24,6 @@ __all__ = [
     "file_digest", "follower_metric", "json_safe", "l2_norm", "metrics_json", "path_projection", "read_traces",
     "report_columns", "run_metric", "signed_path_distance", "split_by_robot", "trace_digest", "write_metrics",
 ]
-
-
-PLOT_POINTS = 5_000
-"""Samples per robot and series the plots get at most (a long run is thinned evenly)."""
 
 
 def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:

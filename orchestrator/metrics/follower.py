@@ -17,6 +17,7 @@ import numpy as np
 
 from ..core.robots import RobotSpec
 from .geometry import Series, aligned, l2_norm, path_with_tail, signed_path_distance
+from .limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
 from .rundata import RunData
 
 
@@ -78,10 +79,6 @@ class FollowerView:
         return self.entries.get(self.robot.predecessor, {}).get(key)  # type: ignore[arg-type]
 
 
-SERIES_COLUMNS = ("x", "y", "yaw", "v", "a", "yaw_rate", "pred_age_s", "degraded", "desired_gap_m")
-"""The vehicles-trace columns follower metrics read."""
-PASS_BUDGET_BYTES = 512 * 2**20
-"""How much of the vehicles trace one pass loads at most (whole platoons at a time; at least one platoon)."""
 
 
 def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> Iterator[FollowerView]:

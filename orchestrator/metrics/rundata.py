@@ -42,11 +42,16 @@ class RunData:
     @classmethod
     def load(cls, out_dir: Path) -> RunData:
         """Read ``scenario.resolved.yaml``; traces are read when a metric asks for them."""
+        from ..resources import MEMORY_BUDGET, MemoryBudget
         from ..scenario import load_scenario
         from ..world import expand_robots
 
         out_dir = Path(out_dir)
-        scenario = load_scenario(out_dir / "scenario.resolved.yaml")
+        token = MEMORY_BUDGET.set(MemoryBudget(force=True))  # reading a run back runs nothing: no budget applies
+        try:
+            scenario = load_scenario(out_dir / "scenario.resolved.yaml")
+        finally:
+            MEMORY_BUDGET.reset(token)
         robots = expand_robots(scenario)
         return cls(out_dir, scenario, robots, build_laws(robots))
 

@@ -24,6 +24,7 @@ from .model import (
     VehicleEntry,
     merge_controller,
     profile_params_model,
+    raise_at,
     vehicle_model_fields,
 )
 from .yamlmarks import Loc, YamlInputError, decode_text, line_of, load_value, load_with_lines
@@ -72,7 +73,22 @@ def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[st
     problems = _check_plugins(scenario, lines, set_locs)
     if problems:
         raise ScenarioError(source, problems)
+    _check_world(scenario, source, lines, set_locs, data)
     return with_defaults(scenario)
+
+
+def _check_world(scenario: Scenario, source: str, lines: dict[Loc, int], set_locs: set[Loc], data: Any) -> None:
+    """What needs the whole world: the run's estimated memory against the budget, and where each robot starts."""
+    from ..resources import resource_problems
+    from ..world import start_position_problems
+
+    # placing the robots is skipped for a run too large to simulate anyway
+    problems = resource_problems(scenario) or start_position_problems(scenario)
+    if problems:
+        try:
+            raise_at("Scenario", problems)
+        except ValidationError as exc:
+            raise ScenarioError(source, _problems(exc, lines, set_locs, data)) from None
 
 
 def _yaml_problem(exc: YamlInputError) -> Problem:
@@ -168,11 +184,28 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
             raise ScenarioError(
                 source, [Problem(format_path(loc[: depth + 1]), f"--set: no such element for '{key}'")]
             ) from None
+    _forget_old_parameters(node, loc, value)
     try:
         node[loc[-1]] = copy.deepcopy(value)
     except (IndexError, TypeError):
         raise ScenarioError(source, [Problem(format_path(loc), f"--set: cannot set '{key}'")]) from None
     return loc
+
+
+_DEFAULT_TYPES = {"controller": "ela_cacc", "channel": "ideal"}
+
+
+def _forget_old_parameters(node: Any, loc: Loc, value: Any) -> None:
+    """``--set controller.type=X`` (or ``channel.type=X``, at any level) switching to another law or model drops
+    the old one's parameters, as a per-robot override naming another law does (``merge_controller``); the block's
+    own keys (period, prediction, lateral, fallback) stay."""
+    if len(loc) < 2 or loc[-1] != "type" or loc[-2] not in _DEFAULT_TYPES or not isinstance(node, dict):
+        return
+    if node.get("type", _DEFAULT_TYPES[str(loc[-2])]) == value:
+        return
+    keep = set(BLOCK_KEYS) if loc[-2] == "controller" else set()
+    for name in [k for k in node if k not in keep and k != "type"]:
+        del node[name]
 
 
 # -- errors -----------------------------------------------------------------------------------------------------

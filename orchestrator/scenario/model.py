@@ -8,7 +8,7 @@ channel, vehicle model, profile or federate never touches this file.
 Physical sanity is part of the schema, so that a scenario that validates also runs: every number is finite
 (``FiniteValues``), steps and periods lie between ``MIN_PERIOD_S`` and the run's length, robots spawn and despawn
 within the run, start within ``COORDINATE_LIMIT_M`` of the origin, and the run's estimated memory fits the budget
-(``orchestrator.world.resource_problems``). Such a rule that relates fields of different blocks is a validator of
+(``orchestrator.resources.resource_problems``). Such a rule that relates fields of different blocks is a validator of
 ``Scenario`` that reports each problem at its own field, hence at its line.
 """
 
@@ -187,7 +187,7 @@ class Fleet(Strict):
     """``count`` robots built from one template, with optional per-robot overrides keyed by robot name."""
 
     # strict: `count: true` is not one robot. The bound is the format's; whether a fleet fits this machine depends on
-    # the run's length and traces, which the resource estimate checks (orchestrator.world.resource_problems)
+    # the run's length and traces, which the resource estimate checks (orchestrator.resources.resource_problems)
     count: int = Field(ge=1, le=100_000, strict=True)
     name_prefix: str = "robot"
     template: Vehicle = Field(default_factory=Vehicle)
@@ -424,12 +424,7 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _physically_sane(self) -> Scenario:
         problems = [*_period_problems(self), *_lifetime_problems(self)]
-        if not problems:  # the estimate and the placement need a consistent time line
-            from orchestrator.world import resource_problems, start_position_problems
-
-            # placing the robots is skipped for a run too large to simulate anyway
-            problems = resource_problems(self) or start_position_problems(self)
-        if problems:
+        if problems:  # the loader then checks what needs the whole world: memory and start positions
             raise_at("Scenario", problems)
         return self
 

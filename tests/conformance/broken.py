@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from comms_models.ideal import IdealChannel
 from controllers.cruise import Cruise
 from controllers.profiles import SCurve
 from federates.physics.models.kinematic import KinematicBicycle
+from federates.physics.models.tyres import TyreModel
 
 
 class NanAtStandstill(Cruise):
@@ -73,3 +75,14 @@ class Stateful(SCurve):
         Stateful.calls += 1
         v, w, a = super().inputs(t)
         return v + Stateful.calls, w, a
+
+
+@njit
+def _wrong_way(alpha, fz, c_alpha, mu):  # pragma: no cover - compiled
+    return c_alpha * alpha, c_alpha
+
+
+class WrongWayTyre(TyreModel):
+    """Pushes along the slip instead of against it."""
+
+    lateral = _wrong_way

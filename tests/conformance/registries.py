@@ -13,6 +13,7 @@ from comms_models import COMMS_MODELS
 from controllers import CONTROLLERS, LEADER_PROFILES
 from federates import FEDERATE_KINDS
 from federates.physics.models import VEHICLE_MODELS
+from federates.physics.models.tyres import TYRE_REGISTRY
 from orchestrator.core.registry import Registry
 from orchestrator.metrics import METRICS
 
@@ -23,6 +24,7 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
                                    "weave")),
     "federates": (FEDERATE_KINDS, ("control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
+    "tyre_models": (TYRE_REGISTRY, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
     "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "l2_norms", "lateral_deviation",
                           "leader_path", "link", "min_gap", "min_ttc", "spacing_error", "string_stability",
                           "summary")),

@@ -17,7 +17,6 @@ import re
 import subprocess
 import sys
 import time
-import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -230,8 +229,6 @@ def check_outcome(source: str, code: object, out: str, err: str) -> str:
     if code == 0:
         assert out.startswith(f"{source}: ok ("), out
         return "valid"
-    if code == KNOWN_OPEN:
-        return KNOWN_OPEN
     assert code == 2, f"exit {code}\n{err}"
     assert "Traceback" not in err, err
     lines = err.splitlines()
@@ -247,18 +244,6 @@ def check_outcome(source: str, code: object, out: str, err: str) -> str:
     return "bad input"
 
 
-KNOWN_OPEN = "known open: an infinite time reaches the robots"
-
-
-def known_open(exc: BaseException) -> bool:
-    """The one failure still open (see ``test_infinite_times_are_bad_input`` in test_yaml_safe_loading.py): an
-    infinite ``spawn_at_s``/``despawn_at_s`` passes the schema and overflows when robots are built. Remove this
-    tolerance together with that test's xfail once the schema requires finite times."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return isinstance(exc, OverflowError) and bool(frames) and frames[-1].filename.endswith(
-        os.path.join("orchestrator", "core", "timebase.py"))
-
-
 def validate_in_process(path: Path, overrides: list[str]) -> tuple[object, str, str]:
     """``coopsim validate`` through ``orchestrator.cli.main``, its output captured."""
     out, err = io.StringIO(), io.StringIO()
@@ -267,10 +252,6 @@ def validate_in_process(path: Path, overrides: list[str]) -> tuple[object, str, 
             code: object = main(["validate", str(path), *(f"--set={item}" for item in overrides)])
         except SystemExit as exc:  # argparse
             code = exc.code
-        except OverflowError as exc:
-            if not known_open(exc):
-                raise
-            code = KNOWN_OPEN
     return code, out.getvalue(), err.getvalue()
 
 
@@ -296,7 +277,6 @@ def test_mutated_scenarios_end_valid_or_as_bad_input_in_process(tmp_path: Path) 
     assert sum(outcomes.values()) >= 2000
     # the corpus exercises both outcomes: mutations that keep a scenario valid and ones that break it
     assert outcomes["valid"] >= 100 and outcomes["bad input"] >= 1000, outcomes
-    assert outcomes[KNOWN_OPEN] <= 20, outcomes  # the open case stays rare: it must not hide another class
     assert slowest[0] < CASE_SECONDS
 
 
@@ -319,9 +299,7 @@ def test_mutated_scenarios_through_the_console_script(tmp_path: Path) -> None:
         results = list(pool.map(run, range(CLI_CASES)))
     outcomes = Counter()
     for source, done, elapsed in results:
-        code = KNOWN_OPEN if done.returncode == 1 and done.stderr.rstrip().endswith(
-            "OverflowError: cannot convert float infinity to integer") else done.returncode
-        outcomes[check_outcome(source, code, done.stdout, done.stderr)] += 1
+        outcomes[check_outcome(source, done.returncode, done.stdout, done.stderr)] += 1
         assert elapsed < CASE_SECONDS + 3, f"{source}: {elapsed:.1f} s"  # plus the interpreter's start-up
     assert outcomes["bad input"] >= CLI_CASES // 3, outcomes
 

@@ -16,16 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.resources import MEMORY_BUDGET, MemoryBudget, estimate_resources
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
-from orchestrator.world import (
-    DEFAULT_STANDSTILL_GAP_M,
-    DEFAULT_TIME_GAP_S,
-    MEMORY_BUDGET,
-    MemoryBudget,
-    estimate_resources,
-    expand_robots,
-)
+from orchestrator.world import DEFAULT_STANDSTILL_GAP_M, DEFAULT_TIME_GAP_S, expand_robots
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
@@ -308,11 +302,13 @@ def test_cli_runs_the_shipped_platoon_with_cruise(tmp_path: Path):
     assert json.loads((out / "run.json").read_text())["status"] == "ok"
 
 
-@pytest.mark.xfail(strict=True, reason="--set controller.type keeps the previous law's parameters (k1 ...), which "
-                   "cruise refuses: the loader's --set would have to drop them as merge_controller does")
 def test_set_controller_type_cruise_on_the_shipped_platoon():
+    """Switching the law with --set drops the old law's parameters (k1 ...) and keeps the block's own keys."""
     scenario = load_scenario(REPO / "scenarios" / "platoon.yaml", ["controller.type=cruise"])
-    assert scenario.controller.type == "cruise"
+    assert scenario.controller.type == "cruise" and scenario.controller.period_s == 0.02
+    assert "k1" not in scenario.controller.model_dump()
+    same = load_scenario(REPO / "scenarios" / "platoon.yaml", ["controller.type=ela_cacc", "controller.k1=2"])
+    assert same.controller.model_dump()["k2"] == 1.0 and same.controller.model_dump()["k1"] == 2  # same law: kept
 
 
 # -- the shipped scenarios ---------------------------------------------------------------------------------------

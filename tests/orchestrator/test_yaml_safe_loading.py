@@ -270,10 +270,7 @@ def test_a_resolved_scenario_is_read_back_through_the_same_loader(tmp_path):
         RunData.load(tmp_path)
 
 
-# -- still open: finite times belong to the schema's physical sanity checks ------------------------------------------
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="an infinite spawn_at_s/despawn_at_s passes the schema and overflows when the robots are "
-                          "built (orchestrator/scenario/model.py: finite values)")
+# -- finite times: the schema's physical sanity checks ---------------------------------------------------------------
 @pytest.mark.parametrize("override", ["robot2: {spawn_at_s: .inf}", "robot2: {despawn_at_s: .inf}"])
 def test_infinite_times_are_bad_input(tmp_path, override):
     path = tmp_path / "inf.yaml"

@@ -43,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.core.registry import UnknownNameError
+
 from .base import InputMode, VehicleModel
 from .dynamic_kernel import (
     G_MPS2,
@@ -52,9 +54,10 @@ from .dynamic_kernel import (
     PARAM_COLUMNS,
     STATE_ROWS,
     TYRE_PACEJKA,
+    kernel_with_tyre,
     step_kernel,
 )
-from .tyres import TYRE_MODELS
+from .tyres import TYRE_MODELS, TyreModel, resolve_tyre
 
 INPUT_MODES: dict[str, int] = {
     "speed_steer": MODE_SPEED_STEER, "accel_steer": MODE_ACCEL_STEER, "speed_yaw_rate": MODE_SPEED_YAW_RATE,
@@ -104,13 +107,23 @@ _S = {name: k for k, name in enumerate(STATE_ROWS)}
 _EXPOSED = ("x", "y", "yaw", "v", "a", "yaw_rate", "steer")
 
 
+def _tyre(name: str) -> tuple[int, type[TyreModel] | None]:
+    """The kernel code of tyre model ``name`` and, for a plug-in, its class."""
+    code = TYRE_MODELS.get(name)
+    if code is not None:
+        return code, None
+    try:
+        plugin = resolve_tyre(name)
+    except UnknownNameError as exc:
+        raise KeyError(str(exc)) from None
+    return plugin.code, plugin
+
+
 def _param_row(params: Mapping[str, Any]) -> np.ndarray:
     """One parameter row in ``PARAM_COLUMNS`` order, with defaults and checks."""
     q = {k: v for k, v in PARAM_DEFAULTS.items()}
     q.update({k: v for k, v in params.items() if k in PARAM_DEFAULTS})
-    code = TYRE_MODELS.get(str(q["tyre_model"]))
-    if code is None:
-        raise KeyError(f"unknown tyre model '{q['tyre_model']}'; allowed: {', '.join(TYRE_MODELS)}")
+    code, _ = _tyre(str(q["tyre_model"]))
     missing = [k for k, v in q.items() if v is None and not k.startswith(("pacejka", "blend"))]
     if code == TYRE_PACEJKA:
         missing += [k for k in ("pacejka_lat_front", "pacejka_lat_rear") if q[k] is None]
@@ -160,6 +173,8 @@ class DynamicSingleTrack(VehicleModel):
         self._mode = INPUT_MODES[input_mode]
         self._p = np.empty((0, len(PARAM_COLUMNS)))
         self._s = np.empty((len(STATE_ROWS), 0))
+        self._kernel = step_kernel  # a tyre plug-in's robots need a kernel compiled around it
+        self._tyre_plugin: type[TyreModel] | None = None
 
     def __len__(self) -> int:
         return self._s.shape[1]
@@ -168,6 +183,15 @@ class DynamicSingleTrack(VehicleModel):
         """Append robots with their parameters and initial rear-axle ``x, y, yaw, v`` (optional ``steer``); the
         lateral states start kinematically consistent (``r = v tan(steer)/L``, no rear-axle side slip)."""
         n = len(params)
+        plugins = {plugin for p in params if (plugin := _tyre(str(p.get("tyre_model", "fiala")))[1]) is not None}
+        if self._tyre_plugin is not None:
+            plugins.add(self._tyre_plugin)
+        if len(plugins) > 1:  # one compiled kernel steps all robots of a model and input mode
+            names = ", ".join(sorted(f"{c.__module__}:{c.__qualname__}" for c in plugins))
+            raise ValueError(f"robots of one vehicle model and input mode use one tyre plug-in at most, got {names}")
+        if plugins:
+            self._tyre_plugin = plugins.pop()
+            self._kernel = kernel_with_tyre(self._tyre_plugin.lateral)
         rows = np.array([_param_row(p) for p in params], dtype=np.float64).reshape(n, len(PARAM_COLUMNS))
         new = np.zeros((len(STATE_ROWS), n))
         for name in ("x", "y", "yaw", "v"):
@@ -196,7 +220,7 @@ class DynamicSingleTrack(VehicleModel):
         def col(name: str) -> np.ndarray:
             return np.ascontiguousarray(commands[name], dtype=np.float64).reshape(n)
 
-        step_kernel(self._s, self._p, col("speed"), col("accel"), col("steer"), col("yaw_rate"), self._mode,
+        self._kernel(self._s, self._p, col("speed"), col("accel"), col("steer"), col("yaw_rate"), self._mode,
                      float(self.dt))
 
     @property

@@ -19,14 +19,60 @@ sec. 13.8 (combined slip).
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 
-from .dynamic_kernel import TYRE_FIALA, TYRE_FIALA_UNSATURATED, TYRE_LINEAR, TYRE_PACEJKA
+from orchestrator.core.registry import Registry
+
+from .dynamic_kernel import TYRE_FIALA, TYRE_FIALA_UNSATURATED, TYRE_LINEAR, TYRE_PACEJKA, TYRE_PLUGIN
 
 TYRE_MODELS: dict[str, int] = {
     "linear": TYRE_LINEAR, "fiala": TYRE_FIALA, "fiala_unsaturated": TYRE_FIALA_UNSATURATED, "pacejka": TYRE_PACEJKA,
 }
 """Tyre model names and the integer codes the compiled kernel switches on."""
+
+
+class TyreModel:
+    """A tyre model the dynamic single-track model can use: ``vehicle.params.tyre_model`` names it.
+
+    A plug-in subclass sets ``lateral`` to a numba-compiled function ``(alpha, fz, c_alpha, mu) -> (fy, k)``: the
+    lateral force [N] of one axle at slip angle ``alpha`` [rad] under load ``fz`` [N] (``fy`` opposes ``alpha``,
+    see the module docstring) and the local cornering stiffness ``k = -dfy/dalpha`` [N/rad] (the implicit lateral
+    step needs it). ``c_alpha`` is the axle's ``cornering_stiffness_*_npr`` and ``mu`` the friction coefficient;
+    the friction ellipse and the longitudinal slip work on ``mu`` as for the Fiala model.
+    """
+
+    code: ClassVar[int] = TYRE_PLUGIN
+    lateral: ClassVar[Any] = None
+
+
+def _builtin(name: str, code: int) -> type[TyreModel]:
+    return type(name, (TyreModel,), {"code": code, "__doc__": f"The built-in '{name}' tyre model (compiled)."})
+
+
+Linear = _builtin("linear", TYRE_LINEAR)
+Fiala = _builtin("fiala", TYRE_FIALA)
+FialaUnsaturated = _builtin("fiala_unsaturated", TYRE_FIALA_UNSATURATED)
+Pacejka = _builtin("pacejka", TYRE_PACEJKA)
+
+TYRE_REGISTRY = Registry(
+    "tyre model",
+    {"linear": f"{__name__}:Linear", "fiala": f"{__name__}:Fiala",
+     "fiala_unsaturated": f"{__name__}:FialaUnsaturated", "pacejka": f"{__name__}:Pacejka"},
+    group="coopsim.tyre_models",
+    base=f"{__name__}:TyreModel",
+)
+"""Tyre models by name: the built-ins, installed ``coopsim.tyre_models`` entry points, ``package.module:Class``."""
+
+
+def resolve_tyre(name: str) -> type[TyreModel]:
+    """The tyre model class ``name`` selects; a plug-in must provide its compiled ``lateral``."""
+    cls = TYRE_REGISTRY.get(name)
+    if cls.code == TYRE_PLUGIN and cls.lateral is None:
+        raise ValueError(f"tyre model '{name}' sets no 'lateral' (a numba-compiled (alpha, fz, c_alpha, mu) -> "
+                         f"(fy, stiffness))")
+    return cls
 
 
 def tyre_code(name: str) -> int:
