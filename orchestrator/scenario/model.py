@@ -2,7 +2,7 @@
 
 Every registry-backed field (``controller.type``, ``channel.type``, ``vehicles...model``, ``leader.profile``,
 ``federates[].type``) takes a built-in name, an installed entry point's name or a ``package.module:Class`` path.
-The selected class's own ``Params`` model validates its parameters (``loader._check_plugins``), so adding a law,
+The selected class's own ``Params`` model validates its parameters (``loader.check_plugins``), so adding a law,
 channel, vehicle model, profile or federate never touches this file.
 
 Physical sanity is part of the schema, so that a scenario that validates also runs: every number is finite
@@ -14,93 +14,34 @@ within the run, start within ``COORDINATE_LIMIT_M`` of the origin, and the run's
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     Tag,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from controllers.pipeline import FEDERATE_KEYS, FallbackStageParams
 from controllers.pure_pursuit import PurePursuitParams, WaypointDriverParams
 from federates.physics.config import PhysicsConfig
 
-MIN_PERIOD_S = 1e-6
-"""Shortest step or period [s]. Time is kept in integer nanoseconds; below a microsecond a step rounds towards
-zero and a run needs a million steps or more per simulated second, which never ends in practice."""
-
-COORDINATE_LIMIT_M = 100_000.0
-"""Largest |x| and |y| of a position in the local ENU frame [m]: 100 km around ``origin``. The frame is a tangent
-plane (flat within ~0.8 km of height at that distance), and float64 positions keep sub-micrometre resolution."""
-
-Loc = tuple[str | int, ...]
-
-
-def _at_least_min_period(value: float) -> float:
-    if value < MIN_PERIOD_S:
-        raise ValueError(f"must be at least {MIN_PERIOD_S:g} s (1 us), got {value:g}")
-    return value
-
-
-Period = Annotated[float, AfterValidator(_at_least_min_period)]
-"""A step or period [s]: at least ``MIN_PERIOD_S`` (its upper bound, the run's length, is ``Scenario``'s)."""
-_PERIOD_SCHEMA = {"minimum": MIN_PERIOD_S}
-
-
-def raise_at(title: str, problems: list[tuple[Loc, str, Any]]) -> None:
-    """Raise a ValidationError with one error per ``(loc, message, input)``, each at its own field: from a
-    validator, the locations are relative to the validated model, so the loader reports each at its line."""
-    raise ValidationError.from_exception_data(title, [
-        InitErrorDetails(type=PydanticCustomError("value_error", message), loc=loc, input=value)
-        for loc, message, value in problems
-    ])
-
-
-def non_finite(value: Any, loc: Loc = ()) -> Iterator[tuple[Loc, float]]:
-    """Every NaN or infinite float in a plain value (dicts, lists, tuples), with its location."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            yield loc, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from non_finite(item, (*loc, key))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from non_finite(item, (*loc, index))
-
-
-class FiniteValues(BaseModel):
-    """No NaN or infinity anywhere: typed float fields refuse them (``allow_inf_nan``), and free-form values
-    (parameter mappings, extra keys) are searched for them, so a plug-in's parameters get the same rule."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-    @model_validator(mode="after")
-    def _finite_free_values(self) -> FiniteValues:
-        free = {name: value for name, value in self.__dict__.items() if isinstance(value, dict | list | tuple)}
-        free.update(self.model_extra or {})
-        found = [(loc, value) for name, value in free.items() for loc, value in non_finite(value, (name,))]
-        if found:
-            raise_at(type(self).__name__, [(loc, f"Input should be a finite number, got {value!r}", value)
-                                           for loc, value in found])
-        return self
-
-
-class Strict(FiniteValues):
-    """Unknown keys are errors; numbers are finite."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+from .base import (  # re-exported: the scenario's names stay importable from here
+    _PERIOD_SCHEMA,
+    COORDINATE_LIMIT_M,
+    MIN_PERIOD_S,
+    FiniteValues,
+    Loc,
+    Period,
+    Strict,
+    raise_at,
+)
+from .federates_block import ExtraFederate
 
 
 class Initial(Strict):
@@ -147,7 +88,7 @@ class Vehicle(Strict):
     def _known_params(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         from federates.physics.presets import parameter_problems, parameter_range_problems
 
-        # the model's own parameters are checked by its Params model, at their lines (loader._check_plugins)
+        # the model's own parameters are checked by its Params model, at their lines (loader.check_plugins)
         own = set(vehicle_model_fields(info.data.get("model")))
         mine = {k: v for k, v in value.items() if k not in own}
         problems = parameter_problems(mine)
@@ -341,61 +282,6 @@ class Outputs(Strict):
                                           "of step_s, at most duration_s")
     plots: bool = True
     report: bool = True
-
-
-class ExtraFederate(Strict):
-    """An additional federate (external simulator): a registered type or a ``package.module:Class`` path."""
-
-    name: str
-    type: str
-    params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the federate")
-    remote: str | None = Field(
-        None, description="host:port of a 'coopsim host' that runs this federate over gRPC (type and params are "
-        "resolved there)"
-    )
-    connect_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the remote host at setup [s]")
-    call_timeout_s: float = Field(60.0, gt=0, description="how long to wait for each answer of a remote host [s]")
-
-    @field_validator("remote")
-    @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is not None:
-            host, _, port = value.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"remote must be 'host:port' with a port in 1-65535, got '{value}'")
-        return value
-
-    @field_validator("type")
-    @classmethod
-    def _known_kind(cls, value: str) -> str:
-        from federates import FEDERATE_KINDS
-
-        return FEDERATE_KINDS.check(value)  # imported by _constructible (here) or by the host (remote)
-
-    @model_validator(mode="after")
-    def _constructible(self) -> ExtraFederate:
-        """The class imports and takes (name, **params): checked before anything runs (by the host, for a remote
-        federate, whose code need not exist here)."""
-        import inspect
-
-        if self.remote is not None:
-            return self
-
-        from federates import FEDERATE_KINDS
-        from orchestrator.core.registry import UnknownNameError
-
-        try:
-            federate_cls = FEDERATE_KINDS.get(self.type)
-        except (UnknownNameError, ImportError) as exc:
-            raise ValueError(str(exc)) from None
-        if getattr(federate_cls, "Params", None) is not None:
-            return self  # a Params model checks the parameters, at their lines (loader._check_plugins)
-        try:
-            inspect.signature(federate_cls).bind(self.name, **self.params)
-        except TypeError as exc:
-            accepted = [p for p in inspect.signature(federate_cls).parameters if p != "name"]
-            raise ValueError(f"params of '{self.type}': {exc}; it takes: {', '.join(accepted) or 'nothing'}") from None
-        return self
 
 
 class Scenario(Strict):

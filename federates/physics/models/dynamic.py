@@ -38,10 +38,12 @@ turned into steering through the steady-state gain ``r/d = vx / (L + K_us vx^2)`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import types
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from orchestrator.core.registry import UnknownNameError
 
@@ -54,7 +56,8 @@ from .dynamic_kernel import (
     PARAM_COLUMNS,
     STATE_ROWS,
     TYRE_PACEJKA,
-    kernel_with_tyre,
+    TYRE_PLUGIN,
+    lateral_force_stiffness,
     step_kernel,
 )
 from .tyres import TYRE_MODELS, TyreModel, resolve_tyre
@@ -265,3 +268,28 @@ class DynamicSingleTrack(VehicleModel):
         cf[pac] = (p[:, _C["pf_b"]] * p[:, _C["pf_c"]] * p[:, _C["pf_d"]] * fzf)[pac]
         cr[pac] = (p[:, _C["pr_b"]] * p[:, _C["pr_c"]] * p[:, _C["pr_d"]] * fzr)[pac]
         return m / L * (b / cf - a / cr)
+
+
+_PLUGIN_KERNELS: dict[Any, Callable[..., None]] = {}
+
+
+def kernel_with_tyre(lateral: Any) -> Callable[..., None]:
+    """``step_kernel`` with a tyre plug-in's lateral force for the rows whose code is ``TYRE_PLUGIN``.
+
+    ``lateral(alpha, fz, c_alpha, mu) -> (fy, stiffness)`` is a numba-compiled function with the signs of
+    ``lateral_force_stiffness``. The step's own code is reused, not copied: the same function body compiled with
+    ``lateral_force_stiffness`` bound to a dispatcher that sends plug-in rows to ``lateral``. numba cannot cache a
+    kernel built at run time, so it compiles once per process (a few seconds) and is kept here."""
+    if lateral not in _PLUGIN_KERNELS:
+
+        @njit(inline="always")
+        def forces(code, alpha, fz, c_alpha, mu, b, c, d, e):  # pragma: no cover - compiled
+            if code == TYRE_PLUGIN:
+                return lateral(alpha, fz, c_alpha, mu)
+            return lateral_force_stiffness(code, alpha, fz, c_alpha, mu, b, c, d, e)
+
+        body = step_kernel.py_func
+        scope = {**body.__globals__, "lateral_force_stiffness": forces}
+        rebound = types.FunctionType(body.__code__, scope, "step_kernel_with_tyre", body.__defaults__)
+        _PLUGIN_KERNELS[lateral] = njit(error_model="numpy")(rebound)
+    return _PLUGIN_KERNELS[lateral]

@@ -22,9 +22,6 @@ Tyre forces: the scalar counterparts of the numpy models in ``tyres.py`` (checke
 from __future__ import annotations
 
 import math
-import types
-from collections.abc import Callable
-from typing import Any
 
 from numba import njit
 
@@ -32,7 +29,7 @@ G_MPS2 = 9.81  # gravity [m/s^2]
 
 TYRE_LINEAR, TYRE_FIALA, TYRE_FIALA_UNSATURATED, TYRE_PACEJKA, TYRE_PLUGIN = 0, 1, 2, 3, 4
 """Tyre model codes the kernel switches on (``tyres.TYRE_MODELS`` maps the built-in names to them; a plug-in's
-lateral force is compiled into a kernel of its own by ``kernel_with_tyre``)."""
+lateral force is compiled into a kernel of its own by ``dynamic.kernel_with_tyre``)."""
 
 MODE_SPEED_STEER, MODE_ACCEL_STEER, MODE_SPEED_YAW_RATE = 0, 1, 2
 """Input mode codes (``dynamic.INPUT_MODES`` maps the names to them)."""
@@ -458,27 +455,3 @@ def step_kernel(s, p, cmd_speed, cmd_accel, cmd_steer, cmd_yaw_rate, mode, dt): 
         s[S_DIST_RR, i] = dist_r * (1.0 + sig)
         s[S_SUBSTEPS, i] = nsub
 
-
-_PLUGIN_KERNELS: dict[Any, Callable[..., None]] = {}
-
-
-def kernel_with_tyre(lateral: Any) -> Callable[..., None]:
-    """``step_kernel`` with a tyre plug-in's lateral force for the rows whose code is ``TYRE_PLUGIN``.
-
-    ``lateral(alpha, fz, c_alpha, mu) -> (fy, stiffness)`` is a numba-compiled function with the signs of
-    ``lateral_force_stiffness``. The step's own code is reused, not copied: the same function body compiled with
-    ``lateral_force_stiffness`` bound to a dispatcher that sends plug-in rows to ``lateral``. numba cannot cache a
-    kernel built at run time, so it compiles once per process (a few seconds) and is kept here."""
-    if lateral not in _PLUGIN_KERNELS:
-
-        @njit(inline="always")
-        def forces(code, alpha, fz, c_alpha, mu, b, c, d, e):  # pragma: no cover - compiled
-            if code == TYRE_PLUGIN:
-                return lateral(alpha, fz, c_alpha, mu)
-            return lateral_force_stiffness(code, alpha, fz, c_alpha, mu, b, c, d, e)
-
-        body = step_kernel.py_func
-        scope = {**body.__globals__, "lateral_force_stiffness": forces}
-        rebound = types.FunctionType(body.__code__, scope, "step_kernel_with_tyre", body.__defaults__)
-        _PLUGIN_KERNELS[lateral] = njit(error_model="numpy")(rebound)
-    return _PLUGIN_KERNELS[lateral]

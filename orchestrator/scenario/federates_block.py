@@ -1,0 +1,64 @@
+"""The ``federates:`` entries of a scenario: extra federates in process or hosted elsewhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import Strict
+
+
+class ExtraFederate(Strict):
+    """An additional federate (external simulator): a registered type or a ``package.module:Class`` path."""
+
+    name: str
+    type: str
+    params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the federate")
+    remote: str | None = Field(
+        None, description="host:port of a 'coopsim host' that runs this federate over gRPC (type and params are "
+        "resolved there)"
+    )
+    connect_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the remote host at setup [s]")
+    call_timeout_s: float = Field(60.0, gt=0, description="how long to wait for each answer of a remote host [s]")
+
+    @field_validator("remote")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        if value is not None:
+            host, _, port = value.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"remote must be 'host:port' with a port in 1-65535, got '{value}'")
+        return value
+
+    @field_validator("type")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        from federates import FEDERATE_KINDS
+
+        return FEDERATE_KINDS.check(value)  # imported by _constructible (here) or by the host (remote)
+
+    @model_validator(mode="after")
+    def _constructible(self) -> ExtraFederate:
+        """The class imports and takes (name, **params): checked before anything runs (by the host, for a remote
+        federate, whose code need not exist here)."""
+        import inspect
+
+        if self.remote is not None:
+            return self
+
+        from federates import FEDERATE_KINDS
+        from orchestrator.core.registry import UnknownNameError
+
+        try:
+            federate_cls = FEDERATE_KINDS.get(self.type)
+        except (UnknownNameError, ImportError) as exc:
+            raise ValueError(str(exc)) from None
+        if getattr(federate_cls, "Params", None) is not None:
+            return self  # a Params model checks the parameters, at their lines (loader.check_plugins)
+        try:
+            inspect.signature(federate_cls).bind(self.name, **self.params)
+        except TypeError as exc:
+            accepted = [p for p in inspect.signature(federate_cls).parameters if p != "name"]
+            raise ValueError(f"params of '{self.type}': {exc}; it takes: {', '.join(accepted) or 'nothing'}") from None
+        return self
