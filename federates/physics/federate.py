@@ -46,7 +46,7 @@ from orchestrator.core.ports import (
     STATE_FIELDS,
 )
 from orchestrator.core.rng import KeyedNormal, stream
-from orchestrator.core.robots import RobotSpec
+from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import ContactMonitor
@@ -360,12 +360,10 @@ class PhysicsFederate(Federate):
         aligned = {k: v.copy() for k, v in self._hold_commands().items()}
         if commands is None or not len(commands["id"]):
             return aligned
-        lookup = {int(rid): row for row, rid in enumerate(commands["id"])}
-        for row, rid in enumerate(self._ids):
-            src = lookup.get(int(rid))
-            if src is not None:
-                for key in COMMAND_FIELDS:
-                    aligned[key][row] = commands[key][src]
+        src = rows_of(commands["id"], self._ids, missing=-1)
+        have = src >= 0
+        for key in COMMAND_FIELDS:
+            aligned[key][have] = np.asarray(commands[key])[src[have]]
         return aligned
 
     def _check_finite(self, state: Mapping[str, np.ndarray], t_ns: int) -> None:
