@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from orchestrator.core.timebase import seconds_to_ns  # noqa: E402
+from orchestrator.port_recorder import PortRecorder  # noqa: E402
 from orchestrator.recorder import VehicleRecorder  # noqa: E402
 from orchestrator.runner import run_scenario  # noqa: E402
 from orchestrator.scenario import load_scenario  # noqa: E402
@@ -40,8 +41,10 @@ def once(scenario, trace: bool, with_outputs: bool) -> float:
             run_scenario(scenario, Path(tmp))
             return time.perf_counter() - t0
         world = build_world(scenario, out_dir=Path(tmp) if trace else None)
-        observers = [VehicleRecorder(Path(tmp) / "trace" / "vehicles.parquet", seconds_to_ns(scenario.step_s))] \
-            if trace else []
+        period = seconds_to_ns(scenario.step_s)
+        # what a traced run records: the vehicles view and every other port (range, V2X log, channel load ...)
+        observers = [VehicleRecorder(Path(tmp) / "trace" / "vehicles.parquet", period),
+                     PortRecorder(Path(tmp) / "trace", period)] if trace else []
         world.scheduler.setup()
         t0 = time.perf_counter()
         world.scheduler.run(observers)

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.core.ports import V2X_EVENTS, V2X_OUTCOMES
 from orchestrator.core.robots import RobotSpec
 
 Deliveries = dict[str, np.ndarray]
@@ -31,8 +32,18 @@ class Interest:
     senders: np.ndarray
 
 
-OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
+OUTCOMES = V2X_OUTCOMES
 """Outcome codes of ``trace/v2x.parquet`` rows ("sent" on tx rows)."""
+
+
+def with_names(records: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A model's log with ``event`` and ``outcome`` as their names instead of codes (for analysis and tests)."""
+    out = dict(records)
+    for column, names in (("event", V2X_EVENTS), ("outcome", OUTCOMES)):
+        values = np.asarray(out[column])
+        if values.dtype == np.uint8:
+            out[column] = np.asarray(names, dtype=object)[values]
+    return out
 
 
 def empty_deliveries() -> Deliveries:
@@ -70,7 +81,9 @@ class CommsModel(ABC):
         """Events since the last call for ``trace/v2x.parquet``: columns ``t_ns`` (event time), ``event``
         ("tx" or "rx"), ``sender``, ``receiver`` (-1 on tx rows), ``generated_ns``, ``latency_s`` (rx: reception
         time minus generation time), ``rx_power_dbm`` (NaN when not modelled), ``outcome`` (one of
-        ``OUTCOMES``). None when the model records nothing (the federate then logs deliveries itself)."""
+        ``OUTCOMES``). ``event`` and ``outcome`` are uint8 codes into ``V2X_EVENTS`` and ``OUTCOMES`` (strings
+        are accepted too, and turned into codes). None when the model records nothing (the federate then logs
+        deliveries itself)."""
         return None
 
     def drain_load(self) -> dict[str, np.ndarray] | None:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import seconds_to_ns
 
-from .base import CommsModel, Deliveries, Interest
+from .base import OUTCOMES, CommsModel, Deliveries, Interest
 
 
 class Outage(BaseModel):
@@ -108,14 +108,15 @@ class IdealChannel(CommsModel):
             senders = np.unique(interest.senders[alive])
             receivers = interest.receivers[alive]
             n_tx, n_rx = len(senders), len(receivers)
-            kinds = np.repeat(np.array(["tx", "rx"], dtype=object), [n_tx, n_rx])
+            kinds = np.repeat(np.array([0, 1], np.uint8), [n_tx, n_rx])  # V2X_EVENTS codes: tx, rx
             self._log = (interest, alive, {
                 "event": kinds,
                 "sender": np.concatenate([senders, interest.senders[alive]]),
                 "receiver": np.concatenate([np.full(n_tx, -1, np.int64), receivers]),
                 "latency_s": np.zeros(n_tx + n_rx),
                 "rx_power_dbm": np.full(n_tx + n_rx, np.nan),
-                "outcome": np.repeat(np.array(["sent", "received"], dtype=object), [n_tx, n_rx]),
+                "outcome": np.repeat(np.array([OUTCOMES.index("sent"), OUTCOMES.index("received")], np.uint8),
+                                     [n_tx, n_rx]),
             })
         columns = self._log[2]
         now = np.full(len(columns["sender"]), t_ns, np.int64)
@@ -126,6 +127,6 @@ class IdealChannel(CommsModel):
 
 
 def _empty_log() -> dict[str, np.ndarray]:
-    return {"t_ns": np.empty(0, np.int64), "event": np.empty(0, object), "sender": np.empty(0, np.int64),
+    return {"t_ns": np.empty(0, np.int64), "event": np.empty(0, np.uint8), "sender": np.empty(0, np.int64),
             "receiver": np.empty(0, np.int64), "generated_ns": np.empty(0, np.int64), "latency_s": np.empty(0),
-            "rx_power_dbm": np.empty(0), "outcome": np.empty(0, object)}
+            "rx_power_dbm": np.empty(0), "outcome": np.empty(0, np.uint8)}

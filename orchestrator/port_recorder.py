@@ -27,7 +27,7 @@ import pyarrow as pa
 from .core.federate import FederateError
 from .core.ports import PortSpec
 from .scheduler import BaseObserver, Scheduler
-from .tables import ParquetAppender
+from .tables import ParquetAppender, categorical
 
 VEHICLE_VIEW_PORTS = frozenset({"state", "estimate", "commands", "control_diag"})
 """Ports recorded in ``trace/vehicles.parquet`` (see ``recorder.COLUMNS``)."""
@@ -108,7 +108,8 @@ class _PortTable:
             head.append(("robot", pa.int64()))
         elif self._own_time:
             head = []
-        return pa.schema(head + [(f.name, arrow[f.dtype]) for f in self.spec.fields])
+        return pa.schema(head + [(f.name, pa.dictionary(pa.int8(), pa.string()) if f.categories else arrow[f.dtype])
+                                 for f in self.spec.fields])
 
     def add(self, t_ns: int, data: Mapping[str, Any] | None) -> None:
         if data is None or t_ns < self._next_ns:
@@ -143,7 +144,9 @@ class _PortTable:
             out["robot"] = np.concatenate([value["id"] for _, value in pending]).astype(np.int64, copy=False)
         for field in self.spec.fields:
             column = np.concatenate([np.asarray(value[field.name]) for _, value in pending])
-            out[field.name] = column.astype(_NUMPY_DTYPE[field.dtype], copy=False)
+            column = column.astype(_NUMPY_DTYPE[field.dtype], copy=False)
+            # codes with their names: a string column in the file, built without a string per row
+            out[field.name] = categorical(column, field.categories) if field.categories else column
         self._table.append(out)
 
     def _untyped_columns(self, t_ns: int, data: Mapping[str, Any]) -> dict[str, np.ndarray]:

@@ -11,9 +11,10 @@ import numpy as np
 
 from ..base import OUTCOMES
 
-_OUTCOME_NAMES = np.asarray(OUTCOMES, dtype=object)
+_TX, _RX = np.uint8(0), np.uint8(1)  # codes of the log's "event" (``orchestrator.core.ports.V2X_EVENTS``)
+_SENT, _DCC_DROPPED = np.uint8(OUTCOMES.index("sent")), np.uint8(OUTCOMES.index("dcc_dropped"))
 _RECORD_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome")
-_RECORD_DTYPES = (np.int64, object, np.int64, np.int64, np.int64, np.float64, np.float64, object)
+_RECORD_DTYPES = (np.int64, np.uint8, np.int64, np.int64, np.int64, np.float64, np.float64, np.uint8)
 
 
 class ChannelLog:
@@ -45,13 +46,13 @@ class ChannelLog:
         self.counts["sent"] += k
         self._records.append({
             "t_ns": start_ns.copy(),
-            "event": np.full(k, "tx", dtype=object),
+            "event": np.full(k, _TX),
             "sender": senders.copy(),
             "receiver": np.full(k, -1, np.int64),
             "generated_ns": generated_ns.copy(),
             "latency_s": (start_ns - generated_ns) / 1e9,
             "rx_power_dbm": np.full(k, np.nan),
-            "outcome": np.full(k, "sent", dtype=object),
+            "outcome": np.full(k, _SENT),
         })
 
     def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray) -> None:
@@ -60,13 +61,13 @@ class ChannelLog:
         self.counts["dcc_dropped"] += k
         self._records.append({
             "t_ns": np.full(k, t_ns, np.int64),
-            "event": np.full(k, "tx", dtype=object),
+            "event": np.full(k, _TX),
             "sender": senders.astype(np.int64),
             "receiver": np.full(k, -1, np.int64),
             "generated_ns": np.asarray(generated_ns, np.int64),
             "latency_s": np.full(k, np.nan),
             "rx_power_dbm": np.full(k, np.nan),
-            "outcome": np.full(k, "dcc_dropped", dtype=object),
+            "outcome": np.full(k, _DCC_DROPPED),
         })
 
     def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
@@ -81,13 +82,13 @@ class ChannelLog:
         received = code[record] == OUTCOMES.index("received")
         self._records.append({
             "t_ns": t_rx[record],
-            "event": np.full(len(gen), "rx", dtype=object),
+            "event": np.full(len(gen), _RX),
             "sender": sender[record].copy(),
             "receiver": receiver[record],
             "generated_ns": gen.copy(),
             "latency_s": np.where(received, (t_rx[record] - gen) / 1e9, np.nan),
             "rx_power_dbm": power_dbm,
-            "outcome": _OUTCOME_NAMES[code[record]],
+            "outcome": code[record].astype(np.uint8),
         })
 
     def drain_records(self) -> dict[str, np.ndarray]:

@@ -6,26 +6,36 @@ with its fields, and the built-in federates that produce and consume it (from th
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from federates import FEDERATE_KINDS
 from federates.physics.config import PhysicsConfig
 from orchestrator.core.federate import FederateMeta, SetupContext
-from orchestrator.core.ports import BUILTIN_PORTS
+from orchestrator.core.ports import BUILTIN_PORTS, FieldSpec
 
 STEP_NS = 10_000_000
 
 
 def builtin_metas() -> dict[str, FederateMeta]:
-    """What the physics, v2x and control federates declare at setup (v2x with an ITS-G5 channel: every port)."""
+    """What the physics, v2x and control federates declare at setup (v2x with an ITS-G5 channel and a run
+    directory, as in a recorded run: every port)."""
     federates = {
         "physics": FEDERATE_KINDS.get("physics")("physics", STEP_NS, PhysicsConfig()),
         "v2x": FEDERATE_KINDS.get("v2x")("v2x", STEP_NS, {"type": "itsg5"}),
         "control": FEDERATE_KINDS.get("control")("control", 2 * STEP_NS),
     }
     metas = {}
-    for name, federate in federates.items():
-        metas[name] = federate.setup(SetupContext(seed=0, end_ns=STEP_NS))
-        federate.finalize()
+    with tempfile.TemporaryDirectory() as out_dir:
+        for name, federate in federates.items():
+            metas[name] = federate.setup(SetupContext(seed=0, end_ns=STEP_NS, out_dir=Path(out_dir)))
+            federate.finalize()
     return metas
+
+
+def _dtype(field: FieldSpec) -> str:
+    """The dtype column: codes name their categories (what the recorded file holds as strings)."""
+    return f"{field.dtype} codes of {', '.join(field.categories)}" if field.categories else field.dtype
 
 
 def catalogue() -> str:
@@ -42,7 +52,7 @@ def catalogue() -> str:
                   f"Produced by {', '.join(producers) or 'nothing built in'}; "
                   f"read by {', '.join(consumers) or 'the recorder only'}.", "",
                   "| field | dtype | unit |", "|---|---|---|"]
-        lines += [f"| `{f.name}` | {f.dtype} | {f.unit} |" for f in spec.fields]
+        lines += [f"| `{f.name}` | {_dtype(f)} | {f.unit} |" for f in spec.fields]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

@@ -14,7 +14,7 @@ import numpy as np
 from comms_models import COMMS_MODELS
 from comms_models.base import OUTCOMES, CommsModel, Interest
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import CAM_RX, CHANNEL_LOAD, ESTIMATE, V2X_LOG
+from orchestrator.core.ports import CAM_RX, CHANNEL_LOAD, ESTIMATE, V2X_EVENTS, V2X_LOG
 from orchestrator.core.robots import RobotSpec
 
 
@@ -69,7 +69,8 @@ class V2XFederate(Federate):
         load = self.model.drain_load()
         if not self.record:
             return {"cam_rx": deliveries}
-        out: dict[str, Any] = {"cam_rx": deliveries, "v2x": records if records is not None else _log(deliveries)}
+        log = _as_codes(records) if records is not None else _log(deliveries)
+        out: dict[str, Any] = {"cam_rx": deliveries, "v2x": log}
         if load is not None:
             out["channel_load"] = load
         return out
@@ -83,10 +84,18 @@ class V2XFederate(Federate):
         return self.model.metrics() if self.model is not None else {}
 
 
-_TX = np.array(["tx"], dtype=object)
-_RX = np.array(["rx"], dtype=object)
-_SENT = np.array([OUTCOMES[0]], dtype=object)
-_RECEIVED = np.array([OUTCOMES[1]], dtype=object)
+_TX_RX = np.array([0, 1], np.uint8)  # codes into V2X_EVENTS
+_SENT_RECEIVED = np.array([OUTCOMES.index("sent"), OUTCOMES.index("received")], np.uint8)
+_CODES = {"event": {name: k for k, name in enumerate(V2X_EVENTS)}, "outcome": {n: k for k, n in enumerate(OUTCOMES)}}
+
+
+def _as_codes(records: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A model's log with ``event`` and ``outcome`` as codes (a plug-in may log the names)."""
+    for column, codes in _CODES.items():
+        values = records[column]
+        if values.dtype != np.uint8:
+            records = {**records, column: np.fromiter((codes[str(v)] for v in values), np.uint8, len(values))}
+    return records
 
 
 def _log(deliveries: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -99,11 +108,11 @@ def _log(deliveries: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     tx_time = np.full(n_tx, deliveries["generated_ns"][0] if n_rx else 0, np.int64)
     return {
         "t_ns": np.concatenate([tx_time, deliveries["received_ns"]]),
-        "event": np.repeat(np.concatenate([_TX, _RX]), [n_tx, n_rx]),
+        "event": np.repeat(_TX_RX, [n_tx, n_rx]),
         "sender": np.concatenate([senders, rx_sender]),
         "receiver": np.concatenate([np.full(n_tx, -1, np.int64), deliveries["receiver"]]),
         "generated_ns": np.concatenate([tx_time, deliveries["generated_ns"]]),
         "latency_s": np.concatenate([np.zeros(n_tx), (deliveries["received_ns"] - deliveries["generated_ns"]) / 1e9]),
         "rx_power_dbm": np.full(n_tx + n_rx, np.nan),
-        "outcome": np.repeat(np.concatenate([_SENT, _RECEIVED]), [n_tx, n_rx]),
+        "outcome": np.repeat(_SENT_RECEIVED, [n_tx, n_rx]),
     }

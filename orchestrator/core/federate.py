@@ -160,7 +160,7 @@ def meta_to_dict(meta: FederateMeta) -> dict[str, Any]:
     """FederateMeta as plain data (the remote protocol's setup reply)."""
 
     def fields(specs: Sequence[FieldSpec]) -> list[list[Any]]:
-        return [[f.name, f.dtype, f.unit, f.finite] for f in specs]
+        return [[f.name, f.dtype, f.unit, f.finite, list(f.categories)] for f in specs]
 
     return {
         "inputs": [{"port": i.port, "delayed": i.delayed, "queued": i.queued, "optional": i.optional,
@@ -177,8 +177,8 @@ def meta_from_dict(data: Mapping[str, Any]) -> FederateMeta:
     """The inverse of ``meta_to_dict``."""
 
     def fields(rows: Sequence[Sequence[Any]]) -> tuple[FieldSpec, ...]:
-        return tuple(FieldSpec(str(row[0]), str(row[1]), str(row[2]), bool(row[3]) if len(row) > 3 else False)
-                     for row in rows)
+        return tuple(FieldSpec(str(row[0]), str(row[1]), str(row[2]), bool(row[3]) if len(row) > 3 else False,
+                               tuple(map(str, row[4])) if len(row) > 4 else ()) for row in rows)
 
     return FederateMeta(
         inputs=tuple(Input(str(i["port"]), bool(i["delayed"]), bool(i["queued"]), fields(i["fields"]),

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 Index = Literal["robot", "event"]
 DTYPES = ("float64", "int64", "bool", "uint8", "str")
-"""Field dtypes a port may declare (``str`` only on event ports: names, outcomes)."""
+"""Field dtypes a port may declare (``str`` only on event ports: names). A ``uint8`` field with ``categories``
+holds codes into that list of names (cheap to build every step; recorded as a string column)."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,13 @@ class FieldSpec:
     dtype: str = "float64"
     unit: str = "-"
     finite: bool = False  # True: NaN and infinities are a producer's error (state, commands); False: NaN means "none"
+    categories: tuple[str, ...] = ()  # uint8 codes: the names they stand for
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise ValueError(f"field '{self.name}': dtype '{self.dtype}' is not one of {', '.join(DTYPES)}")
+        if self.categories and self.dtype != "uint8":
+            raise ValueError(f"field '{self.name}': categories need dtype uint8 (codes), got {self.dtype}")
 
 
 @dataclass(frozen=True)
@@ -72,14 +76,22 @@ class PortSpec:
         return PortSpec(name, self.fields, self.index, self.doc, self.typed)
 
 
-def port(name: str, fields: Mapping[str, str | tuple[str, str]], index: Index = "robot", doc: str = "",
+FieldDeclaration = str | tuple[str, str] | tuple[str, str, tuple[str, ...]]
+"""A unit (float64), ``(dtype, unit)`` or ``("uint8", unit, categories)``."""
+
+
+def port(name: str, fields: Mapping[str, FieldDeclaration], index: Index = "robot", doc: str = "",
          finite: bool = False) -> PortSpec:
-    """Shorthand: ``fields`` maps a name to its unit (float64) or to ``(dtype, unit)``; ``finite`` forbids NaN and
-    infinities in every float field."""
+    """Shorthand: ``fields`` maps a name to its unit (float64), to ``(dtype, unit)`` or to ``("uint8", unit,
+    categories)``; ``finite`` forbids NaN and infinities in every float field."""
     specs = []
     for field_name, value in fields.items():
-        dtype, unit = ("float64", value) if isinstance(value, str) else value
-        specs.append(FieldSpec(field_name, dtype, unit, finite and dtype == "float64"))
+        if isinstance(value, str):
+            dtype, unit, categories = "float64", value, ()
+        else:
+            dtype, unit, *rest = value
+            categories = tuple(rest[0]) if rest else ()
+        specs.append(FieldSpec(field_name, dtype, unit, finite and dtype == "float64", categories))
     return PortSpec(name, tuple(specs), index, doc)
 
 
@@ -169,15 +181,19 @@ DELIVERY_FIELDS: dict[str, str | tuple[str, str]] = {
 }
 """Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception."""
 
-V2X_LOG_FIELDS: dict[str, str | tuple[str, str]] = {
+V2X_EVENTS = ("tx", "rx")
+V2X_OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
+"""Outcomes of the ``v2x`` log: "sent" and "dcc_dropped" on tx rows, the others on rx rows."""
+
+V2X_LOG_FIELDS: dict[str, Any] = {
     "t_ns": ("int64", "ns"),
-    "event": ("str", "-"),
+    "event": ("uint8", "-", V2X_EVENTS),
     "sender": ("int64", "robot id"),
     "receiver": ("int64", "robot id"),
     "generated_ns": ("int64", "ns"),
     "latency_s": "s",
     "rx_power_dbm": "dBm",
-    "outcome": ("str", "-"),
+    "outcome": ("uint8", "-", V2X_OUTCOMES),
 }
 """Fields of ``v2x``: every transmission ("tx" rows, receiver -1) and reception ("rx") with its outcome."""
 
@@ -244,6 +260,9 @@ def conforms(spec: PortSpec, data: Mapping[str, object]) -> str | None:
             return f"port '{spec.name}' field '{field_spec.name}' has shape {value.shape}, expected {expected}"
         if rows is None:
             rows = len(value)  # event tables: every column as long as the first
+        if field_spec.categories and len(value) and int(value.max()) >= len(field_spec.categories):
+            return f"port '{spec.name}' field '{field_spec.name}' has a code beyond its {len(field_spec.categories)} " \
+                   "categories"
         if field_spec.finite and not np.isfinite(value).all():
             return f"port '{spec.name}' field '{field_spec.name}' has NaN or infinite values, which it must not"
     return None

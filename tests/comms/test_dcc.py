@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from comms_models.base import Interest
+from comms_models.base import Interest, with_names
 from comms_models.itsg5.dcc import Dcc
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.params import DccParams
@@ -92,5 +92,5 @@ def test_dcc_reacts_to_load():
     # falls below 0.3 and the state returns, so it oscillates around the threshold.
     assert ch.metrics()["cams_dcc_dropped"] > 0.1 * ch.metrics()["cams_sent"]
     assert ch.metrics()["cbr_mean"] < free.metrics()["cbr_mean"]
-    rec = ch.drain_records()
+    rec = with_names(ch.drain_records())
     assert "dcc_dropped" in set(rec["outcome"].tolist())

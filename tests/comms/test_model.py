@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from comms_models import COMMS_MODELS
-from comms_models.base import OUTCOMES, Interest
+from comms_models.base import OUTCOMES, Interest, with_names
 from comms_models.itsg5.geo import LocalProjection
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.quantise import quantise_si
@@ -56,7 +56,7 @@ class Sim:
             self.rx_steps.append(out)
             if len(out["receiver"]):
                 self.rx.append(out)
-            self.records.append(self.ch.drain_records())
+            self.records.append(with_names(self.ch.drain_records()))
             self.t_ms += 10
 
     def deliveries(self) -> dict[str, np.ndarray]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from comms_models.base import Interest
+from comms_models.base import Interest, with_names
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.params import RadioParams
 from comms_models.itsg5.radio import (
@@ -111,7 +111,7 @@ def pair_pdr(distances_m: list[float], params: dict, duration_s: float = 120.0, 
     interest = Interest(receivers=ids, senders=partner)
     for step in range(round(duration_s * 100)):
         ch.step(step * 10_000_000, est, interest)
-    rec = ch.drain_records()
+    rec = with_names(ch.drain_records())
     rx = rec["event"] == "rx"
     pair = rec["sender"][rx] // 2
     ok = rec["outcome"][rx] == "received"

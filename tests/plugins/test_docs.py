@@ -33,7 +33,8 @@ def test_the_catalogue_lists_every_builtin_port_with_every_field() -> None:
     for spec in BUILTIN_PORTS:
         section = catalogue.split(f"### `{spec.name}`")[1].split("### ")[0]
         for field in spec.fields:
-            assert f"| `{field.name}` | {field.dtype} | {field.unit} |" in section, (spec.name, field.name)
+            dtype = f"{field.dtype} codes of {', '.join(field.categories)}" if field.categories else field.dtype
+            assert f"| `{field.name}` | {dtype} | {field.unit} |" in section, (spec.name, field.name)
     assert "Produced by physics; read by v2x, control." in catalogue  # estimate: producer and consumers
 
 
