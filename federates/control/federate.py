@@ -53,6 +53,7 @@ class ControlFederate(Federate):
         self.period_ns = period_ns
         self.dt = ns_to_seconds(period_ns)
         self._ids = np.empty(0, np.int64)
+        self._checked_ids: np.ndarray | None = None  # the estimate's id array last found equal to ``_ids``
         self._wheelbase = np.empty(0)
         self._max_steer = np.empty(0)
         self._max_speed = np.empty(0)
@@ -120,6 +121,7 @@ class ControlFederate(Federate):
         self._drivers.add([spec for spec in robots if Drivers.is_leader(spec)])
 
         self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
+        self._checked_ids = None
         self._pred.add(np.array([-1 if s.predecessor is None else s.predecessor for s in robots], np.int64))
         self._leader.add(np.array([-1 if s.leader is None else s.leader for s in robots], np.int64))
         self._reindex()
@@ -136,6 +138,7 @@ class ControlFederate(Federate):
             self._group_of.pop(rid, None)
         self._drivers.remove(gone)
         self._ids = self._ids[keep]
+        self._checked_ids = None
         for name in _ROW_ARRAYS:
             setattr(self, name, getattr(self, name)[keep])
         self._sensing.remove(keep)
@@ -175,8 +178,9 @@ class ControlFederate(Federate):
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         est = inputs["estimate"]
-        if est is None or not np.array_equal(est["id"], self._ids):
+        if est is None or (est["id"] is not self._checked_ids and not np.array_equal(est["id"], self._ids)):
             raise RuntimeError("estimate rows do not match the control federate's robots")
+        self._checked_ids = est["id"]  # the producer replaces, never mutates, its id array: compare once
         for rx in inputs.get("cam_rx") or ():  # every reception since the last control step, oldest first
             self._receive(rx)
         accel = self._accel_cmd  # held between a law's own steps (zero-order hold)
