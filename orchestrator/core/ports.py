@@ -172,12 +172,7 @@ DELIVERY_FIELDS: dict[str, str | tuple[str, str]] = {
     "sender": ("int64", "robot id"),
     "generated_ns": ("int64", "ns"),
     "received_ns": ("int64", "ns"),
-    "x": "m",
-    "y": "m",
-    "yaw": "rad",
-    "v": "m/s",
-    "a": "m/s^2",
-    "yaw_rate": "rad/s",
+    **{name: STATE_FIELDS[name] for name in ("x", "y", "yaw", "v", "a", "yaw_rate")},  # the sender's, as decoded
 }
 """Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception."""
 

@@ -20,16 +20,7 @@ from orchestrator.scenario.yamlmarks import MAX_DEPTH, YamlInputError, decode_te
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
 
-BASE = """\
-version: 1
-name: t
-duration_s: 5
-vehicles:
-  count: 3
-controller:
-  type: ela_cacc
-  time_gap_s: 1.0
-"""
+from tests.orchestrator.test_scenario import BASE  # noqa: E402  (the smallest valid scenario, shared)
 
 BOMB = "\n".join(
     ["l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
