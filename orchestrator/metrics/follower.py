@@ -87,9 +87,8 @@ def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> Iterator
 
     Views come pass by pass: each pass loads whole platoons (a follower's predecessor and leader are in its own
     platoon) up to ``PASS_BUDGET_BYTES`` of samples, so memory does not grow with the length of the run."""
-    for robots in _passes(run):
-        series = run.series([r.id for r in robots], SERIES_COLUMNS)
-        yield from _views(run, robots, series, entries)
+    for robots in _passes(run):  # a pass's series live only in its _views: one pass in memory at a time
+        yield from _views(run, robots, run.series([r.id for r in robots], SERIES_COLUMNS), entries)
 
 
 def _passes(run: RunData) -> Iterator[list[RobotSpec]]:

@@ -102,7 +102,8 @@ class RunData:
                 seen[rid] += end - start
                 parts[rid].append({name: values[pick] for name, values in data.items()})
         out = {}
-        for rid, chunks in parts.items():
+        for rid in list(parts):
+            chunks = parts.pop(rid)  # each robot's pieces go as soon as they are merged: never twice in memory
             if chunks:
                 merged = {name: np.concatenate([c[name] for c in chunks]) for name in ["t_ns", *cols]}
                 out[rid] = Series(merged.pop("t_ns"), merged)
