@@ -82,7 +82,8 @@ class RunData:
         cols = [c for c in dict.fromkeys(columns) if c in names and c not in ("t_ns", "robot")]
         parts: dict[int, list[dict[str, np.ndarray]]] = {int(r): [] for r in wanted}
         seen = dict.fromkeys(parts, 0)
-        for batch in parquet.iter_batches(batch_size=262_144, columns=["t_ns", "robot", *cols]):
+        for group in range(parquet.num_row_groups):  # one row group at a time: what is read is what is held
+            batch = parquet.read_row_group(group, columns=["t_ns", "robot", *cols])
             robot = batch.column("robot").to_numpy()
             keep = np.isin(robot, wanted)
             if not keep.any():
@@ -101,6 +102,7 @@ class RunData:
                     pick = pick[index % stride == 0]
                 seen[rid] += end - start
                 parts[rid].append({name: values[pick] for name, values in data.items()})
+        pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed row groups otherwise
         out = {}
         for rid in list(parts):
             chunks = parts.pop(rid)  # each robot's pieces go as soon as they are merged: never twice in memory
