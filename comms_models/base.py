@@ -62,6 +62,10 @@ def empty_deliveries() -> Deliveries:
 class CommsModel(ABC):
     """Base class of channel models. ``params`` is the scenario's ``channel`` block minus ``type``."""
 
+    keep_log: bool = True
+    """False when the run records nothing: ``drain_records`` / ``drain_load`` are then not called, and a model
+    that logs as it goes may skip building the rows."""
+
     def __init__(self, params: Mapping[str, Any], seed: int, out_dir: Any = None) -> None:
         self.params = dict(params)
         self.seed = seed

@@ -21,6 +21,7 @@ class ChannelLog:
     """Buffers rows until drained (once per channel step) and keeps run-level counts."""
 
     def __init__(self) -> None:
+        self.keep = True  # False: counts only, no rows (a run that records nothing never drains them)
         self._records: list[dict[str, np.ndarray]] = []
         self._load: list[dict[str, np.ndarray]] = []
         self._cbr_sum = 0.0
@@ -34,8 +35,9 @@ class ChannelLog:
         has = ~np.isnan(cbr)
         measured = cbr[has]
         if len(measured):
-            self._load.append({"t_ns": np.full(len(measured), t_ns, np.int64), "robot": stations[has],
-                               "cbr": measured})
+            if self.keep:
+                self._load.append({"t_ns": np.full(len(measured), t_ns, np.int64), "robot": stations[has],
+                                   "cbr": measured})
             self._cbr_sum += float(measured.sum())
             self._cbr_count += len(measured)
             self._cbr_max = max(self._cbr_max, float(measured.max()))
@@ -44,6 +46,8 @@ class ChannelLog:
         """Frames that started on air."""
         k = len(senders)
         self.counts["sent"] += k
+        if not self.keep:
+            return
         self._records.append({
             "t_ns": start_ns.copy(),
             "event": np.full(k, _TX),
@@ -59,6 +63,8 @@ class ChannelLog:
         """CAMs discarded before the medium (DCC gatekeeper, or replaced by a newer one in the queue)."""
         k = len(senders)
         self.counts["dcc_dropped"] += k
+        if not self.keep:
+            return
         self._records.append({
             "t_ns": np.full(k, t_ns, np.int64),
             "event": np.full(k, _TX),
@@ -78,6 +84,8 @@ class ChannelLog:
             self.counts[OUTCOMES[c]] += int(cnt)
         for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
             self.interest_counts[OUTCOMES[c]] += int(cnt)
+        if not self.keep:
+            return
         gen = generated_ns[record]
         received = code[record] == OUTCOMES.index("received")
         self._records.append({

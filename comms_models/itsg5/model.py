@@ -401,6 +401,15 @@ class ItsG5Channel(CommsModel):
         self.wire.encode(t_ns, self._ids[rows], frames, with_lf, si_vals)
 
     # -- outputs ------------------------------------------------------------------------------------------------------
+    @property
+    def keep_log(self) -> bool:  # type: ignore[override]
+        """Whether the log keeps rows (``CommsModel.keep_log``); its counts are kept either way."""
+        return self.log.keep
+
+    @keep_log.setter
+    def keep_log(self, value: bool) -> None:
+        self.log.keep = value
+
     def drain_records(self) -> dict[str, np.ndarray]:
         """Every transmission ("sent" at its start on air, "dcc_dropped" when discarded) and the receptions of the
         interest pairs (all links with ``trace: all``) since the last call; see ``CommsModel.drain_records``."""

@@ -36,6 +36,7 @@ class V2XFederate(Federate):
         kind = params.pop("type")
         self.model = COMMS_MODELS.get(kind)(params, ctx.seed, ctx.out_dir)
         self.record = self.record and ctx.out_dir is not None  # nothing is recorded without a run directory
+        self.model.keep_log = self.record
         outputs: tuple = (CAM_RX,)
         if self.record:
             models_load = type(self.model).drain_load is not CommsModel.drain_load
@@ -65,10 +66,10 @@ class V2XFederate(Federate):
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         assert self.model is not None
         deliveries = self.model.step(t_ns, inputs["estimate"], self._interest)
-        records = self.model.drain_records()  # drained every step: a model's log never piles up unrecorded
-        load = self.model.drain_load()
-        if not self.record:
+        if not self.record:  # the model keeps no log then (keep_log): nothing to drain
             return {"cam_rx": deliveries}
+        records = self.model.drain_records()
+        load = self.model.drain_load()
         log = _as_codes(records) if records is not None else _log(deliveries)
         out: dict[str, Any] = {"cam_rx": deliveries, "v2x": log}
         if load is not None:
