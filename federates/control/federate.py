@@ -222,7 +222,7 @@ class ControlFederate(Federate):
             },
         }
 
-    # -- for metrics (until they are computed from traces alone) -------------------------------------------------
+    # -- lookups by robot id (tools and tests; metrics rebuild laws from the resolved scenario) ------------------
     def law_of(self, robot_id: int) -> Controller | None:
         """The control law instance a follower runs (None for leaders)."""
         group = self._group_of.get(robot_id)

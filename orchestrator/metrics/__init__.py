@@ -17,12 +17,12 @@ from .follower import FollowerView, follower_views
 from .geometry import Series, l2_norm, path_projection, signed_path_distance, split_by_robot
 from .limits import PLOT_POINTS
 from .registry import METRICS, Metric, follower_metric, report_columns, run_metric, selected
-from .rundata import DIGEST_TRACES, RunData, file_digest, read_traces, trace_digest
+from .rundata import DIGEST_TRACES, RunData, file_digest, read_traces
 
 __all__ = [
     "DIGEST_TRACES", "METRICS", "PLOT_POINTS", "FollowerView", "Metric", "RunData", "Series", "compute_metrics",
     "file_digest", "follower_metric", "json_safe", "l2_norm", "metrics_json", "path_projection", "read_traces",
-    "report_columns", "run_metric", "signed_path_distance", "split_by_robot", "trace_digest", "write_metrics",
+    "report_columns", "run_metric", "signed_path_distance", "split_by_robot", "write_metrics",
 ]
 
 

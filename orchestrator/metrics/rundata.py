@@ -149,23 +149,10 @@ def _column(chunked: Any) -> np.ndarray:
     return chunked.to_numpy()
 
 
-def trace_digest(traces: dict[str, dict[str, np.ndarray]]) -> str:
-    """SHA-256 over every trace column's name and bytes, in a fixed order: equal digests, identical traces."""
-    h = hashlib.sha256()
-    for name in sorted(traces):
-        for col in sorted(traces[name]):
-            h.update(f"{name}.{col}".encode())
-            values = traces[name][col]
-            if values.dtype == object:
-                h.update("\x1f".join(map(str, values)).encode())
-            else:
-                h.update(np.ascontiguousarray(values).tobytes())
-    return h.hexdigest()
-
-
 def file_digest(out_dir: Path, names: Iterable[str] = DIGEST_TRACES) -> str:
-    """``trace_digest`` of the traces in ``out_dir``, read one column of one row group at a time (the same value,
-    in memory bounded by a row group whatever the length of the run)."""
+    """SHA-256 over every column's name and bytes of the traces ``names`` in ``out_dir`` (strings joined with
+    0x1f), in a fixed order: equal digests, identical traces. Read one column of one row group at a time, so
+    memory stays bounded by a row group whatever the length of the run."""
     h = hashlib.sha256()
     for name in sorted(names):
         path = Path(out_dir) / "trace" / f"{name}.parquet"
