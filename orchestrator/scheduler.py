@@ -71,6 +71,7 @@ class _Slot:
     inputs: tuple[tuple[str, bool], ...] = ()
     guard: PortGuard | None = None
     queues: dict[str, list] | None = None  # queued input port -> values published since this federate's last step
+    delayed_queues: frozenset[str] = frozenset()  # queued inputs that also are delayed: entries are (t_ns, value)
     wall_s: float = 0.0  # wall time spent in this federate's step()
 
 
@@ -243,14 +244,15 @@ class Scheduler:
                 guard=PortGuard(name, {spec.name: spec for spec in meta.outputs}, self.roster,  # type: ignore[union-attr]
                                 name in self._trusted),
                 queues={i.port: [] for i in meta.inputs if i.queued} or None,
+                delayed_queues=frozenset(i.port for i in meta.inputs if i.queued and i.delayed),
             )
             slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
             self._slots.append(slot)
-        # port -> the queues of its queued consumers, filled whenever the port is written
-        self._subscribers: dict[str, list[list]] = {}
+        # port -> the queues of its queued consumers (and whether delayed), filled whenever the port is written
+        self._subscribers: dict[str, list[tuple[list, bool]]] = {}
         for slot in self._slots:
             for port, queue in (slot.queues or {}).items():
-                self._subscribers.setdefault(port, []).append(queue)
+                self._subscribers.setdefault(port, []).append((queue, port in slot.delayed_queues))
         self._set_up = True
 
     # -- running --------------------------------------------------------------------------------------------
@@ -360,8 +362,12 @@ class Scheduler:
                 inputs = {port: (previous if delayed else bus).get(port) for port, delayed in slot.inputs}
                 if slot.queues:
                     for port, queue in slot.queues.items():
-                        inputs[port] = queue.copy()
-                        queue.clear()
+                        if port in slot.delayed_queues:  # only what earlier instants published
+                            inputs[port] = [value for at, value in queue if at < t_ns]
+                            queue[:] = [item for item in queue if item[0] >= t_ns]
+                        else:
+                            inputs[port] = queue.copy()
+                            queue.clear()
                 if not slot.guard.trusted:  # type: ignore[union-attr]
                     inputs = read_only(inputs)
                 started = perf_counter()
@@ -381,8 +387,8 @@ class Scheduler:
                     written.extend(outputs)
                     if subscribers:
                         for port, value in outputs.items():
-                            for queue in subscribers.get(port, ()):
-                                queue.append(value)
+                            for queue, delayed in subscribers.get(port, ()):
+                                queue.append((t_ns, value) if delayed else value)
                 stepped.append(fed.name)
                 meta = slot.meta
                 if meta.period_ns is not None:

@@ -26,7 +26,9 @@ from .scenario.model import (
     Vehicle,
     VehicleEntry,
     merge_controller,
+    robot_slots,
 )
+from .scenario.drivers_block import resolve_drivers
 from .scheduler import Scheduler
 
 
@@ -43,6 +45,9 @@ class World:
 def expand_robots(scenario: Scenario) -> list[RobotSpec]:
     """One spec per robot: names, ids, platoon roles, merged vehicle/controller config and initial pose."""
     entries = _entries(scenario)
+    sources, problems = resolve_drivers(robot_slots(scenario), scenario.drivers, [f.name for f in scenario.federates])
+    if problems:
+        raise ValueError(problems[0][1])
     n = len(entries)
     size = scenario.platoon.size or n
     base_controller = scenario.controller.model_dump()
@@ -78,7 +83,10 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
             "initial": {**pose, "v": v_init},
             "dims": {k: params[k] for k in ("length_m", "width_m", "rear_overhang_m", "wheelbase_m")},
         }
-        if is_leader:
+        source = sources.get(name)
+        if source is not None:
+            config["command_source"] = {**source.model_dump(mode="json"), "port": source.port_name}
+        elif is_leader:
             config["driver"] = scenario.leader.model_dump(mode="json")
         else:
             config["controller"] = controller
@@ -186,7 +194,8 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     robots = expand_robots(scenario)
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
     step_ns = seconds_to_ns(scenario.step_s)
-    physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics)
+    command_ports = sorted({r.config["command_source"]["port"] for r in robots if "command_source" in r.config})
+    physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics, command_ports=command_ports)
     v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump(), trace=scenario.outputs.trace)
     # the control federate steps at the greatest common period of all control laws; each law runs at its own
     periods = {seconds_to_ns(r.config["controller"]["period_s"]) for r in robots if "controller" in r.config}

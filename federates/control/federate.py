@@ -32,8 +32,13 @@ _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dtypes
     "_wheelbase": np.float64, "_max_steer": np.float64, "_max_speed": np.float64, "_speed_cmd": np.float64,
     "_yaw_rate_cmd": np.float64, "_accel_cmd": np.float64, "_stop": np.bool_, "_desired_gap": np.float64,
-    "_degraded": np.bool_,
+    "_degraded": np.bool_, "_external": np.bool_,
 }
+
+
+def is_external(spec: RobotSpec) -> bool:
+    """Whether the scenario gives this robot's commands to an external source (not this federate)."""
+    return "command_source" in spec.config
 
 
 @dataclass
@@ -63,6 +68,7 @@ class ControlFederate(Federate):
         self._stop = np.empty(0, bool)
         self._desired_gap = np.empty(0)
         self._degraded = np.empty(0, bool)
+        self._external = np.empty(0, bool)  # rows an external source drives
         self._pred = Received()
         self._leader = Received()
         self._sensing = RangeSensing()
@@ -71,6 +77,7 @@ class ControlFederate(Federate):
         self._group_of: dict[int, _Group] = {}  # follower id -> its group
         self._group_rows: list[tuple[_Group, np.ndarray]] = []
         self._follower_rows = np.empty(0, np.int64)
+        self._any_external = False
         self._row_of_id = np.full(1, -1, np.int64)  # robot id -> row (-1: not ours), for the receive kernel
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
@@ -98,6 +105,7 @@ class ControlFederate(Federate):
             new["_max_steer"].append(p["max_steer_rad"])
             new["_max_speed"].append(p["max_speed_mps"])
             new["_speed_cmd"].append(float(spec.config.get("initial", {}).get("v", 0.0)))
+            new["_external"].append(is_external(spec))
             dims = {**{k: p[k] for k in ("length_m", "rear_overhang_m")}, **spec.config.get("dims", {})}
             offsets.append(float(dims["length_m"]) - float(dims["rear_overhang_m"]))  # sensor on the front bumper
         for name, fill in (("_yaw_rate_cmd", 0.0), ("_accel_cmd", 0.0), ("_stop", False), ("_desired_gap", np.nan),
@@ -109,7 +117,7 @@ class ControlFederate(Federate):
 
         joined: dict[str, list[int]] = {}
         for spec in robots:
-            if Drivers.is_leader(spec):
+            if Drivers.is_leader(spec) or is_external(spec):
                 continue
             key = self._group_for(spec)
             joined.setdefault(key, []).append(spec.id)
@@ -118,7 +126,7 @@ class ControlFederate(Federate):
             group = self._groups[key]
             group.pipeline.add_rows(len(ids))
             group.ids = np.concatenate([group.ids, np.asarray(ids, np.int64)])
-        self._drivers.add([spec for spec in robots if Drivers.is_leader(spec)])
+        self._drivers.add([spec for spec in robots if Drivers.is_leader(spec) and not is_external(spec)])
 
         self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
         self._checked_ids = None
@@ -167,6 +175,7 @@ class ControlFederate(Federate):
         self._follower_rows = np.sort(np.concatenate([rows for _, rows in self._group_rows] or
                                                      [np.empty(0, np.int64)]))
         self._drivers.reindex(self._ids)
+        self._any_external = bool(self._external.any())
 
     # -- stepping -----------------------------------------------------------------------------------------------
     def _receive(self, rx: Mapping[str, np.ndarray] | None) -> None:
@@ -203,14 +212,18 @@ class ControlFederate(Federate):
         follower_speed = integrate_speed(self._speed_cmd[rows], accel[rows], self.dt, self._max_speed[rows])
         self._speed_cmd[rows] = np.where(self._stop[rows], 0.0, follower_speed)
         steer = yaw_rate_to_steer(yaw_rate, self._speed_cmd, self._wheelbase, self._max_steer)
+        commands = {
+            "id": self._ids,  # replaced, never mutated, on spawn/despawn
+            "speed": self._speed_cmd.copy(),
+            "accel": accel.copy(),
+            "steer": steer,
+            "yaw_rate": yaw_rate.copy(),
+        }
+        if self._any_external:  # robots an external source drives: no command from here (NaN, by contract)
+            for key in ("speed", "accel", "steer", "yaw_rate"):
+                commands[key][self._external] = np.nan
         return {
-            "commands": {
-                "id": self._ids,  # replaced, never mutated, on spawn/despawn
-                "speed": self._speed_cmd.copy(),
-                "accel": accel.copy(),
-                "steer": steer,
-                "yaw_rate": yaw_rate.copy(),
-            },
+            "commands": commands,
             "control_diag": {
                 "id": self._ids,
                 "pred_age_s": self._pred.age_s(t_ns, never=np.nan),

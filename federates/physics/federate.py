@@ -38,18 +38,22 @@ from orchestrator.core.federate import Federate, FederateMeta, Input, SetupConte
 from orchestrator.core.ports import (
     COLLISION_FIELDS,
     COLLISIONS,
+    COMMAND_EVENT_PORT,
     COMMAND_FIELDS,
     COMMANDS,
     ESTIMATE,
+    EXTERNAL_COMMAND_FIELDS,
     RANGE,
     STATE,
     STATE_FIELDS,
+    port,
 )
 from orchestrator.core.rng import KeyedNormal, stream
 from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import ContactMonitor
+from .command_sources import CommandSources
 from .config import PhysicsConfig
 from .models import VEHICLE_MODELS
 from .presets import preset
@@ -58,6 +62,8 @@ from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
+_NO_EVENTS: dict[str, np.ndarray] = {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64),
+                                     "event": np.empty(0, np.uint8)}
 
 GroupKey = tuple[str, str]  # (vehicle model, input mode)
 
@@ -88,11 +94,14 @@ class CollisionError(RuntimeError):
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
 
-    def __init__(self, name: str, step_ns: int, config: PhysicsConfig | None = None) -> None:
+    def __init__(self, name: str, step_ns: int, config: PhysicsConfig | None = None,
+                 command_ports: Sequence[str] = ()) -> None:
         super().__init__(name)
         self.step_ns = step_ns
         self.config = config or PhysicsConfig()
         self.dt = ns_to_seconds(step_ns)
+        self.sources = CommandSources(command_ports, self.dt)
+        """The robots external sources drive (``command_sources``): their last commands and silences."""
         self._groups: dict[GroupKey, Any] = {}  # (model, input mode) -> VehicleModel
         self._key_of: list[GroupKey] = []  # per row
         self._group_rows: dict[GroupKey, np.ndarray] = {}  # per group, its rows in roster order
@@ -135,9 +144,12 @@ class PhysicsFederate(Federate):
                                        r.range_rate_noise_std_mps, r.corridor_half_width_m, r.keep_factor)
             self._range_period_ns = max(seconds_to_ns(r.period_s), 1)
             self._bearing_noise = self._keyed("range_bearing") if r.bearing_noise_std_rad > 0 else None
+        external = tuple(Input(name, delayed=True, queued=True,
+                               fields=port(name, EXTERNAL_COMMAND_FIELDS, index="event").fields)
+                         for name in self.sources.ports)  # act from the next step, like ``commands``
         return FederateMeta(
-            inputs=(Input("commands", delayed=True, fields=COMMANDS.fields),),
-            outputs=(STATE, ESTIMATE, RANGE, COLLISIONS),
+            inputs=(Input("commands", delayed=True, fields=COMMANDS.fields), *external),
+            outputs=(STATE, ESTIMATE, RANGE, COLLISIONS, *((COMMAND_EVENT_PORT,) if external else ())),
             period_ns=self.step_ns,
         )
 
@@ -186,6 +198,7 @@ class PhysicsFederate(Federate):
         width = np.array([float(d["width_m"]) for d in dims])
         rear = np.array([float(d["rear_overhang_m"]) for d in dims])
         self._bodies.add(length, width, rear, [float(p.get("max_accel_mps2", 10.0)) for p in params])
+        self.sources.add(robots, params, max(min(s.spawn_ns for s in robots), 0), initial["v"])
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
 
@@ -235,6 +248,7 @@ class PhysicsFederate(Federate):
         self._key_of = [m for m, k in zip(self._key_of, keep, strict=True) if k]
         self._names = [n for n, k in zip(self._names, keep, strict=True) if k]
         self._bodies.remove(keep, self._ids.tolist())
+        self.sources.remove(keep)
         self._rows_changed()
 
     def _rows_changed(self) -> None:
@@ -282,6 +296,10 @@ class PhysicsFederate(Federate):
         for noise in self._noises:
             noise.at(t_ns)
         moved = bool(len(self._ids)) and self._stepped_once
+        sources = self.sources
+        for name in sources.ports:
+            sources.receive(t_ns, name, inputs.get(name) or (), self._ids)
+        events = None
         if moved:
             commands = inputs.get("commands")
             if commands is None or commands["id"] is not self._aligned_ids:
@@ -289,6 +307,9 @@ class PhysicsFederate(Federate):
                     self._aligned_ids = commands["id"]  # same rows: trust this id array from now on
                 else:
                     commands = self._align(commands)
+            if sources.any:  # external rows replace the control federate's (NaN) ones, in a private copy
+                commands = {key: np.array(commands[key], np.float64) for key in COMMAND_FIELDS}
+                events = sources.merge(t_ns, commands, self._state(), self._ids)
             single = self._single_group()
             if single is not None:
                 single.step(commands)
@@ -308,6 +329,8 @@ class PhysicsFederate(Federate):
             self._next_range_ns = (t_ns // self._range_period_ns + 1) * self._range_period_ns
         if self.config.check_collisions:
             out["collisions"] = self._check_collisions(t_ns, snapshot)
+        if sources.ports:
+            out["command_events"] = events if events is not None else _NO_EVENTS
         return out
 
     def _estimate(self, t_ns: int, truth: Mapping[str, np.ndarray], moved: bool) -> dict[str, np.ndarray]:

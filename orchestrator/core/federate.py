@@ -28,7 +28,8 @@ class Input:
     ``queued`` inputs are for event ports (receptions, messages): the federate receives the list of every value
     published on the port since its own previous step, in publication order, so a consumer slower than its
     producer loses nothing. A plain input only sees the latest value (state ports: the newest state is all
-    that matters).
+    that matters). A queued input that is also ``delayed`` receives only what earlier instants published, and
+    orders nothing (external commands: they act from the next step, like ``commands``).
 
     ``fields`` are the fields the federate reads, with the dtype and unit it expects: the scheduler checks them
     against the producer's ``PortSpec`` at setup. ``optional`` inputs may have no producer (the federate then
@@ -40,10 +41,6 @@ class Input:
     queued: bool = False
     fields: tuple[FieldSpec, ...] = ()
     optional: bool = False
-
-    def __post_init__(self) -> None:
-        if self.delayed and self.queued:
-            raise ValueError(f"input '{self.port}': queued inputs cannot also be delayed")
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,28 @@ COMMAND_FIELDS: dict[str, str] = {
     "steer": "rad",
     "yaw_rate": "rad/s",
 }
-"""Fields of ``commands``: the controller fills all; the vehicle model uses the pair its input mode names."""
+"""Fields of ``commands``: the controller fills all; the vehicle model uses the pair its input mode names. A row of
+NaN means this producer does not drive that robot (an external command source does, see ``command_port``)."""
+
+EXTERNAL_COMMAND_FIELDS: dict[str, str | tuple[str, str]] = {
+    "robot": ("int64", "robot id"),
+    "speed": "m/s",
+    "accel": "m/s^2",
+    "steer": "rad",
+    "yaw_rate": "rad/s",
+}
+"""Fields of an external command source's port: one row per fresh command. NaN means "not given": a source sends
+speed and steering, or speed and yaw rate (ROS 2 Twist), or acceleration and steering, and the physics federate
+completes the rest from the vehicle's state, wheelbase and limits."""
+
+COMMAND_EVENTS = ("timeout_brake", "timeout_hold", "resumed")
+COMMAND_EVENT_FIELDS: dict[str, Any] = {
+    "t_ns": ("int64", "ns"),
+    "robot": ("int64", "robot id"),
+    "event": ("uint8", "-", COMMAND_EVENTS),
+}
+"""Fields of ``command_events``: a robot's external source fell silent (and what the robot does then) or spoke
+again."""
 
 DIAGNOSTIC_FIELDS: dict[str, str | tuple[str, str]] = {
     "pred_age_s": "s",
@@ -201,17 +222,28 @@ CHANNEL_LOAD_FIELDS: dict[str, str | tuple[str, str]] = {
 
 STATE = port("state", STATE_FIELDS, doc="ground truth of every robot (rear-axle reference point)", finite=True)
 ESTIMATE = port("estimate", STATE_FIELDS, doc="what each robot believes about itself", finite=True)
-COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or controller asks of its vehicle",
-                finite=True)
+COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or controller asks of its vehicle (NaN rows: "
+                "robots an external source drives)")
 CONTROL_DIAG = port("control_diag", DIAGNOSTIC_FIELDS, doc="what each follower's law used, for the trace")
 RANGE = port("range", RANGE_FIELDS, doc="forward range sensor")
 COLLISIONS = port("collisions", COLLISION_FIELDS, index="event", doc="new contacts between vehicle bodies")
 CAM_RX = port("cam_rx", DELIVERY_FIELDS, index="event", doc="received CAMs, decoded to SI in the local frame")
 V2X_LOG = port("v2x", V2X_LOG_FIELDS, index="event", doc="every V2X transmission and reception with its outcome")
 CHANNEL_LOAD = port("channel_load", CHANNEL_LOAD_FIELDS, index="event", doc="channel busy ratio per station")
+COMMAND_EVENT_PORT = port("command_events", COMMAND_EVENT_FIELDS, index="event",
+                          doc="external command sources falling silent and speaking again")
+
+COMMAND_PORT_PREFIX = "commands_"
+
+
+def command_port(source: str) -> PortSpec:
+    """The port on which federate ``source`` commands the robots the scenario gives it: ``commands_<source>``, an
+    event table of ``EXTERNAL_COMMAND_FIELDS`` (one row per fresh command; the newest row of a robot wins)."""
+    return port(f"{COMMAND_PORT_PREFIX}{source}", EXTERNAL_COMMAND_FIELDS, index="event",
+                doc=f"commands from '{source}' to the robots it drives")
 
 BUILTIN_PORTS: tuple[PortSpec, ...] = (STATE, ESTIMATE, COMMANDS, CONTROL_DIAG, RANGE, COLLISIONS, CAM_RX, V2X_LOG,
-                                       CHANNEL_LOAD)
+                                       CHANNEL_LOAD, COMMAND_EVENT_PORT)
 
 
 def fields_of(spec: PortSpec, names: Iterable[str] | None = None) -> tuple[FieldSpec, ...]:

@@ -21,6 +21,7 @@ from .model import (
     VehicleEntry,
     merge_controller,
     profile_params_model,
+    robot_slots,
     vehicle_model_fields,
 )
 from .yamlmarks import Loc, line_of
@@ -32,7 +33,15 @@ def check_plugins(scenario: Scenario, lines: dict[Loc, int], set_locs: set[Loc])
     check = _ParamsCheck(lines, set_locs)
     return [*_check_scenario(scenario, check), *_check_roster(scenario, check), *_check_laws(scenario, check),
             *_check_channel(scenario, check), *_check_leader(scenario, check), *_check_vehicles(scenario, check),
-            *_check_federates(scenario, check)]
+            *_check_federates(scenario, check), *_check_drivers(scenario, check)]
+
+
+def _check_drivers(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
+    """Each robot has at most one external command source, and each source names a federate of the scenario."""
+    from .drivers_block import resolve_drivers
+
+    _, problems = resolve_drivers(robot_slots(scenario), scenario.drivers, [f.name for f in scenario.federates])
+    return [check.at(loc, message) for loc, message in problems]
 
 
 def _on_step_grid(period: float, step_s: float) -> bool:

@@ -41,6 +41,7 @@ from .base import (  # re-exported: the scenario's names stay importable from he
     Strict,
     raise_at,
 )
+from .drivers_block import CommandSource, DriverAssignment, RobotSlot
 from .federates_block import ExtraFederate
 
 
@@ -118,6 +119,8 @@ class VehicleEntry(Strict):
     id: int | None = Field(None, ge=1, le=4294967295, strict=True, description="station id (default: index + 1)")
     vehicle: Vehicle | None = None
     controller: dict[str, Any] | None = Field(None, description="overrides of the controller block")
+    driver: CommandSource | None = Field(None, description="an external source of this robot's commands (default: "
+                                         "the built-in leader profile or control law)")
     initial: Initial | None = None
     spawn_at_s: float = Field(0.0, ge=0, description="[s] when the robot appears, before the end of the run")
     despawn_at_s: float | None = Field(None, gt=0, description="[s] when it disappears (never by default): after "
@@ -284,6 +287,15 @@ class Outputs(Strict):
     report: bool = True
 
 
+class Execution(Strict):
+    """How the run is paced."""
+
+    realtime: float | None = Field(None, gt=0, le=1000, description="pace simulation time to the wall clock at this "
+                                   "factor (1.0: real time); unpaced (as fast as possible) when absent")
+    late_warning_s: float = Field(0.05, gt=0, description="[s] lateness behind the wall clock that warns that the "
+                                  "run cannot keep up")
+
+
 class Scenario(Strict):
     """A complete, validated scenario. Checks that relate fields of different blocks report each problem at its own
     field and line: the trace period on the step grid and unique federate names in the loader, the time bounds
@@ -306,6 +318,9 @@ class Scenario(Strict):
     physics: PhysicsConfig = Field(default_factory=PhysicsConfig)
     outputs: Outputs = Field(default_factory=Outputs)
     federates: list[ExtraFederate] = Field(default_factory=list)
+    drivers: list[DriverAssignment] = Field(default_factory=list, description="external command sources for sets "
+                                            "of robots (by name or platoon)")
+    execution: Execution = Field(default_factory=lambda: Execution())
 
     @model_validator(mode="after")
     def _physically_sane(self) -> Scenario:
@@ -378,3 +393,19 @@ def _did_you_mean(value: str, choices: Any) -> str:
 
     close = difflib.get_close_matches(value, list(choices), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def robot_slots(scenario: Scenario) -> list[RobotSlot]:
+    """Every robot's name, platoon index and own driver, in vehicle order, with the location of its entry."""
+    block = scenario.vehicles
+    if isinstance(block, list):
+        named = [(e.name or f"robot{i}", e, ("vehicles", i)) for i, e in enumerate(block)]
+    else:
+        named = []
+        for i in range(block.count):
+            key = f"{block.name_prefix}{i}"
+            entry = block.overrides.get(key)
+            named.append(((entry.name if entry and entry.name else key), entry, ("vehicles", "overrides", key)))
+    size = scenario.platoon.size or len(named)
+    return [RobotSlot(name, i // size, entry.driver if entry is not None else None, loc)
+            for i, (name, entry, loc) in enumerate(named)]
