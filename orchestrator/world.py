@@ -16,6 +16,7 @@ from federates.physics.federate import vehicle_params
 
 from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns
+from .scenario.drivers_block import resolve_drivers
 from .scenario.model import (
     BLOCK_KEYS,
     COORDINATE_LIMIT_M,
@@ -28,7 +29,6 @@ from .scenario.model import (
     merge_controller,
     robot_slots,
 )
-from .scenario.drivers_block import resolve_drivers
 from .scheduler import Scheduler
 
 
