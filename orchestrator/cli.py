@@ -52,6 +52,17 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive_factor(text: str) -> float:
+    """A real-time factor: a finite number > 0 (at most 1000)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got '{text}'") from None
+    if not 0 < value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1000], got {text}")
+    return value
+
+
 def _positive_gb(text: str) -> float:
     """A memory budget in GB: a finite number > 0."""
     try:
@@ -83,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     scenario_args(run)
     run.add_argument("--out", type=Path, help="run directory (default: runs/<scenario name>)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--realtime", type=_positive_factor, metavar="X",
+                     help="pace simulation time to the wall clock at factor X (1 = real time; sets "
+                          "execution.realtime)")
     run.add_argument("--memory-budget-gb", type=_positive_gb, metavar="GB",
                      help="refuse a run whose estimated memory exceeds this (default: the available memory)")
     run.add_argument("--force", action="store_true", help="run even when the estimated memory exceeds the budget")
@@ -185,7 +199,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from .resources import MEMORY_BUDGET, MemoryBudget
 
         MEMORY_BUDGET.set(MemoryBudget(args.memory_budget_gb, args.force))
-    scenario = load_scenario(args.scenario, args.overrides)
+    overrides = list(args.overrides)
+    if getattr(args, "realtime", None) is not None:
+        overrides.append(f"execution.realtime={args.realtime!r}")
+    scenario = load_scenario(args.scenario, overrides)
     if args.command == "validate":
         from .advisories import lateral_stability_notes
         from .scenario import Problem, ScenarioError

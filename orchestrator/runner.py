@@ -23,6 +23,7 @@ from .core.federate import FederateError
 from .core.ports import ContractError
 from .core.timebase import seconds_to_ns
 from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
+from .pacing import RealtimePacer
 from .port_recorder import PortRecorder
 from .recorder import VehicleRecorder
 from .run_control import RunControl
@@ -85,6 +86,10 @@ def run_scenario(
     with RunControl(step_timeout_s) as control:  # from here on, an interrupt still ends with run.json
         world, observers = _build(scenario, out_dir, seed, source, progress)
         world.scheduler.control = control
+        execution = scenario.execution
+        if execution.realtime is not None:
+            world.scheduler.pacer = RealtimePacer(execution.realtime, execution.late_warning_s,
+                                                  warn=lambda message: print(message, file=sys.stderr))
         try:
             world.scheduler.run(observers)
         except FederateError as exc:
@@ -116,6 +121,17 @@ def run_scenario(
     }
     if interrupted:
         run_info["interrupted_by"] = interrupted
+    pacer = world.scheduler.pacer
+    if pacer is not None:
+        run_info["realtime"] = pacer.summary()
+        if pacer.late_instants:
+            run_info["notes"].append(
+                f"the run could not keep up with {pacer.factor:g}x real time: {pacer.late_instants} of "
+                f"{pacer.instants} instants finished more than {pacer.late_warning_s * 1e3:g} ms late (max "
+                f"{pacer.max_late_s * 1e3:.1f} ms, first at t = {pacer.first_late_s:.3f} s)")
+    summaries = federate_summaries(world.federates)
+    if summaries:
+        run_info["federates"] = summaries
     if error is not None:
         run_info["error"] = {"federate": error.federate, "robot": error.robot, "sim_time_s": error.t_ns / 1e9,
                              "message": str(error)}
@@ -138,6 +154,22 @@ def run_scenario(
     with contextlib.suppress(OSError):
         (out_dir / "run.json").write_text(json.dumps(json_safe(run_info), indent=2), encoding="utf-8")
     return result
+
+
+def federate_summaries(federates: dict[str, Any]) -> dict[str, Any]:
+    """What each federate that keeps counts says about the run (``run_summary()``: bridges' commands taken and
+    malformed input ignored, the physics federate's external commands and timeouts)."""
+    out: dict[str, Any] = {}
+    for name, federate in federates.items():
+        summary = getattr(federate, "run_summary", None)
+        if callable(summary):
+            try:
+                value = summary()
+            except Exception as exc:  # a plug-in's broken summary must not lose the run's record
+                value = {"error": f"{type(exc).__name__}: {exc}"}
+            if value:
+                out[name] = value
+    return out
 
 
 def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: bool) -> tuple[Any, list[Any]]:

@@ -23,6 +23,7 @@ from typing import Protocol
 from .core.federate import Federate, FederateError, FederateMeta, PortData, SetupContext
 from .core.ports import ContractError, PortSpec, check_contract
 from .core.robots import RobotSpec, Roster
+from .pacing import RealtimePacer
 from .port_guard import PortGuard, read_only
 from .run_control import RunControl
 
@@ -165,11 +166,12 @@ class Scheduler:
         self._pending: list[tuple[int, int, str, object]] = []  # (time, sequence, kind, payload)
         self._sequence = 0
         self._set_up = False
-        self._subscribers: dict[str, list[list]] = {}
+        self._subscribers: dict[str, list[tuple[list, bool]]] = {}
         self.ports: dict[str, tuple[str, PortSpec]] = {}  # port -> (producer, contract), known after setup
         self._trusted: set[str] = set()  # federates whose ports are checked once per roster change, not per step
         self.written_now: list[str] = []  # ports written at the current instant (recorders read only those)
         self.control = control  # interrupts and the step watchdog (``run_control``); None: neither
+        self.pacer: RealtimePacer | None = None  # real-time pacing (``pacing``); None: as fast as possible
         self.interrupted: str | None = None  # the signal that stopped the run before its end, if any
 
     # -- building -------------------------------------------------------------------------------------------
@@ -341,6 +343,7 @@ class Scheduler:
         subscribers = self._subscribers
         end_ns = self.end_ns
         control = self.control
+        pacer = self.pacer
         while True:
             if control is not None and control.stop_requested is not None:
                 self.interrupted = control.stop_requested  # stop between instants: every trace ends at now_ns
@@ -349,6 +352,8 @@ class Scheduler:
             if t_ns is None or t_ns > end_ns:
                 return
             self.now_ns = t_ns
+            if pacer is not None:
+                pacer.wait(t_ns)
             if self._pending and self._pending[0][0] <= t_ns:
                 self._apply_pending(t_ns)
             previous = bus.copy()  # what delayed inputs see: the values from before this instant
@@ -402,3 +407,5 @@ class Scheduler:
                     slot.next_ns = nxt
             for obs in observers:
                 obs.on_instant(t_ns, bus, stepped)
+            if pacer is not None:
+                pacer.finished(t_ns)

@@ -398,6 +398,10 @@ class PhysicsFederate(Federate):
             error.robot = self._names[int(np.flatnonzero(bad)[0])]  # type: ignore[attr-defined]
             raise error
 
+    def run_summary(self) -> dict[str, Any]:
+        """External commands taken and ignored per source port, and timeouts (empty without external sources)."""
+        return self.sources.summary() if self.sources.ports else {}
+
     @property
     def names(self) -> list[str]:
         """Robot names in row order."""

@@ -20,15 +20,18 @@ def speed_profile(t_s: float, base: float, step: float, at_s: float) -> float:
 
 class SpeedCommander(Federate):
     """Commands every robot the scenario gives it: speed ``base_mps`` (+ ``step_mps`` from ``step_at_s``), straight
-    ahead, every ``period_s``; silent from ``silent_from_s`` on (to try the timeout rule)."""
+    ahead, every ``period_s``; silent from ``silent_from_s`` until ``silent_until_s`` (to try the timeout rule).
+    ``mode: accel`` sends only an acceleration of ``accel_mps2`` and a steering angle of zero."""
 
     def __init__(self, name: str, period_s: float = 0.05, base_mps: float = 1.0, step_mps: float = 0.5,
-                 step_at_s: float = 2.0, silent_from_s: float | None = None, mode: str = "speed") -> None:
+                 step_at_s: float = 2.0, silent_from_s: float | None = None, silent_until_s: float | None = None,
+                 mode: str = "speed", accel_mps2: float = 0.5) -> None:
         super().__init__(name)
         self.period_ns = seconds_to_ns(period_s)
         self.base, self.step_mps, self.at_s = base_mps, step_mps, step_at_s
         self.silent_from_ns = None if silent_from_s is None else seconds_to_ns(silent_from_s)
-        self.mode = mode
+        self.silent_until_ns = None if silent_until_s is None else seconds_to_ns(silent_until_s)
+        self.mode, self.accel = mode, accel_mps2
         self._mine: list[int] = []
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
@@ -41,7 +44,9 @@ class SpeedCommander(Federate):
         self._mine = [r for r in self._mine if r not in set(robot_ids)]
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-        if self.silent_from_ns is not None and t_ns >= self.silent_from_ns:
+        silent = self.silent_from_ns is not None and t_ns >= self.silent_from_ns and (
+            self.silent_until_ns is None or t_ns < self.silent_until_ns)
+        if silent:
             ids: list[int] = []
         else:
             ids = self._mine
@@ -49,7 +54,7 @@ class SpeedCommander(Federate):
         speed = np.full(n, speed_profile(t_ns / NS_PER_S, self.base, self.step_mps, self.at_s))
         nan = np.full(n, np.nan)
         if self.mode == "accel":  # acceleration towards the profile's speed: only accel and steering given
-            table = {"robot": np.asarray(ids, np.int64), "speed": nan, "accel": np.full(n, 0.5),
+            table = {"robot": np.asarray(ids, np.int64), "speed": nan, "accel": np.full(n, self.accel),
                      "steer": np.zeros(n), "yaw_rate": nan.copy()}
         else:
             table = {"robot": np.asarray(ids, np.int64), "speed": speed, "accel": nan, "steer": nan.copy(),
