@@ -123,7 +123,8 @@ def test_bad_driver_assignments_are_setup_errors_naming_the_robot(drivers, extra
 
 def test_a_robot_driven_twice_via_its_own_driver_is_an_error_at_its_line(tmp_path):
     text = BASE.replace("vehicles: {count: 3}", "vehicles:\n  - {name: a}\n  - {name: b, driver: {federate: cmd}}")
-    text += f"federates: [{json.dumps({'name': 'cmd', 'type': COMMANDER})}]\ndrivers: [{{federate: cmd, robots: all}}]\n"
+    commander = json.dumps({"name": "cmd", "type": COMMANDER})
+    text += f"federates: [{commander}]\ndrivers: [{{federate: cmd, robots: all}}]\n"
     path = tmp_path / "twice.yaml"
     path.write_text(text)
     proc = subprocess.run([sys.executable, "-m", "orchestrator.cli", "validate", str(path)], cwd=REPO,

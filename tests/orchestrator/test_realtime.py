@@ -82,5 +82,5 @@ def test_a_run_that_cannot_keep_up_warns_and_notes_it(tmp_path, capsys):
 
 
 def test_the_factor_is_checked():
-    with pytest.raises(ScenarioError, match="execution.realtime"):
+    with pytest.raises(ScenarioError, match=r"execution\.realtime"):
         parse_scenario(BASE + "execution: {realtime: 0}\n")
