@@ -12,6 +12,11 @@ Scenario entry (``type: fmu``)::
         outputs: {odometer: {distance: distance}}         # coopsim port -> field -> FMU output
         parameters: {gain: 2.5}                           # set before initialisation
         robots: [robot1, robot2]                          # default: every robot
+        commands: {speed: v_ref, steer: delta_ref}        # command field -> FMU output (an ECU in the loop)
+
+With ``commands``, the FMU drives the robots the scenario gives to this federate (``drivers:``): after each step
+their instances' outputs go out on ``commands_<name>`` (fields not mapped are NaN: the physics federate completes
+them), so a controller exported from Simulink, Modelica or any FMI 2 tool commands a robot.
 
 Timing (the usual master algorithm with held inputs): at each step t_k the instances first advance from t_(k-1)
 to t_k with the inputs read at t_(k-1), then their outputs (now valid at t_k) are published and the inputs of t_k
@@ -29,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from orchestrator.core.ports import COMMAND_FIELDS, command_port
 from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 
@@ -38,7 +44,8 @@ class FmuFederate(Federate):
 
     def __init__(self, name: str, path: str, period_s: float = 0.01, inputs: Mapping[str, str] | None = None,
                  outputs: Mapping[str, Mapping[str, str]] | None = None,
-                 parameters: Mapping[str, float] | None = None, robots: Sequence[str] | None = None) -> None:
+                 parameters: Mapping[str, float] | None = None, robots: Sequence[str] | None = None,
+                 commands: Mapping[str, str] | None = None) -> None:
         super().__init__(name)
         if period_s <= 0:
             raise ValueError(f"period_s must be positive, got {period_s}")
@@ -51,6 +58,11 @@ class FmuFederate(Federate):
         self.outputs = {port: dict(fields) for port, fields in (outputs or {}).items()}
         self.parameters = dict(parameters or {})
         self.robot_names = None if robots is None else set(robots)
+        self.commands = dict(commands or {})
+        unknown = sorted(set(self.commands) - set(COMMAND_FIELDS))
+        if unknown:
+            raise ValueError(f"commands: '{unknown[0]}' is not a command field; allowed: {', '.join(COMMAND_FIELDS)}")
+        self._driven: set[int] = set()  # robots this FMU commands
         self._md: Any = None
         self._unzipped: str | None = None
         self._vr: dict[str, int] = {}
@@ -70,20 +82,23 @@ class FmuFederate(Federate):
         if self._md.coSimulation is None:
             raise ValueError(f"{self.path} is not a co-simulation FMU")
         self._vr = {v.name: v.valueReference for v in self._md.modelVariables}
-        wanted = [*self.inputs, *self.parameters, *(var for f in self.outputs.values() for var in f.values())]
+        wanted = [*self.inputs, *self.parameters, *(var for f in self.outputs.values() for var in f.values()),
+                  *self.commands.values()]
         missing = [var for var in wanted if var not in self._vr]
         if missing:
             raise ValueError(f"{self.path.name} has no variable '{missing[0]}'; it has: {', '.join(self._vr)}")
         self._unzipped = extract(str(self.path))
         ports = sorted({port for port, _ in self.inputs.values()})
-        return FederateMeta(inputs=tuple(Input(port) for port in ports), outputs=tuple(self.outputs),
-                            period_ns=self.period_ns)
+        outputs = (*self.outputs, *((command_port(self.name),) if self.commands else ()))
+        return FederateMeta(inputs=tuple(Input(port) for port in ports), outputs=outputs, period_ns=self.period_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         from fmpy.fmi2 import FMU2Slave
 
         for robot in robots:
-            if self.robot_names is not None and robot.name not in self.robot_names:
+            if robot.config.get("command_source", {}).get("federate") == self.name:
+                self._driven.add(robot.id)
+            elif self.robot_names is not None and robot.name not in self.robot_names:
                 continue
             fmu = FMU2Slave(guid=self._md.guid, unzipDirectory=self._unzipped,
                             modelIdentifier=self._md.coSimulation.modelIdentifier,
@@ -98,6 +113,7 @@ class FmuFederate(Federate):
             if fmu is not None:
                 self._free(fmu, self._started.pop(int(rid)))
             self._held.pop(int(rid), None)
+            self._driven.discard(int(rid))
 
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
         t_s = t_ns / NS_PER_S
@@ -122,9 +138,21 @@ class FmuFederate(Federate):
             values = np.array([self._instances[rid].getReal(refs) for rid in ids], float).reshape(len(ids), -1)
             outputs[port] = {"id": np.array(ids, np.int64),
                              **{field: values[:, j].copy() for j, field in enumerate(fields)}}
+        if self.commands:
+            outputs[command_port(self.name).name] = self._command_table(ids)
         self._hold(inputs, ids)
         self._last_ns = t_ns
         return outputs
+
+    def _command_table(self, ids: list[int]) -> dict[str, np.ndarray]:
+        """The driven robots' commands from their instances' outputs (unmapped fields NaN)."""
+        driven = [rid for rid in ids if rid in self._driven]
+        refs = [self._vr[var] for var in self.commands.values()]
+        values = np.array([self._instances[rid].getReal(refs) for rid in driven], float).reshape(len(driven), -1)
+        table = {"robot": np.array(driven, np.int64), **{f: np.full(len(driven), np.nan) for f in COMMAND_FIELDS}}
+        for j, field in enumerate(self.commands):
+            table[field] = values[:, j].copy()
+        return table
 
     def _hold(self, inputs: Mapping[str, PortData], ids: list[int]) -> None:
         """Each instance's inputs read now, held over the next interval."""

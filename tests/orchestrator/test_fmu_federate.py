@@ -65,3 +65,28 @@ def test_an_unknown_fmu_variable_names_what_there_is(tmp_path, odometer_fmu):
     result = run_with(tmp_path, {"path": str(odometer_fmu), "inputs": {"spead": "state.v"}})
     assert not result.ok and result.error.federate == "odometer"
     assert "Odometer.fmu has no variable 'spead'" in str(result.error) and "speed" in str(result.error)
+
+
+def test_an_fmu_commands_the_robot_the_scenario_gives_it(tmp_path):
+    out = tmp_path / "fmu"
+    build = subprocess.run([str(Path(sys.executable).parent / "pythonfmu"), "build", "-f",
+                            str(REPO / "tests" / "orchestrator" / "fmu" / "CruiseEcu.py"), "-d", str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr
+    ecu = {"name": "ecu", "type": "fmu", "params": {
+        "path": str(out / "CruiseEcu.fmu"), "period_s": 0.05, "commands": {"speed": "v_ref", "steer": "delta_ref"},
+        "parameters": {"base": 1.0, "step": 0.5, "step_time": 1.0}, "robots": []}}
+    scenario = parse_scenario((REPO / "scenarios" / "platoon.yaml").read_text(), overrides=[
+        "duration_s=3", "outputs.plots=false", "outputs.report=false", "leader.profile=constant",
+        "leader.params={speed_mps: 1.0}", f"federates={json.dumps([ecu])}",
+        "drivers=[{federate: ecu, robots: [robot0]}]"])
+    result = run_scenario(scenario, tmp_path / "run")
+    assert result.ok, result.error
+    trace = pq.read_table(tmp_path / "run" / "trace" / "vehicles.parquet").to_pydict()
+    t_s, robot, v = (np.asarray(trace[k]) for k in ("t_s", "robot", "v"))
+    leader = robot == 1
+    assert np.allclose(v[leader & (t_s < 1.0)], 1.0, atol=1e-9)
+    assert np.allclose(v[leader & (t_s >= 2.0)], 1.5, atol=0.01)  # the FMU's step, not the constant profile
+    commands = pq.read_table(tmp_path / "run" / "trace" / "commands_ecu.parquet").to_pydict()
+    assert set(commands["robot"]) == {1} and max(commands["speed"]) == 1.5
+    assert all(np.isnan(commands["accel"]))  # not mapped: completed by the physics federate
