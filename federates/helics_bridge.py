@@ -18,6 +18,13 @@ coopsim's values at t reaches coopsim one period later, the usual HELICS co-simu
 appears once each of its fields has received a value. HELICS stamps coopsim's values with the previous grant,
 so peers should step with the bridge's period or a multiple of it: a finer peer would read a value early.
 ``setup_timeout_s`` bounds the wait for the federation to start.
+
+A HELICS federate can drive robots: subscribe to the port ``commands_<name>`` with a ``robot`` key (the robot ids)
+and any of ``speed``, ``accel``, ``steer``, ``yaw_rate`` (unmapped fields are NaN, completed by the physics
+federate). Its rows go out only at grants where one of those values was updated, so a peer that stops publishing
+is a silent source (the scenario's ``command_timeout_s`` rule), not one that repeats its last command forever::
+
+    subscribe: {commands_grid: {robot: ecu/cmd/robot, speed: ecu/cmd/speed}}
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from orchestrator.core.ports import EXTERNAL_COMMAND_FIELDS, command_port
 from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 
 
@@ -46,6 +54,13 @@ class HelicsBridge(Federate):
         self.period_ns = seconds_to_ns(period_s)
         self.publish = {port: list(fields) for port, fields in (publish or {}).items()}
         self.subscribe = {port: dict(fields) for port, fields in (subscribe or {}).items()}
+        self._command_port = command_port(name).name
+        commands = self.subscribe.get(self._command_port)
+        if commands is not None:
+            unknown = sorted(set(commands) - set(EXTERNAL_COMMAND_FIELDS))
+            if unknown or "robot" not in commands:
+                raise ValueError(f"subscribe.{self._command_port} maps 'robot' and any of speed, accel, steer, "
+                                 f"yaw_rate; got {', '.join(commands)}")
         self.core_type = core_type
         self.federation_name = federation_name or name
         self.setup_timeout_s = setup_timeout_s
@@ -86,7 +101,8 @@ class HelicsBridge(Federate):
             h.helicsFederateEnterExecutingModeComplete(self._fed)
         except h.HelicsException as exc:
             raise RuntimeError(f"cannot join the HELICS federation at {self.broker}: {exc}") from None
-        return FederateMeta(inputs=tuple(Input(port) for port in self.publish), outputs=tuple(self.subscribe),
+        outputs = tuple(command_port(self.name) if port == self._command_port else port for port in self.subscribe)
+        return FederateMeta(inputs=tuple(Input(port) for port in self.publish), outputs=outputs,
                             period_ns=self.period_ns)
 
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
@@ -100,12 +116,28 @@ class HelicsBridge(Federate):
         if t_s > self._granted_s:
             self._granted_s = h.helicsFederateRequestTime(self._fed, t_s)
         outputs: dict[str, dict[str, np.ndarray]] = {}
+        fresh_commands = False
         for (port, name), sub in self._subs.items():
             if h.helicsInputIsUpdated(sub):
                 self._seen.add((port, name))
+                fresh_commands |= port == self._command_port
             if (port, name) in self._seen:
                 outputs.setdefault(port, {})[name] = np.asarray(h.helicsInputGetVector(sub), np.float64)
-        return {port: fields for port, fields in outputs.items() if len(fields) == len(self.subscribe[port])}
+        ready = {port: fields for port, fields in outputs.items() if len(fields) == len(self.subscribe[port])}
+        if self._command_port in self.subscribe:
+            ready[self._command_port] = self._command_table(ready.get(self._command_port) if fresh_commands else None)
+        return ready
+
+    def _command_table(self, values: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
+        """The command rows of this grant (none unless the peer published new ones); unmapped fields NaN."""
+        robots = np.empty(0, np.int64) if values is None else np.asarray(values["robot"]).astype(np.int64)
+        table = {"robot": robots}
+        for field in EXTERNAL_COMMAND_FIELDS:
+            if field != "robot":
+                given = None if values is None else values.get(field)
+                table[field] = np.asarray(given, np.float64) if given is not None and len(given) == len(robots) \
+                    else np.full(len(robots), np.nan)
+        return table
 
     def finalize(self) -> None:
         if self._fed is None:

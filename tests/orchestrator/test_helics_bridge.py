@@ -75,3 +75,32 @@ def test_coopsim_and_another_helics_federate_advance_together(tmp_path, broker):
     for k, row in enumerate(v2):
         np.testing.assert_array_equal(row, 2.0 * speeds_at(period * (k + 1)))
     assert np.ptp(v2) > 0.1  # the sinusoid leader makes the speeds move
+
+
+def test_a_helics_federate_commands_a_robot(tmp_path, broker):
+    period, end = 0.05, 3.0
+    ecu = subprocess.Popen([sys.executable, str(REPO / "tests" / "orchestrator" / "helics_commander.py"),
+                            str(broker), str(period), str(end)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        bridge = {"name": "grid", "type": "helics", "params": {
+            "broker": f"127.0.0.1:{broker}", "period_s": period,
+            "subscribe": {"commands_grid": {"robot": "ecu/cmd/robot", "speed": "ecu/cmd/speed"}}}}
+        scenario = parse_scenario((REPO / "scenarios" / "platoon.yaml").read_text(), overrides=[
+            f"duration_s={end}", "outputs.plots=false", "outputs.report=false", "leader.profile=constant",
+            "leader.params={speed_mps: 1.0}", f"federates={json.dumps([bridge])}",
+            "drivers=[{federate: grid, robots: [robot0], command_timeout_s: 1.0}]"])
+        result = run_scenario(scenario, tmp_path / "run")
+        _, err = ecu.communicate(timeout=60)
+        assert result.ok, result.error
+        assert ecu.returncode == 0, err
+    finally:
+        stop(ecu)
+    trace = pq.read_table(tmp_path / "run" / "trace" / "vehicles.parquet").to_pydict()
+    t_s, robot, v = (np.asarray(trace[k]) for k in ("t_s", "robot", "v"))
+    leader = robot == 1
+    assert np.allclose(v[leader & (t_s < 1.0)], 1.0, atol=1e-9)
+    assert np.allclose(v[leader & (t_s >= 2.0)], 1.5, atol=0.01)  # the ECU's step, through HELICS
+    commands = pq.read_table(tmp_path / "run" / "trace" / "commands_grid.parquet").to_pydict()
+    assert set(commands["robot"]) == {1} and max(commands["speed"]) == 1.5
+    assert result.run_info["federates"]["physics"]["timeouts"] == 0
