@@ -37,6 +37,7 @@ class RealtimePacer:
         self._warn = warn
         self._clock = clock
         self._start: float | None = None
+        self._last_finish: float | None = None
         self._t0_ns = 0
         self._counts = np.zeros(len(_EDGES) + 1, np.int64)
         self.max_late_s = 0.0
@@ -62,7 +63,9 @@ class RealtimePacer:
 
     def finished(self, t_ns: int) -> None:
         """Record how late the instant at ``t_ns`` finished."""
-        late = max(self._clock() - self._target(t_ns), 0.0)
+        now = self._clock()
+        self._last_finish = now
+        late = max(now - self._target(t_ns), 0.0)
         self.instants += 1
         self._counts[np.searchsorted(_EDGES, late)] += 1
         self.max_late_s = max(self.max_late_s, late)
@@ -82,10 +85,12 @@ class RealtimePacer:
         return 0.0 if rank == 0 else float(_EDGES[min(rank, len(_EDGES) - 1)])
 
     def summary(self) -> dict[str, Any]:
-        """What ``run.json`` records under ``realtime``."""
+        """What ``run.json`` records under ``realtime`` (``wall_span_s``: from the start of the first instant to the
+        end of the last)."""
         return {
             "factor": self.factor,
             "instants": self.instants,
+            "wall_span_s": 0.0 if self._start is None or self._last_finish is None else self._last_finish - self._start,
             "lateness_s": {"p50": self.percentile(50), "p99": self.percentile(99), "max": self.max_late_s},
             "late_warning_s": self.late_warning_s,
             "late_instants": self.late_instants,
