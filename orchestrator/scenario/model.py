@@ -285,6 +285,8 @@ class Outputs(Strict):
                                           "of step_s, at most duration_s")
     plots: bool = True
     report: bool = True
+    mcap: bool = Field(False, description="write run.mcap (poses, odometry, ranges, V2X messages, scene) for "
+                       "Foxglove or Lichtblick")
 
 
 class Execution(Strict):
