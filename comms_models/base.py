@@ -62,6 +62,10 @@ def empty_deliveries() -> Deliveries:
 class CommsModel(ABC):
     """Base class of channel models. ``params`` is the scenario's ``channel`` block minus ``type``."""
 
+    logs_every_transmission: bool = False
+    """True when ``drain_records`` has a "sent" (or "dcc_dropped") row for every message generated, heard or not;
+    the run's outcomes then check that every station sent."""
+
     keep_log: bool = True
     """False when the run records nothing: ``drain_records`` / ``drain_load`` are then not called, and a model
     that logs as it goes may skip building the rows."""

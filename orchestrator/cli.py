@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
 
 SUMMARY_COLUMNS = (
     ("spacing_error_rms_m", "spacing RMS [m]"),
@@ -94,6 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     scenario_args(run)
     run.add_argument("--out", type=Path, help="run directory (default: runs/<scenario name>)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--strict", action="store_true",
+                     help="exit with code 3 on a collision, a station that sent no CAM or a law past its stability "
+                          "bound (outputs.fail_on lists them one by one)")
     run.add_argument("--realtime", type=_positive_factor, metavar="X",
                      help="pace simulation time to the wall clock at factor X (1 = real time; sets "
                           "execution.realtime)")
@@ -218,7 +221,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return EXIT_OK
     if args.command == "run":
         out = args.out or Path("runs") / scenario.name
-        return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err)
+        return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err, args.strict)
     if args.command == "compare":
         from .batch import compare
 
@@ -280,7 +283,7 @@ def _count_robots(scenario: Any) -> int:
 
 
 def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str, console: Console,
-         err: Console) -> int:
+         err: Console, strict: bool = False) -> int:
     from .advisories import lateral_stability_notes
     from .runner import run_scenario
     from .world import expand_robots
@@ -303,6 +306,21 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
         print_summary(result.metrics, result.run_info, console)
     report = out / "report.html"
     console.print(f"run directory: {out}" + (f"  (report: {report})" if report.exists() else ""))
+    return _outcome_exit(result.run_info.get("outcomes", {}), scenario.outputs.fail_on, strict, err)
+
+
+def _outcome_exit(outcomes: dict[str, Any], fail_on: list[str], strict: bool, err: Console) -> int:
+    """Print each outcome in red; EXIT_OUTCOME when one the scenario (or --strict) fails on happened."""
+    from .outcomes import OUTCOMES, describe, happened
+
+    for line in describe(outcomes):
+        err.print(f"[bold red]{line}[/bold red]", highlight=False)
+    failing = [name for name in happened(outcomes) if strict or name in fail_on]
+    if failing:
+        why = "--strict" if strict else "outputs.fail_on"
+        err.print(f"[red]exit code {EXIT_OUTCOME}: {', '.join(failing)} ({why}; one of {', '.join(OUTCOMES)})[/red]",
+                  highlight=False)
+        return EXIT_OUTCOME
     return EXIT_OK
 
 

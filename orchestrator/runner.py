@@ -23,6 +23,7 @@ from .core.federate import FederateError
 from .core.ports import ContractError
 from .core.timebase import seconds_to_ns
 from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
+from .outcomes import run_outcomes
 from .pacing import RealtimePacer
 from .port_recorder import PortRecorder
 from .recorder import VehicleRecorder
@@ -103,6 +104,7 @@ def run_scenario(
     interrupted = interrupted or world.scheduler.interrupted
     wall = time.perf_counter() - t0
     sim_s = world.scheduler.now_ns / 1e9
+    stability = lateral_stability_notes(scenario, world.robots)
     run_info: dict[str, Any] = {
         "coopsim_version": __version__,
         "scenario": scenario.name,
@@ -117,7 +119,7 @@ def run_scenario(
         "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "failed" if error is not None else "interrupted" if interrupted else "ok",
-        "notes": lateral_stability_notes(scenario, world.robots),
+        "notes": list(stability),
     }
     if interrupted:
         run_info["interrupted_by"] = interrupted
@@ -129,6 +131,12 @@ def run_scenario(
                 f"the run could not keep up with {pacer.factor:g}x real time: {pacer.late_instants} of "
                 f"{pacer.instants} instants finished more than {pacer.late_warning_s * 1e3:g} ms late (max "
                 f"{pacer.max_late_s * 1e3:.1f} ms, first at t = {pacer.first_late_s:.3f} s)")
+    physics = world.federates.get("physics")
+    outcomes = run_outcomes(getattr(physics, "collisions", []), world.robots, world.scheduler.now_ns, out_dir,
+                            stability, getattr(world.federates.get("v2x"), "logs_transmissions", False))
+    run_info["outcomes"] = outcomes
+    if run_info["status"] == "ok" and outcomes["collisions"]:
+        run_info["status"] = "collided"  # the run completed, its metrics stand, but the platoon crashed
     summaries = federate_summaries(world.federates)
     if summaries:
         run_info["federates"] = summaries

@@ -63,6 +63,7 @@ class ItsG5Channel(CommsModel):
     """ETSI ITS-G5 CAM exchange over a shared 802.11p channel (see the module docstring)."""
 
     Params: ClassVar[type[ItsG5Params]] = ItsG5Params
+    logs_every_transmission: ClassVar[bool] = True  # its log has a "tx" row for every CAM generated
 
     def __init__(self, params: Mapping[str, Any], seed: int, out_dir: Any = None) -> None:
         super().__init__(params, seed, out_dir)

@@ -31,10 +31,15 @@ class V2XFederate(Federate):
         self._pairs: dict[int, list[int]] = {}  # receiver id -> sender ids it listens to
         self._interest = Interest(np.empty(0, np.int64), np.empty(0, np.int64))
 
+    logs_transmissions = False
+    """Whether the channel model logs every transmission (its ``logs_every_transmission``: ITS-G5 does; the ideal
+    channel logs the senders someone heard, so a station nobody listens to shows no "sent" rows)."""
+
     def setup(self, ctx: SetupContext) -> FederateMeta:
         params = dict(self.channel_config)
         kind = params.pop("type")
         self.model = COMMS_MODELS.get(kind)(params, ctx.seed, ctx.out_dir)
+        self.logs_transmissions = bool(getattr(self.model, "logs_every_transmission", False))
         self.record = self.record and ctx.out_dir is not None  # nothing is recorded without a run directory
         self.model.keep_log = self.record
         outputs: tuple = (CAM_RX,)

@@ -285,6 +285,9 @@ class Outputs(Strict):
                                           "of step_s, at most duration_s")
     plots: bool = True
     report: bool = True
+    fail_on: list[Literal["collision", "silent_station", "unstable"]] = Field(
+        default_factory=list, description="outcomes that make 'coopsim run' exit with code 3 (as --strict does for "
+        "all of them): a collision, a station that sent no CAM at all, a law past its stability bound")
     mcap: bool = Field(False, description="write run.mcap (poses, odometry, ranges, V2X messages, scene) for "
                        "Foxglove or Lichtblick")
 
