@@ -215,8 +215,9 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
             robots = expand_robots(scenario)
         except ValueError as exc:
             raise ScenarioError(str(args.scenario), [Problem("vehicles", str(exc))]) from None
-        console.print(f"{args.scenario}: ok ({_count_robots(scenario)} robots, {scenario.duration_s:g} s, "
-                      f"channel {scenario.channel.type}, controller {scenario.controller.type})")
+        platoons = len({r.platoon for r in robots})
+        console.print(f"{args.scenario}: ok ({len(robots)} robots in {platoons} platoon{'s' if platoons > 1 else ''}, "
+                      f"{scenario.duration_s:g} s, channel {scenario.channel.type}, {_laws(robots)})")
         _print_notes(lateral_stability_notes(scenario, robots), console)
         return EXIT_OK
     if args.command == "run":
@@ -278,8 +279,17 @@ def _print_notes(notes: Sequence[str], console: Console) -> None:
         console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
 
 
-def _count_robots(scenario: Any) -> int:
-    return len(scenario.vehicles) if isinstance(scenario.vehicles, list) else scenario.vehicles.count
+def _laws(robots: list[Any]) -> str:
+    """What drives the robots: each control law with its number of followers, leaders, external sources."""
+    from collections import Counter
+
+    kinds = Counter(r.config["controller"]["type"] if "controller" in r.config else
+                    f"driven by {r.config['command_source']['federate']}" if "command_source" in r.config else
+                    "leader" for r in robots)
+    laws = sorted((k, n) for k, n in kinds.items() if k != "leader" and not k.startswith("driven"))
+    parts = [f"controller {k} ({n} robot{'s' if n > 1 else ''})" for k, n in laws]
+    parts += [f"{k} ({n})" for k, n in sorted(kinds.items()) if k.startswith("driven")]
+    return ", ".join(parts) or "leaders only"
 
 
 def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str, console: Console,

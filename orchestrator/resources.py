@@ -63,13 +63,20 @@ def _size(n_bytes: float) -> str:
     return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.0f} MB"
 
 
+def robot_count(scenario: Scenario) -> int:
+    """How many robots the scenario has, in either form (without building them)."""
+    block = scenario.vehicles
+    if block is None:
+        return sum(len(p.members) if p.members is not None else p.count or 0 for p in scenario.platoons)
+    return len(block) if isinstance(block, list) else block.count
+
+
 def estimate_resources(scenario: Scenario) -> ResourceEstimate:
     """Memory and disk of a run from its size: steps x robots x trace columns, and the V2X trace rows (ideal: a
     sent and a received row per robot and step; ITS-G5: a sent row and one per reader of each CAM)."""
     from .recorder import COLUMNS
 
-    block = scenario.vehicles
-    robots = len(block) if isinstance(block, list) else block.count
+    robots = robot_count(scenario)
     duration, step = scenario.duration_s, scenario.step_s
     steps = int(duration / step) + 1
     traced = scenario.outputs.trace
@@ -130,7 +137,8 @@ def resource_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
     estimate = estimate_resources(scenario)
     if estimate.memory_bytes <= limit:
         return []
-    loc: Loc = ("vehicles",) if isinstance(scenario.vehicles, list) else ("vehicles", "count")
+    loc: Loc = ("platoons",) if scenario.vehicles is None else ("vehicles",) if isinstance(scenario.vehicles, list) \
+        else ("vehicles", "count")
     return [(loc, f"the run would need {estimate.describe()}, more than the budget of {_size(limit)} "
                   f"({what}); use fewer robots, a shorter duration_s, a longer outputs.trace_period_s or "
                   f"outputs.trace: false, or run it with 'coopsim run --force' (or --memory-budget-gb)",

@@ -16,19 +16,20 @@ from federates.physics.federate import vehicle_params
 
 from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns
+from .placement import Track, behind, shift_left
 from .scenario.drivers_block import resolve_drivers
 from .scenario.model import (
     BLOCK_KEYS,
     COORDINATE_LIMIT_M,
     WAYPOINTS,
     ControllerBlock,
+    Driver,
     Loc,
     Scenario,
-    Vehicle,
-    VehicleEntry,
     merge_controller,
     robot_slots,
 )
+from .scenario.platoons_block import RobotPlan, plan_robots, unknown_override_problems
 from .scheduler import Scheduler
 
 
@@ -44,40 +45,47 @@ class World:
 
 def expand_robots(scenario: Scenario) -> list[RobotSpec]:
     """One spec per robot: names, ids, platoon roles, merged vehicle/controller config and initial pose."""
-    entries = _entries(scenario)
+    plans = plan_robots(scenario)
     sources, problems = resolve_drivers(robot_slots(scenario), scenario.drivers, [f.name for f in scenario.federates])
     if problems:
         raise ValueError(problems[0][1])
-    n = len(entries)
-    size = scenario.platoon.size or n
+    problems = unknown_override_problems(scenario)
+    if problems:
+        raise ValueError(f"{'.'.join(map(str, problems[0][0]))}: {problems[0][1]}")
     base_controller = scenario.controller.model_dump()
     specs: list[RobotSpec] = []
     seen_ids: set[int] = set()
     seen_names: set[str] = set()
-    pred_pose: dict[str, float] = {}
-    for index, (name, entry, vehicle) in enumerate(entries):
+    pred: dict[str, Any] = {}
+    leader_index = 0
+    for index, plan in enumerate(plans):
+        entry, name = plan.entry, plan.name
         robot_id = entry.id if entry.id is not None else index + 1
         if robot_id in seen_ids:
-            raise ValueError(f"vehicles[{index}].id: station id {robot_id} is used twice")
+            raise ValueError(f"{_where(plan.loc)}.id: station id {robot_id} is used twice")
         if name in seen_names:
-            raise ValueError(f"vehicles[{index}].name: robot name '{name}' is used twice")
+            raise ValueError(f"{_where(plan.loc)}.name: robot name '{name}' is used twice")
         seen_ids.add(robot_id)
         seen_names.add(name)
-        platoon, position = divmod(index, size)
-        is_leader = position == 0
-        controller = ControllerBlock(**merge_controller(base_controller, entry.controller)).model_dump()
-        vehicle_cfg = vehicle.model_dump()
-        params = vehicle_params({"vehicle": vehicle_cfg})
-        v0 = _start_speed(scenario)
-        initial = entry.initial.model_dump() if entry.initial else {}
-        v_init = initial.get("v") if initial.get("v") is not None else v0
+        is_leader = plan.position == 0
         if is_leader:
-            pose = _leader_start(scenario, platoon)
+            leader_index = index
+        platoon_controller = merge_controller(base_controller, plan.controller)
+        controller = ControllerBlock(**merge_controller(platoon_controller, entry.controller)).model_dump()
+        vehicle_cfg = plan.vehicle.model_dump()
+        params = vehicle_params({"vehicle": vehicle_cfg})
+        track = _track(plan)
+        initial = entry.initial.model_dump() if entry.initial else {}
+        v_init = initial.get("v") if initial.get("v") is not None else _start_speed(plan.leader)
+        if is_leader:
+            pose, along = _leader_start(plan, track)
         else:
-            spacing = _initial_spacing(controller, v_init, params, pred_pose)
-            pose = {"x": pred_pose["x"] - spacing, "y": pred_pose["y"], "yaw": pred_pose["yaw"]}
+            spacing = _initial_spacing(controller, v_init, params, pred)
+            along = None if pred["along"] is None else pred["along"] - spacing
+            pose = track.pose_at(along) if track is not None and along is not None else behind(pred, spacing)
         pose.update({k: float(initial[k]) for k in ("x", "y", "yaw") if initial.get(k) is not None})
-        pred_pose = {**pose, "rear_overhang_m": params["rear_overhang_m"]}
+        pred = {**pose, "rear_overhang_m": params["rear_overhang_m"],
+                "along": along if all(initial.get(k) is None for k in ("x", "y", "yaw")) else None}
         config: dict[str, Any] = {
             "vehicle": vehicle_cfg,
             "initial": {**pose, "v": v_init},
@@ -87,7 +95,7 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
         if source is not None:
             config["command_source"] = {**source.model_dump(mode="json"), "port": source.port_name}
         elif is_leader:
-            config["driver"] = scenario.leader.model_dump(mode="json")
+            config["driver"] = _drive(plan, track)
         else:
             config["controller"] = controller
         specs.append(
@@ -96,55 +104,53 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
                 name=name,
                 spawn_ns=seconds_to_ns(entry.spawn_at_s),
                 despawn_ns=None if entry.despawn_at_s is None else seconds_to_ns(entry.despawn_at_s),
-                platoon=platoon,
-                position_in_platoon=position,
+                platoon=plan.platoon,
+                position_in_platoon=plan.position,
                 predecessor=None if is_leader else specs[-1].id,
-                leader=None if is_leader else specs[index - position].id,
+                leader=None if is_leader else specs[leader_index].id,
                 config=config,
             )
         )
     return specs
 
 
-def _start_speed(scenario: Scenario) -> float:
-    """Initial speed of every robot: the leader's profile at t = 0 (a waypoint leader starts at rest)."""
-    if scenario.leader.profile == WAYPOINTS:
+def _where(loc: tuple[str | int, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def _start_speed(leader: Driver) -> float:
+    """Initial speed of every robot of a platoon: its leader's profile at t = 0 (a waypoint leader starts at
+    rest)."""
+    if leader.profile == WAYPOINTS:
         return 0.0
-    return float(profile_inputs(scenario.leader.profile, scenario.leader.params, np.zeros(1))[0][0])
+    return float(profile_inputs(leader.profile, leader.params, np.zeros(1))[0][0])
 
 
-def _leader_start(scenario: Scenario, platoon: int) -> dict[str, float]:
-    """Leaders start at the origin heading east (profiles) or on the first waypoint heading along the first
-    segment (paths); platoons side by side, ``lateral_spacing_m`` apart to the right of the heading."""
-    x0, y0, yaw = 0.0, 0.0, 0.0
-    path = scenario.leader.path
-    if scenario.leader.profile == WAYPOINTS and path is not None:
-        (x0, y0), (x1, y1) = path.waypoints[0], path.waypoints[1]
-        yaw = float(np.arctan2(y1 - y0, x1 - x0))
-    offset = platoon * scenario.platoon.lateral_spacing_m
-    return {"x": x0 + offset * np.sin(yaw), "y": y0 - offset * np.cos(yaw), "yaw": yaw}
+def _track(plan: RobotPlan) -> Track | None:
+    """The lane the platoon's leader drives: its path moved sideways by the platoon's lane offset (None for a
+    profile leader)."""
+    path = plan.leader.path
+    if plan.leader.profile != WAYPOINTS or path is None:
+        return None
+    return Track(np.asarray(path.waypoints, dtype=float), path.closed).shifted(plan.lane_offset_m)
 
 
-def _entries(scenario: Scenario) -> list[tuple[str, VehicleEntry, Vehicle]]:
-    block = scenario.vehicles
-    if isinstance(block, list):
-        return [(e.name or f"robot{i}", e, e.vehicle or Vehicle()) for i, e in enumerate(block)]
-    out = []
-    template = block.template.model_dump()
-    for i in range(block.count):
-        name = f"{block.name_prefix}{i}"
-        entry = block.overrides.get(name, VehicleEntry())
-        vehicle = block.template
-        if entry.vehicle is not None:
-            changed = entry.vehicle.model_dump(exclude_unset=True)
-            merged = {**template, **changed, "params": {**template["params"], **changed.get("params", {})}}
-            vehicle = Vehicle(**merged)
-        out.append((entry.name or name, entry, vehicle))
-    unknown = set(block.overrides) - {f"{block.name_prefix}{i}" for i in range(block.count)}
-    if unknown:
-        raise ValueError(f"vehicles.overrides: no robot named {sorted(unknown)} "
-                         f"(robots are {block.name_prefix}0 .. {block.name_prefix}{block.count - 1})")
-    return out
+def _drive(plan: RobotPlan, track: Track | None) -> dict[str, Any]:
+    """A leader's driver config: its platoon's drive, on the platoon's lane."""
+    drive = plan.leader.model_dump(mode="json")
+    if track is not None and plan.lane_offset_m != 0.0:
+        drive["path"]["waypoints"] = [[float(x), float(y)] for x, y in track.points]
+    return drive
+
+
+def _leader_start(plan: RobotPlan, track: Track | None) -> tuple[dict[str, float], float | None]:
+    """A leader's start pose and arc length on its track: the platoon's ``start``, else ``start_along_m`` along its
+    track (the first waypoint, heading along the first segment), else the origin heading east; on its lane."""
+    if plan.start is not None:
+        return shift_left(plan.start.model_dump(), plan.lane_offset_m), None
+    if track is not None:
+        return track.pose_at(plan.start_along_m), plan.start_along_m
+    return shift_left({"x": 0.0, "y": 0.0, "yaw": 0.0}, plan.lane_offset_m), None
 
 
 DEFAULT_STANDSTILL_GAP_M = 2.0
@@ -170,21 +176,48 @@ def _initial_spacing(controller: dict[str, Any], v: float, params: dict[str, Any
 
 
 def start_position_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
-    """A robot placed more than ``COORDINATE_LIMIT_M`` from the origin by its default placement (its platoon's
-    spacings add up, platoons sit side by side); an explicit ``initial`` position has its own bound."""
+    """Start poses that cannot run: a robot placed more than ``COORDINATE_LIMIT_M`` from the origin by its default
+    placement (its platoon's spacings add up, platoons sit side by side; an explicit ``initial`` position has its
+    own bound), and two bodies that overlap when they appear (robots spawning at the same time)."""
     try:
         robots = expand_robots(scenario)
     except (ValueError, TypeError):
         # a broken roster, or law or profile parameters not checked yet: the loader reports them at their lines
         return []
-    for index, robot in enumerate(robots):
+    locs = [plan.loc for plan in plan_robots(scenario)]
+    for loc, robot in zip(locs, robots, strict=True):
         x, y = robot.config["initial"]["x"], robot.config["initial"]["y"]
         if max(abs(x), abs(y)) > COORDINATE_LIMIT_M:
-            loc: Loc = ("vehicles", index) if isinstance(scenario.vehicles, list) else ("vehicles", "count")
             return [(loc, f"robot '{robot.name}' would start at (x, y) = ({x:.6g}, {y:.6g}) m, more than "
                           f"{COORDINATE_LIMIT_M / 1e3:g} km from the origin (the range of the local frame); use "
                           f"fewer robots per platoon, smaller gaps or platoon.lateral_spacing_m, or place it with "
                           f"'initial'", robot.name)]
+    return _overlap_problems(robots, locs)
+
+
+def _overlap_problems(robots: list[RobotSpec], locs: list[Loc]) -> list[tuple[Loc, str, Any]]:
+    """Robots that appear at the same time with overlapping bodies (the physics federate's contact test)."""
+    from federates.physics.collisions import ContactMonitor
+
+    by_spawn: dict[int, list[int]] = {}
+    for k, robot in enumerate(robots):
+        by_spawn.setdefault(robot.spawn_ns, []).append(k)
+    for spawn_ns, rows in sorted(by_spawn.items()):
+        if len(rows) < 2:
+            continue
+        dims = [robots[k].config["dims"] for k in rows]
+        monitor = ContactMonitor()
+        monitor.add(np.array([d["length_m"] for d in dims]), np.array([d["width_m"] for d in dims]),
+                    np.array([d["rear_overhang_m"] for d in dims]), np.zeros(len(rows)))
+        pose = {key: np.array([robots[k].config["initial"][key] for k in rows]) for key in ("x", "y", "yaw")}
+        ids = np.array([robots[k].id for k in rows], np.int64)
+        pairs = monitor.new_contacts(spawn_ns, pose["x"], pose["y"], pose["yaw"], np.zeros(len(rows)), ids)
+        if pairs:
+            by_id = {robots[k].id: k for k in rows}
+            first, second = by_id[pairs[0][0]], by_id[pairs[0][1]]
+            return [(locs[second], f"robots '{robots[first].name}' and '{robots[second].name}' would overlap when "
+                                   f"they appear (t = {spawn_ns / 1e9:g} s): place them apart with 'initial', "
+                                   f"'start' or 'lane_offset_m'", robots[second].name)]
     return []
 
 

@@ -90,7 +90,15 @@ def _check_roster(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
     block = scenario.vehicles
     problems: list[Problem] = []
     robots: list[_Robot] = []
-    if isinstance(block, list):
+    if block is None:  # the platoons form
+        from .platoons_block import plan_robots, unknown_override_problems
+
+        problems += [check.at(loc, message) for loc, message in unknown_override_problems(scenario)]
+        robots = [_Robot(plan.name, plan.entry.id if plan.entry.id is not None else i + 1,
+                         (*plan.loc, "name") if plan.entry.name else None,
+                         (*plan.loc, "id") if plan.entry.id is not None else None)
+                  for i, plan in enumerate(plan_robots(scenario))]
+    elif isinstance(block, list):
         robots = [_Robot.of(entry, f"robot{i}", i, ("vehicles", i)) for i, entry in enumerate(block)]
     else:
         default_names = [f"{block.name_prefix}{i}" for i in range(block.count)]
@@ -137,9 +145,17 @@ def _check_laws(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
     if isinstance(scenario.vehicles, list):
         blocks += [(("vehicles", i, "controller"), merge_controller(base, e.controller), e.controller)
                    for i, e in enumerate(scenario.vehicles) if e.controller]
-    else:
+    elif scenario.vehicles is not None:
         blocks += [(("vehicles", "overrides", name, "controller"), merge_controller(base, e.controller), e.controller)
                    for name, e in scenario.vehicles.overrides.items() if e.controller]
+    for k, platoon in enumerate(scenario.platoons):
+        own_base = merge_controller(base, platoon.controller)
+        if platoon.controller:
+            blocks.append((("platoons", k, "controller"), own_base, platoon.controller))
+        entries = [(("platoons", k, "members", i), e) for i, e in enumerate(platoon.members or [])]
+        entries += [(("platoons", k, "overrides", name), e) for name, e in platoon.overrides.items()]
+        blocks += [((*loc, "controller"), merge_controller(own_base, e.controller), e.controller)
+                   for loc, e in entries if e.controller]
     for prefix, merged, own in blocks:
         # the federate-level keys (type, period, prediction, lateral, fallback), then the law's parameters
         found = check(ControllerBlock, merged, prefix)
@@ -181,16 +197,29 @@ def _check_channel(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
 
 
 def _check_leader(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
-    return check(profile_params_model(scenario.leader.profile), scenario.leader.params, ("leader", "params"))
+    leaders = [(("leader",), scenario.leader)]
+    leaders += [(("platoons", k, "leader"), p.leader) for k, p in enumerate(scenario.platoons) if p.leader is not None]
+    return [problem for loc, leader in leaders
+            for problem in check(profile_params_model(leader.profile), leader.params, (*loc, "params"))]
 
 
 def _check_vehicles(scenario: Scenario, check: _ParamsCheck) -> list[Problem]:
     """A vehicle model's own parameters (those its ``Params`` declares) in every vehicle block; an override that
     names no model uses the template's."""
     block = scenario.vehicles
-    if isinstance(block, list):
-        vehicles: list[tuple[Loc, Vehicle, str]] = [(("vehicles", i, "vehicle"), e.vehicle, e.vehicle.model)
-                                                    for i, e in enumerate(block) if e.vehicle is not None]
+    vehicles: list[tuple[Loc, Vehicle, str]] = []
+    for k, platoon in enumerate(scenario.platoons):
+        vehicles.append((("platoons", k, "template"), platoon.template, platoon.template.model))
+        vehicles += [(("platoons", k, "members", i, "vehicle"), e.vehicle, e.vehicle.model)
+                     for i, e in enumerate(platoon.members or []) if e.vehicle is not None]
+        vehicles += [(("platoons", k, "overrides", name, "vehicle"), e.vehicle,
+                      e.vehicle.model if "model" in e.vehicle.model_fields_set else platoon.template.model)
+                     for name, e in platoon.overrides.items() if e.vehicle is not None]
+    if block is None:
+        pass
+    elif isinstance(block, list):
+        vehicles = [(("vehicles", i, "vehicle"), e.vehicle, e.vehicle.model)
+                    for i, e in enumerate(block) if e.vehicle is not None]
     else:
         vehicles = [(("vehicles", "template"), block.template, block.template.model)]
         vehicles += [(("vehicles", "overrides", name, "vehicle"), e.vehicle,

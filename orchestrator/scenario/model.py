@@ -39,6 +39,7 @@ from .base import (  # noqa: F401 - re-exported: the scenario's names stay impor
 )
 from .drivers_block import CommandSource, DriverAssignment, RobotSlot  # noqa: F401
 from .federates_block import ExtraFederate
+from .platoons_block import PlatoonBlock, plan_robots
 from .vehicles_block import (  # noqa: F401 - re-exported: the scenario's names stay importable from here
     WAYPOINTS,
     Driver,
@@ -164,7 +165,9 @@ class Scenario(Strict):
     step_s: Period = Field(0.01, le=1.0, json_schema_extra=_PERIOD_SCHEMA,
                            description="[s] physics step: 1 us to 1 s, at most duration_s")
     origin: Origin = Field(default_factory=Origin)
-    vehicles: VehiclesBlock
+    vehicles: VehiclesBlock | None = Field(None, description="the robots (fleet form); or 'platoons'")
+    platoons: list[PlatoonBlock] = Field(default_factory=list, description="the robots platoon by platoon, each with "
+                                         "its own leader drive, lane and controller (instead of 'vehicles')")
     platoon: Platoon = Field(default_factory=Platoon)
     leader: Driver = Field(default_factory=Driver)
     controller: ControllerBlock = Field(default_factory=ControllerBlock)
@@ -178,18 +181,44 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _physically_sane(self) -> Scenario:
-        problems = [*_period_problems(self), *_lifetime_problems(self)]
+        if (self.vehicles is None) == (not self.platoons):
+            raise ValueError("give the robots either as 'vehicles' (with 'platoon.size') or as 'platoons', not both "
+                             "and not neither")
+        if self.platoons and self.platoon.size is not None:
+            raise_at("Scenario", [(("platoon", "size"), "the 'platoons' form sizes each platoon itself; remove "
+                                                        "platoon.size", self.platoon.size)])
+        problems = [*_period_problems(self), *_lifetime_problems(self), *_platoon_size_problems(self)]
         if problems:  # the loader then checks what needs the whole world: memory and start positions
             raise_at("Scenario", problems)
         return self
 
 
 def _entry_locs(scenario: Scenario) -> list[tuple[Loc, VehicleEntry]]:
-    """Every vehicle entry the file writes (list items or fleet overrides) with its location."""
+    """Every vehicle entry the file writes (list items, fleet or platoon overrides, members) with its location."""
     block = scenario.vehicles
     if isinstance(block, list):
         return [(("vehicles", i), entry) for i, entry in enumerate(block)]
-    return [(("vehicles", "overrides", name), entry) for name, entry in block.overrides.items()]
+    if block is not None:
+        return [(("vehicles", "overrides", name), entry) for name, entry in block.overrides.items()]
+    found: list[tuple[Loc, VehicleEntry]] = []
+    for k, platoon in enumerate(scenario.platoons):
+        if platoon.members is not None:
+            found += [(("platoons", k, "members", i), entry) for i, entry in enumerate(platoon.members)]
+        found += [(("platoons", k, "overrides", name), entry) for name, entry in platoon.overrides.items()]
+    return found
+
+
+def _platoon_size_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
+    """In the fleet form, platoons are equal: their size divides the number of robots."""
+    size, block = scenario.platoon.size, scenario.vehicles
+    if size is None or block is None:
+        return []
+    count = len(block) if isinstance(block, list) else block.count
+    if count % size:
+        return [(("platoon", "size"), f"{count} robots do not make platoons of {size} (the last would have "
+                                      f"{count % size}); use a size that divides {count}, or the 'platoons' form for "
+                                      "platoons of different sizes", size)]
+    return []
 
 
 def _period_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
@@ -244,15 +273,4 @@ def _lifetime_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
 
 def robot_slots(scenario: Scenario) -> list[RobotSlot]:
     """Every robot's name, platoon index and own driver, in vehicle order, with the location of its entry."""
-    block = scenario.vehicles
-    if isinstance(block, list):
-        named = [(e.name or f"robot{i}", e, ("vehicles", i)) for i, e in enumerate(block)]
-    else:
-        named = []
-        for i in range(block.count):
-            key = f"{block.name_prefix}{i}"
-            entry = block.overrides.get(key)
-            named.append(((entry.name if entry and entry.name else key), entry, ("vehicles", "overrides", key)))
-    size = scenario.platoon.size or len(named)
-    return [RobotSlot(name, i // size, entry.driver if entry is not None else None, loc)
-            for i, (name, entry, loc) in enumerate(named)]
+    return [RobotSlot(plan.name, plan.platoon, plan.entry.driver, plan.loc) for plan in plan_robots(scenario)]
