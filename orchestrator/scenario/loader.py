@@ -17,7 +17,10 @@ from .locate import problems_of
 from .model import (
     BLOCK_KEYS,
     ControllerBlock,
+    Driver,
     Scenario,
+    VehicleEntry,
+    merge_controller,
     profile_params_model,
     raise_at,
 )
@@ -97,16 +100,15 @@ def override_scenario(scenario: Scenario, overrides: Iterable[str], source: str 
 
 
 def with_defaults(scenario: Scenario) -> Scenario:
-    """The scenario with the law's, the channel's and the leader profile's parameter defaults written out, so that
-    the resolved scenario says every value the run used."""
+    """The scenario with every law's, the channel's and every leader profile's parameter defaults written out, in
+    the scenario's blocks, each platoon's and each robot's override, so that the resolved scenario says every value
+    the run used (``coopsim run OUT/scenario.resolved.yaml`` reproduces the run)."""
     from comms_models import COMMS_MODELS
-    from controllers import CONTROLLERS
 
     from .model import ChannelBlock
 
-    block = scenario.controller.model_dump()
-    law = CONTROLLERS.get(block["type"]).Params(**law_params(block))
-    controller = ControllerBlock(**{k: block[k] for k in BLOCK_KEYS}, **law.model_dump(mode="json"))
+    base = scenario.controller.model_dump()
+    controller = ControllerBlock(**_resolved_law(base))
     channel = scenario.channel
     params_model = getattr(COMMS_MODELS.get(channel.type), "Params", None)
     if params_model is not None:
@@ -115,10 +117,46 @@ def with_defaults(scenario: Scenario) -> Scenario:
             given.update(origin_lat_deg=scenario.origin.lat_deg, origin_lon_deg=scenario.origin.lon_deg)
         params = params_model(**given)
         channel = ChannelBlock(type=channel.type, **params.model_dump(mode="json"))
-    leader = scenario.leader
-    leader_params = profile_params_model(leader.profile).model_validate(leader.params).model_dump(mode="json")
-    leader = leader.model_copy(update={"params": leader_params})
-    return scenario.model_copy(update={"controller": controller, "channel": channel, "leader": leader})
+    update: dict[str, Any] = {"controller": controller, "channel": channel, "leader": _resolved_drive(scenario.leader)}
+    block = scenario.vehicles
+    if isinstance(block, list):
+        update["vehicles"] = [_resolved_entry(entry, base) for entry in block]
+    elif block is not None:
+        update["vehicles"] = block.model_copy(update={"overrides": {
+            name: _resolved_entry(entry, base) for name, entry in block.overrides.items()}})
+    if scenario.platoons:
+        platoons = []
+        for platoon in scenario.platoons:
+            own = merge_controller(base, platoon.controller)
+            platoons.append(platoon.model_copy(update={
+                "controller": _resolved_law(own) if platoon.controller else None,
+                "leader": None if platoon.leader is None else _resolved_drive(platoon.leader),
+                "members": None if platoon.members is None else [_resolved_entry(e, own) for e in platoon.members],
+                "overrides": {name: _resolved_entry(e, own) for name, e in platoon.overrides.items()},
+            }))
+        update["platoons"] = platoons
+    return scenario.model_copy(update=update)
+
+
+def _resolved_law(block: dict[str, Any]) -> dict[str, Any]:
+    """A controller block with its law's parameter defaults written out."""
+    from controllers import CONTROLLERS
+
+    law = CONTROLLERS.get(block["type"]).Params(**law_params(block))
+    return {**{k: block[k] for k in BLOCK_KEYS if k in block}, **law.model_dump(mode="json")}
+
+
+def _resolved_entry(entry: VehicleEntry, base: dict[str, Any]) -> VehicleEntry:
+    """A robot's entry with its controller override written out in full (its block, defaults included)."""
+    if not entry.controller:
+        return entry
+    merged = ControllerBlock(**merge_controller(base, entry.controller)).model_dump()
+    return entry.model_copy(update={"controller": _resolved_law(merged)})
+
+
+def _resolved_drive(leader: Driver) -> Driver:
+    params = profile_params_model(leader.profile).model_validate(leader.params).model_dump(mode="json")
+    return leader.model_copy(update={"params": params})
 
 
 # -- --set ------------------------------------------------------------------------------------------------------
