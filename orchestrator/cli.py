@@ -218,7 +218,9 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         platoons = len({r.platoon for r in robots})
         console.print(f"{args.scenario}: ok ({len(robots)} robots in {platoons} platoon{'s' if platoons > 1 else ''}, "
                       f"{scenario.duration_s:g} s, channel {scenario.channel.type}, {_laws(robots)})")
-        _print_notes(lateral_stability_notes(scenario, robots), console)
+        from .scale_notes import scale_notes
+
+        _print_notes([*lateral_stability_notes(scenario, robots), *scale_notes(scenario, robots)], console)
         return EXIT_OK
     if args.command == "run":
         out = args.out or Path("runs") / scenario.name
@@ -296,11 +298,14 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
          err: Console, strict: bool = False) -> int:
     from .advisories import lateral_stability_notes
     from .runner import run_scenario
-    from .world import expand_robots
 
     # said before the run, which may take a while; a bad roster is reported by run_scenario itself
+    from .scale_notes import scale_notes
+    from .world import expand_robots
+
     with contextlib.suppress(ValueError):
-        _print_notes(lateral_stability_notes(scenario, expand_robots(scenario)), console)
+        robots = expand_robots(scenario)
+        _print_notes([*lateral_stability_notes(scenario, robots), *scale_notes(scenario, robots)], console)
     result = run_scenario(scenario, out, seed=seed, progress=progress, source=source)
     if result.interrupted and result.error is None:
         print(f"interrupted by {result.interrupted} at t = {result.run_info['sim_time_s']:.3f} s: the traces up to "

@@ -28,6 +28,7 @@ from .pacing import RealtimePacer
 from .port_recorder import PortRecorder
 from .recorder import VehicleRecorder
 from .run_control import RunControl
+from .scale_notes import scale_notes
 from .scenario import Problem, Scenario, ScenarioError
 from .scheduler import SchedulerError
 from .tables import TraceWriteError
@@ -119,7 +120,7 @@ def run_scenario(
         "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "failed" if error is not None else "interrupted" if interrupted else "ok",
-        "notes": list(stability),
+        "notes": [*stability, *scale_notes(scenario, world.robots)],
     }
     if interrupted:
         run_info["interrupted_by"] = interrupted
