@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .follower import FollowerView
+from .follower import FollowerView, start_chain
 from .geometry import l2_norm, path_projection, path_with_tail
 from .registry import follower_metric, run_metric
 from .rundata import RunData
@@ -73,7 +73,9 @@ def leader_path(f: FollowerView) -> dict[str, Any]:
         return {"lateral_deviation_leader_rms_m": None, "lateral_deviation_leader_max_m": None,
                 "corner_cutting_m": None}
     points = np.column_stack([f.me.cols["x"], f.me.cols["y"]])
-    path = path_with_tail(leader, f.tail_m * (f.robot.position_in_platoon + 1))
+    by_id = {r.id: r for r in f.run.robots}
+    via = start_chain(by_id, f.robot, f.robot.leader) if f.robot.leader is not None else []
+    path = path_with_tail(leader, f.tail_m * (f.robot.position_in_platoon + 1), via)
     signed, idx = path_projection(points, path)
     n_tail = len(path) - len(leader.t_ns)
     v = leader.cols["v"]

@@ -125,9 +125,28 @@ def _views(run: RunData, robots: list[RobotSpec], series: dict[int, Series],
         tail = float(np.max(axle_gap)) + 1.0
         yield FollowerView(
             run, robot, me, pred, im, ip, dims, pred_dims, axle_gap, bumper_gap, error_series,
-            error_series[np.isfinite(error_series)], signed_path_distance(points, path_with_tail(pred, tail)), tail,
+            error_series[np.isfinite(error_series)],
+            signed_path_distance(points, path_with_tail(pred, tail, start_chain(by_id, robot, robot.predecessor))),
+            tail,
             norms, entries, series.get(robot.leader) if robot.leader is not None else None,
         )
+
+
+def start_chain(by_id: Mapping[int, RobotSpec], robot: RobotSpec, ahead: int) -> list[tuple[float, float, float]]:
+    """The start poses of the robots from the one behind ``ahead`` back to ``robot`` (nearest ``ahead`` first),
+    when they all appear together with ``ahead``: the way ``ahead`` came before the run. Empty otherwise (a late
+    joiner starts wherever it was placed)."""
+    chain, current = [], robot
+    while True:
+        if current.spawn_ns != by_id[ahead].spawn_ns:
+            return []
+        chain.append(current)
+        if current.predecessor == ahead or current.predecessor is None:
+            break
+        current = by_id[current.predecessor]
+    if chain[-1].predecessor != ahead:
+        return []
+    return [(r.config["initial"]["x"], r.config["initial"]["y"], r.config["initial"]["yaw"]) for r in chain[::-1]]
 
 
 def _spacing_error(run: RunData, robot: RobotSpec, me: Series, pred: Series, im: np.ndarray, ip: np.ndarray,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,12 +72,22 @@ def path_projection(points: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, n
     return signed, idx
 
 
-def path_with_tail(series: Series, tail_m: float) -> np.ndarray:
-    """A robot's driven path, extended backwards along its initial heading (followers start behind it)."""
+def path_with_tail(series: Series, tail_m: float, via: Sequence[Sequence[float]] = ()) -> np.ndarray:
+    """A robot's driven path, extended backwards to where it came from before the run: through ``via``, the start
+    poses ``(x, y, yaw)`` of the robots behind it (nearest first: they start on its way, along its heading or along
+    a track), then along the last one's heading; without ``via``, along its own initial heading. ``tail_m``: the
+    length of the straight part beyond the last start pose."""
     x, y, yaw = series.cols["x"], series.cols["y"], series.cols["yaw"]
-    back = np.linspace(tail_m, 0.0, max(int(tail_m / 0.05), 2), endpoint=False)
-    tail = np.column_stack([x[0] - back * np.cos(yaw[0]), y[0] - back * np.sin(yaw[0])])
-    return np.vstack([tail, np.column_stack([x, y])])
+    corners = [(float(x[0]), float(y[0]))] + [(float(p[0]), float(p[1])) for p in via]
+    heading = float(via[-1][2]) if len(via) else float(yaw[0])
+    end = corners[-1]
+    corners.append((end[0] - tail_m * np.cos(heading), end[1] - tail_m * np.sin(heading)))
+    pieces = []
+    for (ax, ay), (bx, by) in itertools.pairwise(corners[::-1]):  # from the far end towards the robot's start
+        n = max(int(np.hypot(bx - ax, by - ay) / 0.05), 1)
+        r = np.arange(n) / n
+        pieces.append(np.column_stack([ax + r * (bx - ax), ay + r * (by - ay)]))
+    return np.vstack([*pieces, np.column_stack([x, y])])
 
 
 def aligned(a: Series, b: Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
