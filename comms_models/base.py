@@ -2,7 +2,8 @@
 
 A model owns one station per robot (created on ``spawn``, removed on ``despawn``). Each step it receives what every
 station's vehicle believes about itself (the ``estimate`` port: SI units, local frame, roster order) and returns the
-receptions that complete by now, as a struct of arrays (see ``orchestrator.core.ports.DELIVERY_FIELDS``).
+receptions that complete by now, as a struct of arrays (see ``orchestrator.core.ports.DELIVERY_FIELDS``; ``u_des``
+only from a model that carries the platooning message).
 
 ``Interest`` names the (receiver, sender) pairs the applications read (predecessor, leader). An ideal channel only
 needs those; a realistic one simulates every station's broadcast and may return all receptions.

@@ -1,4 +1,12 @@
-"""The ideal channel: every interested receiver gets its sender's exact state (float64), no delay, no loss."""
+"""The ideal channel: every interested receiver gets its sender's exact state (float64), no loss.
+
+By default every step and without delay. ``rate_hz`` and ``delay_s`` separate what a real channel adds: messages
+generated at a fixed rate and delivered a fixed time later, exactly, so the classic delay analysis of a control law
+can be reproduced without the radio (and rate, delay and loss can be told apart from the channel model).
+``platooning_message`` adds the sender's desired acceleration (its controller's command, ``u_des``) to each
+delivery, as the platooning beacons of Plexe or the ETSI platooning work carry it; without it ``u_des`` is NaN and
+laws fall back on the measured acceleration.
+"""
 
 from __future__ import annotations
 
@@ -31,11 +39,16 @@ class Outage(BaseModel):
 
 
 class IdealParams(BaseModel):
-    """Parameters of the ideal channel: only scheduled outages, for testing degradation."""
+    """Parameters of the ideal channel: scheduled outages (to test degradation), a fixed rate and delay, and the
+    platooning message."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     outages: list[Outage] = Field(default_factory=list)
+    rate_hz: float | None = Field(None, gt=0, le=10_000, description="[Hz] messages per second (default: every "
+                                  "step)")
+    delay_s: float = Field(0.0, ge=0, le=10, description="[s] fixed delivery delay (rounded to the V2X step)")
+    platooning_message: bool = Field(False, description="carry each sender's desired acceleration (u_des)")
 
 _FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 
@@ -55,6 +68,12 @@ class IdealChannel(CommsModel):
             (seconds_to_ns(o.start_s), seconds_to_ns(o.end_s), None if o.receivers is None else np.asarray(o.receivers))
             for o in IdealParams(**self.params).outages
         ]
+        config = IdealParams(**self.params)
+        self._period_ns = 0 if config.rate_hz is None else seconds_to_ns(1.0 / config.rate_hz)
+        self._delay_ns = seconds_to_ns(config.delay_s)
+        self._platooning = config.platooning_message
+        self._next_ns = 0  # next generation time with a rate
+        self._in_flight: list[tuple[int, Deliveries]] = []  # (delivery time, messages), oldest first
         self._ids: list[int] = []
         self._cache: tuple[Interest, np.ndarray, np.ndarray] | None = None
         self._sent: tuple[int, np.ndarray] | None = None  # (time, receiver rows delivered) of the last step
@@ -78,6 +97,27 @@ class IdealChannel(CommsModel):
         return self._cache[1], self._cache[2]
 
     def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
+        if not self._period_ns and not self._delay_ns:
+            return self._generate(t_ns, estimate, interest)
+        if t_ns >= self._next_ns:
+            self._next_ns = t_ns + self._period_ns if self._period_ns else 0
+            generated = self._generate(t_ns, estimate, interest)
+            generated["received_ns"] = generated["received_ns"] + self._delay_ns
+            self._in_flight.append((t_ns + self._delay_ns, generated))
+        due = [d for at, d in self._in_flight if at <= t_ns]
+        self._in_flight = [(at, d) for at, d in self._in_flight if at > t_ns]
+        if not due:
+            return {k: v[:0] for k, v in self._empty(estimate).items()}
+        return {k: np.concatenate([d[k] for d in due]) for k in due[0]}
+
+    def _empty(self, estimate: Mapping[str, np.ndarray]) -> Deliveries:
+        out: Deliveries = {k: np.empty(0, np.int64) for k in ("receiver", "sender", "generated_ns", "received_ns")}
+        for name in (*_FIELDS, "u_des"):
+            out[name] = np.empty(0)
+        return out
+
+    def _generate(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
+        """The messages of every interested pair at ``t_ns`` (outages applied)."""
         alive, rows = self._rows(interest)
         for start, end, receivers in self._outages:
             if start <= t_ns < end:
@@ -93,12 +133,17 @@ class IdealChannel(CommsModel):
         }
         for name in _FIELDS:
             out[name] = estimate[name][rows]
+        desired = estimate.get("u_des") if self._platooning else None
+        out["u_des"] = desired[rows] if desired is not None else np.full(len(rows), np.nan)
         return out
 
-    def drain_records(self) -> dict[str, np.ndarray]:
+    def drain_records(self) -> dict[str, np.ndarray] | None:
         """The last step's log: one "sent" row per sender heard and one "received" row per delivery, all at the
         step's time (no delay). Every column but the times is the same from step to step while robots, interest
-        and outages stay, so it is built once per such change and shared (published values are never mutated)."""
+        and outages stay, so it is built once per such change and shared (published values are never mutated).
+        With a rate or a delay, None: the V2X federate logs the deliveries as they arrive."""
+        if self._period_ns or self._delay_ns:
+            return None
         if self._sent is None or self._cache is None:
             return _empty_log()
         t_ns, alive = self._sent

@@ -42,3 +42,13 @@ def column(table: Arrays, name: str, n: int, default: float = np.nan) -> np.ndar
         return as_f64(table[name])
     return np.full(n, default)
 
+
+
+def desired_or_measured(received: Arrays, n: int) -> np.ndarray:
+    """A sender's acceleration for feedforward: its desired acceleration (``u_des``, from a platooning message)
+    where one arrived, else the measured one (``a``, from a CAM)."""
+    measured = column(received, "a", n)
+    if "u_des" not in received:
+        return measured
+    desired = column(received, "u_des", n)
+    return np.where(np.isfinite(desired), desired, measured)

@@ -22,7 +22,7 @@ from numba import njit
 from pydantic import Field
 
 from .base import Arrays, ControllerParams
-from .longitudinal import LongitudinalController, as_f64, column
+from .longitudinal import LongitudinalController, as_f64, column, desired_or_measured
 
 
 class PathCaccParams(ControllerParams):
@@ -76,7 +76,7 @@ class PathCacc(LongitudinalController):
         degraded = np.empty(n, dtype=np.bool_)
         path_cacc_kernel(
             column(sensors, "gap_m", n), column(sensors, "gap_rate_mps", n), v,
-            column(pred, "v", n), column(pred, "a", n), column(leader, "v", n), column(leader, "a", n),
+            column(pred, "v", n), desired_or_measured(pred, n), column(leader, "v", n), desired_or_measured(leader, n),
             p.spacing_m, *path_gains(p.c1, p.xi, p.omega_n), out, degraded,
         )
         return {"accel": out, "degraded": degraded}

@@ -11,10 +11,10 @@ Per row, u is integrated over the controller period dt exactly for inputs held c
 (zero-order hold): u_{k+1} = u_k exp(-dt/h) + (1 - exp(-dt/h)) (kp e + kd e' + u_{i-1}); unlike forward
 Euler this stays stable for any dt. The returned command is u_{k+1}.
 
-u_{i-1} is ``pred["u"]`` when the message carries the predecessor's desired acceleration; CAMs only carry
-the measured acceleration, so otherwise ``pred["a"]`` stands in for it (this adds the predecessor's actuator
-lag to the feedforward path). v_pred - v is the range sensor's gap rate when available, else from the
-received speed.
+u_{i-1} is the predecessor's desired acceleration when a platooning message carried it (``pred["u_des"]``, or
+``pred["u"]``); CAMs only carry the measured acceleration, so otherwise ``pred["a"]`` stands in for it (this adds
+the predecessor's actuator lag to the feedforward path, and raises the smallest string-stable time gap).
+v_pred - v is the range sensor's gap rate when available, else from the received speed.
 
 Missing inputs drop their term so the command stays finite: no gap (NaN) drops the feedback kp e + kd e', no
 received input counts as u_{i-1} = 0; such rows get ``degraded`` = True.
@@ -33,7 +33,7 @@ from numba import njit
 from pydantic import Field
 
 from .base import Arrays, ControllerParams
-from .longitudinal import LongitudinalController, as_f64, column
+from .longitudinal import LongitudinalController, as_f64, column, desired_or_measured
 from .rowstate import RowStateMixin
 
 
@@ -95,7 +95,7 @@ class PloegCacc(RowStateMixin, LongitudinalController):
         v = as_f64(ego["v"])
         n = v.shape[0]
         self._ensure_rows(n)
-        u_pred = column(pred, "u", n) if "u" in pred else column(pred, "a", n)
+        u_pred = column(pred, "u", n) if "u" in pred else desired_or_measured(pred, n)
         degraded = np.empty(n, dtype=np.bool_)
         u = self._state["u"]
         ploeg_kernel(

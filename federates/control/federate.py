@@ -181,7 +181,9 @@ class ControlFederate(Federate):
     def _receive(self, rx: Mapping[str, np.ndarray] | None) -> None:
         if rx is None or not len(rx["receiver"]):
             return
-        fields = np.stack([np.asarray(rx[name], np.float64) for name in RX_FIELDS])
+        n = len(rx["receiver"])  # u_des: only where a platooning message travelled (NaN, or absent, otherwise)
+        fields = np.stack([np.asarray(rx[name], np.float64) if name in rx else np.full(n, np.nan)
+                           for name in RX_FIELDS])
         self._pred.receive(rx, fields, self._row_of_id)
         self._leader.receive(rx, fields, self._row_of_id)
 

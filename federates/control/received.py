@@ -13,7 +13,7 @@ from numba import njit
 
 from orchestrator.core.timebase import NS_PER_S
 
-RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
+RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
 """The ``cam_rx`` columns a control law may use, in the row order of ``Received.held``."""
 
 

@@ -1,7 +1,9 @@
 """The V2X federate: hosts one channel model, a station per robot, and publishes every transmission and reception.
 
-It reads what each vehicle believes about itself (``estimate``) and publishes the receptions completed by now
-(``cam_rx``). The applications' interest (each follower's predecessor and leader) comes from the robot specs.
+It reads what each vehicle believes about itself (``estimate``) and what its driver or controller asks of it
+(``commands``, from the previous instant: ``accel`` is the desired acceleration a platooning message carries), and
+publishes the receptions completed by now (``cam_rx``). The applications' interest (each follower's predecessor and
+leader) comes from the robot specs.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ import numpy as np
 from comms_models import COMMS_MODELS
 from comms_models.base import OUTCOMES, CommsModel, Interest
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import CAM_RX, CHANNEL_LOAD, ESTIMATE, V2X_EVENTS, V2X_LOG
-from orchestrator.core.robots import RobotSpec
+from orchestrator.core.ports import CAM_RX, CHANNEL_LOAD, COMMANDS, ESTIMATE, V2X_EVENTS, V2X_LOG, fields_of
+from orchestrator.core.robots import RobotSpec, rows_of
 
 
 class V2XFederate(Federate):
@@ -46,8 +48,9 @@ class V2XFederate(Federate):
         if self.record:
             models_load = type(self.model).drain_load is not CommsModel.drain_load
             outputs = (CAM_RX, V2X_LOG, CHANNEL_LOAD) if models_load else (CAM_RX, V2X_LOG)
-        return FederateMeta(inputs=(Input("estimate", fields=ESTIMATE.fields),), outputs=outputs,
-                            period_ns=self.step_ns)
+        inputs = (Input("estimate", fields=ESTIMATE.fields),
+                  Input("commands", delayed=True, optional=True, fields=fields_of(COMMANDS, ["accel"])))
+        return FederateMeta(inputs=inputs, outputs=outputs, period_ns=self.step_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         assert self.model is not None
@@ -70,7 +73,15 @@ class V2XFederate(Federate):
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         assert self.model is not None
-        deliveries = self.model.step(t_ns, inputs["estimate"], self._interest)
+        estimate = inputs["estimate"]
+        commands = inputs.get("commands")
+        if commands is not None and len(commands["id"]):  # the senders' desired accelerations, in estimate rows
+            rows = rows_of(commands["id"], estimate["id"], missing=-1)
+            desired = np.where(rows >= 0, np.asarray(commands["accel"])[rows], np.nan)
+            estimate = {**estimate, "u_des": desired}
+        deliveries = self.model.step(t_ns, estimate, self._interest)
+        if "u_des" not in deliveries:  # a model that carries no platooning message
+            deliveries = {**deliveries, "u_des": np.full(len(deliveries["receiver"]), np.nan)}
         if not self.record:  # the model keeps no log then (keep_log): nothing to drain
             return {"cam_rx": deliveries}
         records = self.model.drain_records()

@@ -194,8 +194,10 @@ DELIVERY_FIELDS: dict[str, str | tuple[str, str]] = {
     "generated_ns": ("int64", "ns"),
     "received_ns": ("int64", "ns"),
     **{name: STATE_FIELDS[name] for name in ("x", "y", "yaw", "v", "a", "yaw_rate")},  # the sender's, as decoded
+    "u_des": "m/s^2",
 }
-"""Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception."""
+"""Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception;
+``u_des`` is the sender's desired acceleration where a platooning message carried it (NaN otherwise)."""
 
 V2X_EVENTS = ("tx", "rx")
 V2X_OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
