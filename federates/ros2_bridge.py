@@ -1,151 +1,279 @@
-"""A ROS 2 bridge: simulation time on /clock and every robot's odometry as nav_msgs/Odometry, so RViz, rosbag
-or a ROS 2 node can follow a coopsim run (use_sim_time: true).
+"""A ROS 2 bridge in both directions: the run on ROS 2 topics (/clock, odometry, range, received CAMs, markers for
+RViz), and robots driven by a ROS 2 node over ``/<robot>/cmd_vel``.
 
 Scenario entry (``type: ros2``)::
 
-    - name: ros
-      type: ros2
-      params: {period_s: 0.02, domain_id: 0, wait_for_subscribers_s: 5}
+    federates:
+      - name: ros
+        type: ros2
+        params: {period_s: 0.05, mode: lockstep, domain_id: 7}
+    drivers:
+      - {federate: ros, robots: [robot1]}
 
-Topics per robot (names from the scenario), with frames after REP-105 and REP-103 (x east, y north, z up,
-yaw counter-clockwise from east):
-
-- ``/<robot>/odom``: what the robot believes (the ``estimate`` port), frame ``<robot>/odom`` ->
-  ``<robot>/base_link``;
-- ``/<robot>/ground_truth``: where it is (the ``state`` port), frame ``map`` -> ``<robot>/base_link``.
-
-In both, the twist is in the child frame: linear.x the speed, angular.z the yaw rate. ``/clock`` carries the
-simulation time of every bridge step. ``wait_for_subscribers_s`` holds the first step until subscribers have
-been discovered, or that long: a run is often faster than DDS discovery, and messages sent before it are lost.
+Every ``period_s`` of simulation time the bridge publishes, for every robot, ``/<robot>/odom`` (the ``estimate``),
+``/<robot>/ground_truth`` (``state``), ``/<robot>/range`` (sensor_msgs/Range) and ``/<robot>/cam`` (each CAM the
+robot received, UPER bytes), one MarkerArray with every robot, and ``/clock`` last. The robots the scenario gives
+to this bridge are driven by ``/<robot>/cmd_vel`` (linear.x speed, angular.z yaw rate): in ``mode: free`` the
+newest command since the last period, in ``mode: lockstep`` the TwistStamped stamped with the period's time, which
+the bridge waits for (reruns are bit-identical). ``docs/bridges.md`` (ROS 2) has topics, units, frames, QoS, the
+CAM byte layout and a walk-through; ``federates/ros2/`` holds the parts.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.core.ports import ESTIMATE, STATE, fields_of
+from orchestrator.core.ports import CAM_RX, ESTIMATE, RANGE, STATE, command_port, fields_of
 from orchestrator.core.robots import RobotSpec
-from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
+from orchestrator.core.timebase import seconds_to_ns
+
+from .ros2.inbox import CommandInbox
+from .ros2.params import NAME_TOKEN, Ros2Params, parse_params
+
+_CAM_FIELDS = ("receiver", "sender", "generated_ns", "received_ns", "x", "y", "yaw", "v", "a", "yaw_rate")
 
 
 class Ros2Bridge(Federate):
-    """Publishes /clock and per-robot Odometry every ``period_s`` (see the module docstring)."""
+    """Publishes the run on ROS 2 topics and takes cmd_vel for the robots it drives (see the module docstring)."""
 
-    def __init__(self, name: str, period_s: float = 0.02, domain_id: int | None = None,
-                 wait_for_subscribers_s: float = 0.0, node_name: str = "coopsim", qos_depth: int = 100) -> None:
+    Params = Ros2Params
+
+    def __init__(self, name: str, period_s: float = 0.02, mode: str = "free", stamped: bool | None = None,
+                 lockstep_timeout_s: float = 10.0, domain_id: int | None = None, wait_for_subscribers_s: float = 0.0,
+                 node_name: str = "coopsim", qos_depth: int = 100,
+                 topics: Sequence[str] = ("odom", "ground_truth", "range", "cam", "markers"),
+                 markers_topic: str = "/coopsim/markers", marker_height_m: float = 0.0, range_min_m: float = 0.0,
+                 range_max_m: float = 50.0, range_fov_rad: float = 1.0, origin_lat_deg: float = 51.4934,
+                 origin_lon_deg: float = 7.4136, start_utc_s: float = 1_704_067_200.0, station_type: int = 5) -> None:
         super().__init__(name)
-        if period_s <= 0:
-            raise ValueError(f"period_s must be positive, got {period_s}")
-        self.period_ns = seconds_to_ns(period_s)
-        self.domain_id = domain_id
-        self.wait_for_subscribers_s = wait_for_subscribers_s
-        self.node_name = node_name
-        self.qos_depth = qos_depth
-        self._context: Any = None
-        self._node: Any = None
+        given = {k: v for k, v in locals().items() if k not in ("self", "name", "__class__")}
+        self.params: Ros2Params = parse_params(given)
+        self.period_ns = seconds_to_ns(self.params.period_s)
+        self.lockstep = self.params.mode == "lockstep"
+        self.inbox = CommandInbox(self.lockstep)
+        self._port = command_port(name).name
+        self._ros: Any = None
+        self._msgs: Any = None
+        self._cam: Any = None
         self._clock: Any = None
-        self._odom: dict[int, Any] = {}
-        self._truth: dict[int, Any] = {}
+        self._markers: Any = None
+        self._pubs: dict[str, dict[int, Any]] = {kind: {} for kind in self.params.topics if kind != "markers"}
+        self._cmd_subs: dict[int, Any] = {}
         self._names: dict[int, str] = {}
-        self._waited = False
+        self._dims: dict[int, dict[str, float]] = {}
+        self._driven: dict[int, str] = {}  # robot id -> cmd_vel topic, in spawn order
+        self._gone: list[int] = []  # despawned since the last markers
+        self._discover = True  # before the first step, and after a spawn in lock-step
+        self.ignored = 0
+        """Free mode: commands of robots that were gone when a step took them."""
+        self.published = 0
+        """Messages published (all topics)."""
 
+    # -- set-up ------------------------------------------------------------------------------------------------------
     def setup(self, ctx: SetupContext) -> FederateMeta:
         try:
-            import rclpy
-            from rclpy.context import Context
-            from rosgraph_msgs.msg import Clock
+            from .ros2 import messages
+            from .ros2.node import CLOCK_QOS, RosNode, reliable
         except ImportError:
             raise RuntimeError("the ROS 2 bridge needs rclpy and the message packages: pip install "
                                "'coopsim[ros2]'") from None
-        self._context = Context()
-        kwargs = {} if self.domain_id is None else {"domain_id": int(self.domain_id)}
-        rclpy.init(context=self._context, **kwargs)
-        self._node = rclpy.create_node(self.node_name, context=self._context)
-        self._clock = self._node.create_publisher(Clock, "/clock", self.qos_depth)
+        from rosgraph_msgs.msg import Clock
+        from visualization_msgs.msg import MarkerArray
+
+        self._msgs = messages
+        self._ros = RosNode(self.params.node_name, self.params.domain_id)
+        self._clock = self._ros.publisher(Clock, "/clock", CLOCK_QOS)
+        if "markers" in self.params.topics:
+            self._markers = self._ros.publisher(MarkerArray, self.params.markers_topic, reliable(self.params.qos_depth))
+        if "cam" in self.params.topics:
+            from .ros2.cam import CamBytes
+
+            p = self.params
+            self._cam = CamBytes(p.origin_lat_deg, p.origin_lon_deg, p.start_utc_s, p.station_type)
         read = ("x", "y", "yaw", "v", "yaw_rate")  # what an Odometry message carries, checked against the producer
-        return FederateMeta(inputs=(Input("state", fields=fields_of(STATE, read)),
-                                    Input("estimate", fields=fields_of(ESTIMATE, read))), period_ns=self.period_ns)
+        inputs = [Input("state", fields=fields_of(STATE, read)), Input("estimate", fields=fields_of(ESTIMATE, read))]
+        if "range" in self.params.topics:
+            inputs.append(Input("range", fields=fields_of(RANGE, ("range_m", "target")), optional=True))
+        if "cam" in self.params.topics:
+            inputs.append(Input("cam_rx", queued=True, fields=fields_of(CAM_RX, _CAM_FIELDS), optional=True))
+        return FederateMeta(inputs=tuple(inputs), outputs=(command_port(self.name),), period_ns=self.period_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        from geometry_msgs.msg import Twist, TwistStamped
         from nav_msgs.msg import Odometry
+        from sensor_msgs.msg import Range
+        from std_msgs.msg import UInt8MultiArray
 
+        from .ros2.node import SENSOR_QOS, reliable
+
+        depth = self.params.qos_depth
+        kinds = {"odom": (Odometry, reliable(depth)), "ground_truth": (Odometry, reliable(depth)),
+                 "range": (Range, SENSOR_QOS), "cam": (UInt8MultiArray, reliable(depth))}
         for robot in robots:
+            if not NAME_TOKEN.match(robot.name):
+                raise ValueError(f"robot '{robot.name}': not a valid ROS name token, so no topic /{robot.name}/... "
+                                 "can exist; rename it (letters, digits, '_', not starting with a digit)")
             self._names[robot.id] = robot.name
-            self._odom[robot.id] = self._node.create_publisher(Odometry, f"/{robot.name}/odom", self.qos_depth)
-            self._truth[robot.id] = self._node.create_publisher(Odometry, f"/{robot.name}/ground_truth",
-                                                                self.qos_depth)
+            self._dims[robot.id] = dict(robot.config.get("dims", {}))
+            for kind, pubs in self._pubs.items():
+                msg_type, qos = kinds[kind]
+                pubs[robot.id] = self._ros.publisher(msg_type, f"/{robot.name}/{kind}", qos)
+            if robot.config.get("command_source", {}).get("federate") == self.name:
+                topic = f"/{robot.name}/cmd_vel"
+                self._driven[robot.id] = topic
+                stamped = self.params.cmd_stamped
+                self._cmd_subs[robot.id] = self._ros.subscription(
+                    TwistStamped if stamped else Twist, topic, self._on_command(robot.id, stamped), reliable(depth))
+                self._discover = self._discover or self.lockstep
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
-        for rid in robot_ids:
-            for publishers in (self._odom, self._truth):
-                pub = publishers.pop(int(rid), None)
+        for rid in map(int, robot_ids):
+            for pubs in self._pubs.values():
+                pub = pubs.pop(rid, None)
                 if pub is not None:
-                    self._node.destroy_publisher(pub)
-            self._names.pop(int(rid), None)
+                    self._ros.destroy(pub)
+            sub = self._cmd_subs.pop(rid, None)
+            if sub is not None:
+                self._ros.destroy(sub)
+            self._driven.pop(rid, None)
+            if self._names.pop(rid, None) is not None:
+                self._gone.append(rid)
+            self._dims.pop(rid, None)
 
+    def _on_command(self, robot: int, stamped: bool) -> Any:
+        def on(msg: Any) -> None:  # runs in the node's executor thread
+            twist = msg.twist if stamped else msg
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec if stamped else None
+            self.inbox.offer(robot, stamp if self.lockstep else None, twist.linear.x, twist.angular.z)
+        return on
+
+    # -- stepping ----------------------------------------------------------------------------------------------------
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
-        from builtin_interfaces.msg import Time
-        from rosgraph_msgs.msg import Clock
+        if self._discover:
+            self._wait_discovery()
+        if self.lockstep:
+            self.inbox.open_period(t_ns)  # before publishing: a fast answer must find the period open
+        self._publish(t_ns, inputs)
+        if self.lockstep:
+            commands = self.inbox.wait_period(self._driven, self.params.lockstep_timeout_s, self._driven)
+        else:
+            commands = self.inbox.take_free()
+            gone = [r for r in commands if r not in self._driven]
+            self.ignored += len(gone)
+        rows = [r for r in self._driven if r in commands]  # spawn order: the same table on every rerun
+        speed = np.array([commands[r].speed for r in rows], np.float64)
+        yaw_rate = np.array([commands[r].yaw_rate for r in rows], np.float64)
+        nan = np.full(len(rows), np.nan)
+        return {self._port: {"robot": np.asarray(rows, np.int64), "speed": speed, "accel": nan,
+                             "steer": nan.copy(), "yaw_rate": yaw_rate}}
 
-        if not self._waited:
-            self._wait_for_subscribers()
-        stamp = Time(sec=int(t_ns // NS_PER_S), nanosec=int(t_ns % NS_PER_S))
-        self._clock.publish(Clock(clock=stamp))
-        for port, publishers, frame in (("estimate", self._odom, "odom"), ("state", self._truth, "map")):
+    def _wait_discovery(self) -> None:
+        first = not hasattr(self, "_discovered")
+        self._discover, self._discovered = False, True
+        publishers = [self._clock, *(p for pubs in self._pubs.values() for p in pubs.values())]
+        if self._markers is not None:
+            publishers.append(self._markers)
+        subscriptions = list(self._cmd_subs.values())
+        if self.lockstep and subscriptions:
+            lonely = self._ros.wait_discovery(publishers, subscriptions, self.params.lockstep_timeout_s, True)
+            if lonely:
+                topics = sorted(self._driven[r] for r, s in self._cmd_subs.items() if s in lonely)
+                raise RuntimeError(f"lock-step: no publisher on {', '.join(topics)} within lockstep_timeout_s = "
+                                   f"{self.params.lockstep_timeout_s:g} s (is the node running, in ROS_DOMAIN_ID "
+                                   f"{self.params.domain_id if self.params.domain_id is not None else 'default'}?)")
+        elif first and self.params.wait_for_subscribers_s > 0:
+            self._ros.wait_discovery(publishers, subscriptions, self.params.wait_for_subscribers_s, False)
+
+    def _publish(self, t_ns: int, inputs: Mapping[str, PortData]) -> None:
+        m = self._msgs
+        stamp = m.stamp_of(t_ns)
+        n = 0
+        if "range" in self._pubs and inputs.get("range") is not None:
+            n += self._publish_range(stamp, inputs["range"])
+        if "cam" in self._pubs and inputs.get("cam_rx"):
+            n += self._publish_cams(inputs["cam_rx"])
+        for kind, port, frame in (("odom", "estimate", "odom"), ("ground_truth", "state", "map")):
             data = inputs.get(port)
-            if data is not None:
-                self._publish_odometry(data, publishers, frame, stamp)
-        return {}
+            if kind in self._pubs and data is not None:
+                n += self._publish_odometry(stamp, data, self._pubs[kind], frame)
+        if self._markers is not None and inputs.get("state") is not None:
+            self._markers.publish(m.markers(stamp, inputs["state"], self._names, self._dims, self._driven, self._gone,
+                                            self.params.marker_height_m))
+            self._gone = []
+            n += 1
+        self._clock.publish(m.clock(t_ns))  # last: everything about t has been sent
+        self.published += n + 1
 
-    def _publish_odometry(self, data: PortData, publishers: Mapping[int, Any], frame: str, stamp: Any) -> None:
-        from nav_msgs.msg import Odometry
+    def _publish_odometry(self, stamp: Any, data: PortData, pubs: Mapping[int, Any], frame: str) -> int:
+        ids = np.asarray(data["id"]).tolist()
+        cols = [np.asarray(data[k], np.float64).tolist() for k in ("x", "y", "yaw", "v", "yaw_rate")]
+        n = 0
+        for row, rid in enumerate(ids):
+            pub = pubs.get(rid)
+            if pub is not None:
+                name = self._names[rid]
+                pub.publish(self._msgs.odometry(stamp, f"{name}/odom" if frame == "odom" else "map",
+                                                f"{name}/base_link", *(c[row] for c in cols)))
+                n += 1
+        return n
 
-        ids = np.asarray(data["id"])
-        x, y, yaw = (np.asarray(data[k], float) for k in ("x", "y", "yaw"))
-        v, yaw_rate = np.asarray(data["v"], float), np.asarray(data["yaw_rate"], float)
-        qz, qw = np.sin(0.5 * yaw), np.cos(0.5 * yaw)  # rotation about z by yaw
-        for row, rid in enumerate(ids.tolist()):
-            pub = publishers.get(rid)
-            if pub is None:
+    def _publish_range(self, stamp: Any, data: PortData) -> int:
+        p, pubs = self.params, self._pubs["range"]
+        ids = np.asarray(data["id"]).tolist()
+        rng = np.asarray(data["range_m"], np.float64).tolist()
+        target = np.asarray(data["target"], np.int64).tolist()
+        n = 0
+        for row, rid in enumerate(ids):
+            pub = pubs.get(rid)
+            if pub is not None:
+                value = self._msgs.range_value(rng[row], target[row], p.range_min_m, p.range_max_m)
+                pub.publish(self._msgs.range_msg(stamp, f"{self._names[rid]}/range_sensor", value, p.range_fov_rad,
+                                                 p.range_min_m, p.range_max_m))
+                n += 1
+        return n
+
+    def _publish_cams(self, tables: Sequence[PortData]) -> int:
+        from .ros2.cam import PREFIX
+
+        pubs, n = self._pubs["cam"], 0
+        for table in tables:
+            receivers = np.asarray(table["receiver"], np.int64)
+            keep = np.flatnonzero(np.isin(receivers, list(pubs)))
+            if len(keep) == 0:
                 continue
-            name = self._names[rid]
-            msg = Odometry()
-            msg.header.stamp = stamp
-            msg.header.frame_id = f"{name}/odom" if frame == "odom" else "map"
-            msg.child_frame_id = f"{name}/base_link"
-            msg.pose.pose.position.x = float(x[row])
-            msg.pose.pose.position.y = float(y[row])
-            msg.pose.pose.orientation.z = float(qz[row])
-            msg.pose.pose.orientation.w = float(qw[row])
-            msg.twist.twist.linear.x = float(v[row])
-            msg.twist.twist.angular.z = float(yaw_rate[row])
-            pub.publish(msg)
+            rows = {k: np.asarray(table[k])[keep] for k in _CAM_FIELDS}
+            for i, frame in enumerate(self._cam.encode(rows)):
+                if frame is not None:
+                    sender = int(rows["sender"][i])
+                    name = self._names.get(sender, str(sender))
+                    pubs[int(rows["receiver"][i])].publish(self._msgs.cam_msg(frame, name, PREFIX.size))
+                    n += 1
+        return n
 
-    def _wait_for_subscribers(self) -> None:
-        """Until some subscriber is matched and the number of matches has stopped growing for 0.5 s (discovery
-        is over), or ``wait_for_subscribers_s``."""
-        self._waited = True
-        deadline = time.monotonic() + self.wait_for_subscribers_s
-        publishers = [self._clock, *self._odom.values(), *self._truth.values()]
-        matched, stable_since = 0, time.monotonic()
-        while time.monotonic() < deadline:
-            now_matched = sum(pub.get_subscription_count() for pub in publishers)
-            if now_matched != matched:
-                matched, stable_since = now_matched, time.monotonic()
-            elif matched > 0 and time.monotonic() - stable_since >= 0.5:
-                return
-            time.sleep(0.02)
+    # -- end ---------------------------------------------------------------------------------------------------------
+    def run_summary(self) -> dict[str, Any]:
+        """Counts for ``run.json``: commands taken, dropped by reason, lock-step waits and round trips."""
+        inbox = self.inbox
+        out: dict[str, Any] = {"mode": self.params.mode, "commands": inbox.received,
+                               "malformed": dict(sorted(inbox.malformed.items())), "ignored": self.ignored,
+                               "published": self.published}
+        if self.lockstep:
+            trips = np.asarray(inbox.round_trips_s)
+            out["lockstep"] = {"periods": len(trips), "waits": inbox.waits, "wait_s": round(inbox.wait_s, 6),
+                               "round_trip_p50_s": float(np.percentile(trips, 50)) if len(trips) else None,
+                               "round_trip_p99_s": float(np.percentile(trips, 99)) if len(trips) else None}
+        else:
+            out["superseded"] = inbox.superseded
+        if self._cam is not None and self._cam.skipped:
+            out["cam_skipped"] = self._cam.skipped
+        return out
 
     def finalize(self) -> None:
-        if self._context is None:
-            return
-        import rclpy
+        if self._ros is not None:
+            self._ros.close()
+            self._ros = None
 
-        self._node.destroy_node()
-        rclpy.shutdown(context=self._context)
-        self._context = None
