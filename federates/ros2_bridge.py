@@ -46,7 +46,8 @@ class Ros2Bridge(Federate):
                  lockstep_timeout_s: float = 10.0, domain_id: int | None = None, wait_for_subscribers_s: float = 0.0,
                  node_name: str = "coopsim", qos_depth: int = 100,
                  topics: Sequence[str] = ("odom", "ground_truth", "range", "cam", "markers"),
-                 markers_topic: str = "/coopsim/markers", marker_height_m: float = 0.0, range_min_m: float = 0.0,
+                 markers_topic: str = "/coopsim/markers", markers_period_s: float = 0.1,
+                 marker_height_m: float = 0.0, range_min_m: float = 0.0,
                  range_max_m: float = 50.0, range_fov_rad: float = 1.0, origin_lat_deg: float = 51.4934,
                  origin_lon_deg: float = 7.4136, start_utc_s: float = 1_704_067_200.0, station_type: int = 5) -> None:
         super().__init__(name)
@@ -60,13 +61,17 @@ class Ros2Bridge(Federate):
         self._msgs: Any = None
         self._cam: Any = None
         self._clock: Any = None
-        self._markers: Any = None
+        self._markers: Any = None  # publisher of the MarkerArray
+        self._marker_set: Any = None  # messages.Markers
+        self._markers_period_ns = seconds_to_ns(self.params.markers_period_s)
+        self._next_markers_ns = 0
         self._pubs: dict[str, dict[int, Any]] = {kind: {} for kind in self.params.topics if kind != "markers"}
+        self._out: dict[str, dict[int, Any]] = {"odom": {}, "ground_truth": {}, "range": {}}  # messages, reused
         self._cmd_subs: dict[int, Any] = {}
         self._names: dict[int, str] = {}
         self._dims: dict[int, dict[str, float]] = {}
         self._driven: dict[int, str] = {}  # robot id -> cmd_vel topic, in spawn order
-        self._gone: list[int] = []  # despawned since the last markers
+        self._deleted: list[Any] = []  # DELETE markers of robots gone since the last array
         self._discover = True  # before the first step, and after a spawn in lock-step
         self.ignored = 0
         """Free mode: commands of robots that were gone when a step took them."""
@@ -89,6 +94,7 @@ class Ros2Bridge(Federate):
         self._clock = self._ros.publisher(Clock, "/clock", CLOCK_QOS)
         if "markers" in self.params.topics:
             self._markers = self._ros.publisher(MarkerArray, self.params.markers_topic, reliable(self.params.qos_depth))
+            self._marker_set = messages.Markers(self.params.marker_height_m)
         if "cam" in self.params.topics:
             from .ros2.cam import CamBytes
 
@@ -122,7 +128,16 @@ class Ros2Bridge(Federate):
             for kind, pubs in self._pubs.items():
                 msg_type, qos = kinds[kind]
                 pubs[robot.id] = self._ros.publisher(msg_type, f"/{robot.name}/{kind}", qos)
-            if robot.config.get("command_source", {}).get("federate") == self.name:
+            m, p = self._msgs, self.params
+            self._out["odom"][robot.id] = m.new_odometry(f"{robot.name}/odom", f"{robot.name}/base_link")
+            self._out["ground_truth"][robot.id] = m.new_odometry("map", f"{robot.name}/base_link")
+            self._out["range"][robot.id] = m.new_range(f"{robot.name}/range_sensor", p.range_fov_rad, p.range_min_m,
+                                                       p.range_max_m)
+            driven = robot.config.get("command_source", {}).get("federate") == self.name
+            sized = {"length_m", "width_m", "rear_overhang_m"} <= self._dims[robot.id].keys()
+            if self._marker_set is not None and sized:
+                self._marker_set.add(robot.id, robot.name, self._dims[robot.id], driven)
+            if driven:
                 topic = f"/{robot.name}/cmd_vel"
                 self._driven[robot.id] = topic
                 stamped = self.params.cmd_stamped
@@ -140,9 +155,12 @@ class Ros2Bridge(Federate):
             if sub is not None:
                 self._ros.destroy(sub)
             self._driven.pop(rid, None)
-            if self._names.pop(rid, None) is not None:
-                self._gone.append(rid)
+            self._names.pop(rid, None)
             self._dims.pop(rid, None)
+            for msgs in self._out.values():
+                msgs.pop(rid, None)
+            if self._marker_set is not None:
+                self._deleted += self._marker_set.remove(rid)
 
     def _on_command(self, robot: int, stamped: bool) -> Any:
         def on(msg: Any) -> None:  # runs in the node's executor thread
@@ -196,28 +214,26 @@ class Ros2Bridge(Federate):
             n += self._publish_range(stamp, inputs["range"])
         if "cam" in self._pubs and inputs.get("cam_rx"):
             n += self._publish_cams(inputs["cam_rx"])
-        for kind, port, frame in (("odom", "estimate", "odom"), ("ground_truth", "state", "map")):
+        for kind, port in (("odom", "estimate"), ("ground_truth", "state")):
             data = inputs.get(port)
             if kind in self._pubs and data is not None:
-                n += self._publish_odometry(stamp, data, self._pubs[kind], frame)
-        if self._markers is not None and inputs.get("state") is not None:
-            self._markers.publish(m.markers(stamp, inputs["state"], self._names, self._dims, self._driven, self._gone,
-                                            self.params.marker_height_m))
-            self._gone = []
+                n += self._publish_odometry(stamp, data, self._pubs[kind], self._out[kind])
+        if self._markers is not None and inputs.get("state") is not None and t_ns >= self._next_markers_ns:
+            self._markers.publish(self._marker_set.array(stamp, inputs["state"], self._deleted))
+            self._deleted = []
+            self._next_markers_ns = (t_ns // self._markers_period_ns + 1) * self._markers_period_ns
             n += 1
         self._clock.publish(m.clock(t_ns))  # last: everything about t has been sent
         self.published += n + 1
 
-    def _publish_odometry(self, stamp: Any, data: PortData, pubs: Mapping[int, Any], frame: str) -> int:
+    def _publish_odometry(self, stamp: Any, data: PortData, pubs: Mapping[int, Any], msgs: Mapping[int, Any]) -> int:
         ids = np.asarray(data["id"]).tolist()
-        cols = [np.asarray(data[k], np.float64).tolist() for k in ("x", "y", "yaw", "v", "yaw_rate")]
-        n = 0
+        x, y, yaw, v, w = (np.asarray(data[k], np.float64).tolist() for k in ("x", "y", "yaw", "v", "yaw_rate"))
+        fill, n = self._msgs.fill_odometry, 0
         for row, rid in enumerate(ids):
             pub = pubs.get(rid)
             if pub is not None:
-                name = self._names[rid]
-                pub.publish(self._msgs.odometry(stamp, f"{name}/odom" if frame == "odom" else "map",
-                                                f"{name}/base_link", *(c[row] for c in cols)))
+                pub.publish(fill(msgs[rid], stamp, x[row], y[row], yaw[row], v[row], w[row]))
                 n += 1
         return n
 
@@ -230,9 +246,10 @@ class Ros2Bridge(Federate):
         for row, rid in enumerate(ids):
             pub = pubs.get(rid)
             if pub is not None:
-                value = self._msgs.range_value(rng[row], target[row], p.range_min_m, p.range_max_m)
-                pub.publish(self._msgs.range_msg(stamp, f"{self._names[rid]}/range_sensor", value, p.range_fov_rad,
-                                                 p.range_min_m, p.range_max_m))
+                msg = self._out["range"][rid]
+                msg.header.stamp = stamp
+                msg.range = self._msgs.range_value(rng[row], target[row], p.range_min_m, p.range_max_m)
+                pub.publish(msg)
                 n += 1
         return n
 

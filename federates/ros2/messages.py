@@ -10,7 +10,6 @@ from __future__ import annotations
 import array
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -36,17 +35,23 @@ def clock(t_ns: int) -> Clock:
     return Clock(clock=stamp_of(t_ns))
 
 
-def odometry(stamp: Time, frame: str, child: str, x: float, y: float, yaw: float, v: float,
-             yaw_rate: float) -> Odometry:
-    """nav_msgs/Odometry: pose in ``frame``, twist in ``child`` (speed on x, yaw rate about z)."""
+def new_odometry(frame: str, child: str) -> Odometry:
+    """A nav_msgs/Odometry with its frames set, to be filled by ``fill_odometry`` every period (building a message
+    costs more than publishing it)."""
     msg = Odometry()
-    msg.header.stamp = stamp
     msg.header.frame_id = frame
     msg.child_frame_id = child
-    msg.pose.pose.position.x = x
-    msg.pose.pose.position.y = y
-    msg.pose.pose.orientation.z = math.sin(0.5 * yaw)  # rotation about z by yaw
-    msg.pose.pose.orientation.w = math.cos(0.5 * yaw)
+    return msg
+
+
+def fill_odometry(msg: Odometry, stamp: Time, x: float, y: float, yaw: float, v: float, yaw_rate: float) -> Odometry:
+    """Pose in the header's frame, twist in the child frame (speed on x, yaw rate about z)."""
+    msg.header.stamp = stamp
+    pose = msg.pose.pose
+    pose.position.x = x
+    pose.position.y = y
+    pose.orientation.z = math.sin(0.5 * yaw)  # rotation about z by yaw
+    pose.orientation.w = math.cos(0.5 * yaw)
     msg.twist.twist.linear.x = v
     msg.twist.twist.angular.z = yaw_rate
     return msg
@@ -61,16 +66,15 @@ def range_value(range_m: float, target: int, min_m: float, max_m: float) -> floa
     return range_m
 
 
-def range_msg(stamp: Time, frame: str, value: float, fov_rad: float, min_m: float, max_m: float) -> Range:
-    """sensor_msgs/Range of the forward sensor (infrared: a narrow beam along the body's x axis)."""
+def new_range(frame: str, fov_rad: float, min_m: float, max_m: float) -> Range:
+    """sensor_msgs/Range of the forward sensor (infrared: a narrow beam along the body's x axis); set ``header.stamp``
+    and ``range`` every period."""
     msg = Range()
-    msg.header.stamp = stamp
     msg.header.frame_id = frame
     msg.radiation_type = Range.INFRARED
     msg.field_of_view = float(fov_rad)
     msg.min_range = float(min_m)
     msg.max_range = float(max_m)
-    msg.range = float(value)
     return msg
 
 
@@ -84,46 +88,63 @@ def cam_msg(frame: bytes, sender_name: str, offset: int) -> UInt8MultiArray:
     return msg
 
 
-def markers(stamp: Time, state: Mapping[str, np.ndarray], names: Mapping[int, str],
-            dims: Mapping[int, Mapping[str, float]], driven: Mapping[int, Any], gone: list[int],
-            height_m: float) -> MarkerArray:
-    """A box per robot at its body (sized from its dims) and its name above it, in ``map``; DELETEs of the robots
-    in ``gone``."""
-    out = MarkerArray()
-    ids = np.asarray(state["id"]).tolist()
-    x, y, yaw = (np.asarray(state[k], np.float64).tolist() for k in ("x", "y", "yaw"))
-    for row, rid in enumerate(ids):
-        name = names.get(rid)
-        if name is None:
-            continue
-        d = dims[rid]
-        length, width = float(d["length_m"]), float(d["width_m"])
-        height = height_m if height_m > 0 else min(width, 1.5)
-        ahead = 0.5 * length - float(d["rear_overhang_m"])  # rear axle -> body centre, along the heading
-        c, s = math.cos(yaw[row]), math.sin(yaw[row])
-        box = _marker(stamp, "robots", rid, Marker.CUBE, DRIVEN_RGBA if rid in driven else OTHER_RGBA)
-        box.pose.position.x, box.pose.position.y = x[row] + ahead * c, y[row] + ahead * s
-        box.pose.position.z = 0.5 * height
-        box.pose.orientation.z, box.pose.orientation.w = math.sin(0.5 * yaw[row]), math.cos(0.5 * yaw[row])
+class Markers:
+    """The MarkerArray of every robot: a box at its body (sized from its dims) and its name above it, in ``map``;
+    each robot's two markers are built once and moved every period."""
+
+    def __init__(self, height_m: float) -> None:
+        self.height_m = height_m
+        self._own: dict[int, tuple[Marker, Marker, float]] = {}  # robot -> box, text, rear axle -> body centre [m]
+
+    def add(self, rid: int, name: str, dims: Mapping[str, float], driven: bool) -> None:
+        """A robot's markers (its dims: length_m, width_m, rear_overhang_m)."""
+        length, width = float(dims["length_m"]), float(dims["width_m"])
+        height = self.height_m if self.height_m > 0 else min(width, 1.5)
+        box = _marker("robots", rid, Marker.CUBE, DRIVEN_RGBA if driven else OTHER_RGBA)
         box.scale.x, box.scale.y, box.scale.z = length, width, height
-        text = _marker(stamp, "names", rid, Marker.TEXT_VIEW_FACING, (1.0, 1.0, 1.0, 1.0))
-        text.pose.position.x, text.pose.position.y = box.pose.position.x, box.pose.position.y
+        box.pose.position.z = 0.5 * height
+        text = _marker("names", rid, Marker.TEXT_VIEW_FACING, (1.0, 1.0, 1.0, 1.0))
         text.pose.position.z = 1.6 * height
         text.pose.orientation.w = 1.0
         text.scale.z = max(0.1, 0.6 * width)  # text height [m]
         text.text = name
-        out.markers.extend((box, text))
-    for rid in gone:
+        self._own[rid] = (box, text, 0.5 * length - float(dims["rear_overhang_m"]))
+
+    def remove(self, rid: int) -> list[Marker]:
+        """DELETE markers of a robot that is gone (to send with the next array)."""
+        if self._own.pop(rid, None) is None:
+            return []
+        out = []
         for ns in ("robots", "names"):
-            marker = _marker(stamp, ns, rid, Marker.CUBE, (0.0, 0.0, 0.0, 0.0))
+            marker = _marker(ns, rid, Marker.CUBE, (0.0, 0.0, 0.0, 0.0))
             marker.action = Marker.DELETE
-            out.markers.append(marker)
-    return out
+            out.append(marker)
+        return out
+
+    def array(self, stamp: Time, state: Mapping[str, np.ndarray], extra: list[Marker]) -> MarkerArray:
+        """The array at ``stamp`` from the ``state`` rows (rear-axle poses), with ``extra`` (DELETEs) appended."""
+        out = MarkerArray()
+        ids = np.asarray(state["id"]).tolist()
+        x, y, yaw = (np.asarray(state[k], np.float64).tolist() for k in ("x", "y", "yaw"))
+        for row, rid in enumerate(ids):
+            own = self._own.get(rid)
+            if own is None:
+                continue
+            box, text, ahead = own
+            c, s = math.cos(yaw[row]), math.sin(yaw[row])
+            box.header.stamp = text.header.stamp = stamp
+            box.pose.position.x = text.pose.position.x = x[row] + ahead * c
+            box.pose.position.y = text.pose.position.y = y[row] + ahead * s
+            box.pose.orientation.z, box.pose.orientation.w = math.sin(0.5 * yaw[row]), math.cos(0.5 * yaw[row])
+            out.markers.extend((box, text))
+        for marker in extra:
+            marker.header.stamp = stamp
+        out.markers.extend(extra)
+        return out
 
 
-def _marker(stamp: Time, ns: str, rid: int, kind: int, rgba: tuple[float, float, float, float]) -> Marker:
+def _marker(ns: str, rid: int, kind: int, rgba: tuple[float, float, float, float]) -> Marker:
     marker = Marker()
-    marker.header.stamp = stamp
     marker.header.frame_id = "map"
     marker.ns = ns
     marker.id = int(rid) % 2**31  # Marker.id is int32

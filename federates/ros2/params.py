@@ -39,6 +39,8 @@ class Ros2Params(BaseModel):
     topics: tuple[Literal["odom", "ground_truth", "range", "cam", "markers"], ...] = Field(
         TOPIC_KINDS, description="what to publish besides /clock")
     markers_topic: str = Field("/coopsim/markers", description="topic of the visualization_msgs/MarkerArray")
+    markers_period_s: float = Field(0.1, gt=0, description="[s] how often the markers are published (at the "
+                                    "first bridge period at or after each multiple)")
     marker_height_m: float = Field(0.0, ge=0, le=10, description="[m] height of the robots' boxes (0: their width, "
                                    "at most 1.5 m)")
     range_min_m: float = Field(0.0, ge=0, description="[m] Range.min_range")
