@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from orchestrator.scenario.base import raise_at
 
 TOPIC_KINDS = ("odom", "ground_truth", "range", "cam", "markers")
 """What the bridge can publish besides /clock (``topics:`` selects among them)."""
@@ -55,21 +57,36 @@ class Ros2Params(BaseModel):
                                "for the CAMs' generationDeltaTime (channel.start_utc_s)")
     station_type: int = Field(5, ge=0, le=255, description="CDD StationType of the CAMs (5 passenger car)")
 
+    @field_validator("node_name")
+    @classmethod
+    def _node_name(cls, value: str) -> str:
+        if not NAME_TOKEN.match(value):
+            raise ValueError(f"must be a ROS name (letters, digits, '_', not starting with a digit), got '{value}'")
+        return value
+
+    @field_validator("markers_topic")
+    @classmethod
+    def _topic(cls, value: str) -> str:
+        if not TOPIC_NAME.match(value):
+            raise ValueError(f"must be a ROS topic name such as '/coopsim/markers', got '{value}'")
+        return value
+
+    @field_validator("topics")
+    @classmethod
+    def _once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"lists a kind twice: {list(value)}")
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> Ros2Params:
         if self.mode == "lockstep" and self.stamped is False:
-            raise ValueError("mode lockstep needs stamped cmd_vel (geometry_msgs/TwistStamped, header.stamp = the "
-                             "period's time): leave 'stamped' out or set it true")
-        if not NAME_TOKEN.match(self.node_name):
-            raise ValueError(f"node_name must be a ROS name (letters, digits, '_', not starting with a digit), got "
-                             f"'{self.node_name}'")
-        if not TOPIC_NAME.match(self.markers_topic):
-            raise ValueError(f"markers_topic must be a ROS topic name such as '/coopsim/markers', got "
-                             f"'{self.markers_topic}'")
-        if len(set(self.topics)) != len(self.topics):
-            raise ValueError(f"topics lists a kind twice: {list(self.topics)}")
+            raise_at("Ros2Params", [(("stamped",), "mode lockstep needs stamped cmd_vel (geometry_msgs/TwistStamped "
+                                     "with header.stamp = the period's time): leave 'stamped' out or set it true",
+                                     False)])
         if self.range_min_m >= self.range_max_m:
-            raise ValueError(f"range_min_m ({self.range_min_m:g}) must be below range_max_m ({self.range_max_m:g})")
+            message = f"must be below range_max_m ({self.range_max_m:g}), got {self.range_min_m:g}"
+            raise_at("Ros2Params", [(("range_min_m",), message, self.range_min_m)])
         return self
 
     @property
