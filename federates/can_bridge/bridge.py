@@ -6,6 +6,7 @@ import math
 import queue
 import threading
 import time
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ WORST_CASE_FRAME_BITS = 135
 34 + 8*8 + 13 + floor((34 + 8*8 - 1) / 4) (Davis, Burns, Bril, Lukkien, "Controller Area Network (CAN)
 schedulability analysis: refuted, revisited and revised", Real-Time Systems 35, 2007, eq. 1)."""
 _RESEND_S = 0.5  # lock-step: a period's state frames go out again after this long without all answers
+_ECHO_WINDOW = 4096  # sent frames remembered to recognise their echo (udp_multicast loops a sender's frames back)
 _UNREADABLE = object()  # queued by the receiver when the interface could not turn input into a frame
 
 
@@ -73,6 +75,10 @@ class CanBridge(Federate):
         self.resent = 0
         self.round_trips_s: list[float] = []
         self._peak_frames = 0
+        self._echo: Counter = Counter()
+        self._echo_order: deque = deque()
+        self.echoes = 0
+        """Own frames the interface delivered back (udp_multicast does); neither logged twice nor counted."""
 
     # -- set-up ------------------------------------------------------------------------------------------------------
     def setup(self, ctx: SetupContext) -> FederateMeta:
@@ -186,6 +192,15 @@ class CanBridge(Federate):
             msg = can.Message(timestamp=self._t_s, arbitration_id=frame_id, data=payload, is_extended_id=False,
                               is_rx=False)
             self._bus.send(msg)
+            key = (frame_id, payload)
+            self._echo[key] += 1
+            self._echo_order.append(key)
+            if len(self._echo_order) > _ECHO_WINDOW:
+                old = self._echo_order.popleft()
+                if self._echo.get(old):
+                    self._echo[old] -= 1
+                    if not self._echo[old]:
+                        del self._echo[old]
             if self._writer is not None:
                 self._writer.on_message_received(msg)
         self.tx_frames += len(frames)
@@ -227,12 +242,18 @@ class CanBridge(Federate):
         if msg is _UNREADABLE:
             self.tally.drop("unreadable", -1, b"")
             return
+        data = bytes(msg.data or b"")
+        frame_id = int(msg.arbitration_id)
+        if self._echo.get((frame_id, data)):
+            self._echo[(frame_id, data)] -= 1
+            if not self._echo[(frame_id, data)]:
+                del self._echo[(frame_id, data)]
+            self.echoes += 1
+            return
         self.rx_frames += 1
         if self._writer is not None:
             msg.timestamp, msg.is_rx = self._t_s, True  # the log shows simulation time, at the period that took it
             self._writer.on_message_received(msg)
-        data = bytes(msg.data or b"")
-        frame_id = int(msg.arbitration_id)
         if msg.is_error_frame or msg.is_remote_frame:
             return self.tally.drop("not_data", frame_id, data)
         if msg.is_extended_id or msg.is_fd or frame_id & FRAME_ID_MASK != COMMAND_BASE:
@@ -275,6 +296,8 @@ class CanBridge(Federate):
             "ignored_total": sum(self.tally.counts.values()),
             "bus_load_worst_case": round(self._peak_frames * WORST_CASE_FRAME_BITS / (p.bitrate * p.period_s), 4),
         }
+        if self.echoes:
+            out["own_frames_echoed"] = self.echoes
         if self.overflow:
             out["inbox_overflow"] = self.overflow
         if self.lockstep:
