@@ -45,8 +45,9 @@ def main(interface: str, channel: str, port: int, slot: int, period_s: float, en
             t_s = k * period_s
             target = PROFILE[0] if t_s < STEP_AT_S - 1e-9 else PROFILE[1]
             counter = state["Counter"] if mode == "lockstep" else (counter + 1) % 16
-            data = bytearray(command.encode({"TargetSpeed": target, "TargetAccel": "NotGiven", "SteeringAngle": "NotGiven",
-                                             "Counter": counter, "Checksum": 0}, scaling=True, strict=False))
+            signals = {"TargetSpeed": target, "TargetAccel": "NotGiven", "SteeringAngle": "NotGiven",
+                       "Counter": counter, "Checksum": 0}
+            data = bytearray(command.encode(signals, strict=False))
             frame_id = command.frame_id + slot
             data[7] = frame_checksum(frame_id, data)
             bus.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))

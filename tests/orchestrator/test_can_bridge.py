@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import can
@@ -13,7 +14,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from federates.can_bridge import CanBridge
+from federates.can_bridge import CanBridge, Codec
+from orchestrator.core.federate import SetupContext
+from orchestrator.core.robots import RobotSpec
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 
@@ -147,3 +150,43 @@ def test_the_conformance_contract_holds_for_the_bridge_built_from_its_name():
     finally:
         bridge.finalize()
     assert [spec.name for spec in meta.outputs] == ["commands_can"]
+
+
+def test_lockstep_without_an_answer_fails_naming_the_robot_and_its_can_id(tmp_path):
+    params = {"interface": "virtual", "channel": f"silent-{tmp_path.name}", "period_s": 0.05, "mode": "lockstep",
+              "lockstep_timeout_s": 0.3}
+    result = run_scenario(scenario(1.0, params, ["robot1"]), tmp_path / "run")
+    assert not result.ok
+    message = str(result.error)
+    assert "robot1" in message and "0x102" in message and "Counter = 0" in message, message
+
+
+def test_free_mode_applies_the_newest_valid_command_of_a_period_from_a_python_can_script(tmp_path):
+    """An in-process ECU on the virtual bus: commands sent before a period are applied at that period."""
+    codec = Codec()
+    bridge = CanBridge("can", channel=f"free-{tmp_path.name}", period_s=0.1, log="none")
+    bridge.setup(SetupContext(seed=1, end_ns=10**9))
+    ecu = can.Bus(interface="virtual", channel=f"free-{tmp_path.name}")
+    try:
+        bridge.spawn([RobotSpec(id=3, name="r3", config={"command_source": {"federate": "can"}}),
+                      RobotSpec(id=4, name="r4", config={})])
+        state = {"id": np.array([3, 4]), "v": np.array([1.0, 2.0]), "a": np.zeros(2), "yaw_rate": np.zeros(2),
+                 "steer": np.zeros(2)}
+        out = bridge.step(0, {"state": state})["commands_can"]
+        assert len(out["robot"]) == 0  # nothing sent yet: no command invented
+        got = [ecu.recv(1.0) for _ in range(4)]
+        assert sorted(m.arbitration_id for m in got) == [0x203, 0x204, 0x303, 0x304]
+        for counter, speed in ((0, 0.7), (1, 0.8)):  # two in one period: the newer wins
+            frame_id, data = codec.encode_command(3, counter, speed=speed, steer=0.05)
+            ecu.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))
+        frame_id, data = codec.encode_command(4, 0, speed=9.0)  # r4 is the control federate's
+        ecu.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))
+        time.sleep(0.3)  # the receiver thread takes them; the next period applies them
+        out = bridge.step(100_000_000, {"state": state})["commands_can"]
+        assert out["robot"].tolist() == [3] and out["speed"].tolist() == [0.8]
+        assert out["steer"].tolist() == [0.05] and np.isnan(out["accel"]).all()
+        summary = bridge.run_summary()
+        assert summary["commands"] == 1 and summary["superseded"] == 1 and summary["ignored"] == {"not_driven": 1}
+    finally:
+        ecu.shutdown()
+        bridge.finalize()
