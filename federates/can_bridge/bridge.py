@@ -21,7 +21,7 @@ from orchestrator.core.timebase import NS_PER_S, seconds_to_ns
 from .codec import COMMAND_BASE, FRAME_ID_MASK, MAX_SLOT, Codec, Command
 from .e2e import counter_step, next_counter
 from .params import CanParams, parse_params
-from .tally import Tally
+from .tally import LOG, Tally
 
 WORST_CASE_FRAME_BITS = 135
 """Bits on the wire of a classic frame with an 11-bit id and 8 data bytes, worst-case bit stuffing included:
@@ -131,7 +131,17 @@ class CanBridge(Federate):
             self._slots[robot.id] = robot.name
             if robot.config.get("command_source", {}).get("federate") == self.name:
                 self._driven[robot.id] = robot.name
-        self._peak_frames = max(self._peak_frames, 2 * len(self._slots) + len(self._driven))
+        frames = 2 * len(self._slots) + len(self._driven)
+        if frames > self._peak_frames:
+            self._peak_frames = frames
+            load = self._bus_load(frames)
+            if load > 1.0:  # a real bus could not carry it; python-can's virtual and udp buses do not care
+                LOG.warning("CAN bridge '%s': %d frames per %g s period need %.0f %% of %d bit/s in the worst case",
+                            self.name, frames, self.params.period_s, load * 100, self.params.bitrate)
+
+    def _bus_load(self, frames: int) -> float:
+        """Worst-case share of the bitrate that ``frames`` frames per period take."""
+        return frames * WORST_CASE_FRAME_BITS / (self.params.bitrate * self.params.period_s)
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         for rid in map(int, robot_ids):
@@ -294,7 +304,7 @@ class CanBridge(Federate):
             "interface": p.interface, "mode": p.mode, "tx_frames": self.tx_frames, "rx_frames": self.rx_frames,
             "commands": self.commands, "ignored": dict(sorted(self.tally.counts.items())),
             "ignored_total": sum(self.tally.counts.values()),
-            "bus_load_worst_case": round(self._peak_frames * WORST_CASE_FRAME_BITS / (p.bitrate * p.period_s), 4),
+            "bus_load_worst_case": round(self._bus_load(self._peak_frames), 4),
         }
         if self.echoes:
             out["own_frames_echoed"] = self.echoes
