@@ -12,6 +12,7 @@ FEDERATE_KINDS = Registry(
         "ros2": "federates.ros2_bridge:Ros2Bridge",
         "mqtt": "federates.mqtt_bridge:MqttBridge",
         "fmu": "federates.fmu_federate:FmuFederate",
+        "can": "federates.can_bridge:CanBridge",
     },
     group="coopsim.federates",
     base="orchestrator.core.federate:Federate",

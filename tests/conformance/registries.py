@@ -23,7 +23,7 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "vehicle_models": (VEHICLE_MODELS, ("dynamic", "kinematic", "unicycle")),
     "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
                                    "weave")),
-    "federates": (FEDERATE_KINDS, ("control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
+    "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
     "tyre_models": (TYRE_REGISTRY, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
     "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "l2_norms", "lateral_deviation",
                           "leader_path", "link", "min_gap", "min_ttc", "spacing_error", "string_stability",
@@ -44,6 +44,7 @@ FEDERATE_FACTORIES: dict[str, Callable[[str], Any]] = {
     "physics": _physics,
     "v2x": lambda name: FEDERATE_KINDS.get("v2x")(name, STEP_NS, {"type": "ideal"}),
     "control": lambda name: FEDERATE_KINDS.get("control")(name, 2 * STEP_NS),
+    "can": lambda name: FEDERATE_KINDS.get("can")(name),  # python-can's in-process virtual bus by default
 }
 """How to build each federate kind that needs no outside service (a plug-in kind taking only a name needs none)."""
 

@@ -130,7 +130,8 @@ def test_a_node_that_stops_answering_fails_the_lockstep_run_naming_the_topic(tmp
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "orchestrator.cli", "run", str(scenario_file), "--out", str(run_dir),
-             "--set", "duration_s=3", "--set", "vehicles.count=3", "--set", "platoon.size=3", "--set", "outputs.plots=false",
+             "--set", "duration_s=3", "--set", "vehicles.count=3", "--set", "platoon.size=3",
+             "--set", "outputs.plots=false",
              "--set", "outputs.report=false", "--set", f"federates={federates}",
              "--set", "drivers=[{federate: ros, robots: [robot1]}]"],
             cwd=REPO, env=os.environ.copy(), capture_output=True, text=True, timeout=120)
