@@ -153,11 +153,11 @@ class CanBridge(Federate):
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
         self._t_s = t_ns / NS_PER_S
         counter = self._counter
+        taken: dict[int, Command] = {}
+        self._take(taken, counter)  # first: what arrived before this period acts now, any answer to it next period
         frames = self._state_frames(inputs, counter)
         sent = time.monotonic()
         self._send(frames)
-        taken: dict[int, Command] = {}
-        self._take(taken, counter)
         if self.lockstep and self._driven:
             self._wait(taken, counter, t_ns, frames)
             self.round_trips_s.append(time.monotonic() - sent)
