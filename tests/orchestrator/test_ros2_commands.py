@@ -137,8 +137,10 @@ def test_a_node_that_stops_answering_fails_the_lockstep_run_naming_the_topic(tmp
             cwd=REPO, env=os.environ.copy(), capture_output=True, text=True, timeout=120)
     finally:
         stop(driver)
-    assert proc.returncode != 0
-    assert "/robot1/cmd_vel" in proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert ("error: run failed: federate 'ros' failed at t = 1.000 s: LockstepTimeoutError: lock-step: no "
+            "geometry_msgs/TwistStamped with header.stamp = 1.000000000 s on /robot1/cmd_vel within "
+            "lockstep_timeout_s = 1 s") in proc.stderr
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "failed"
     assert "/robot1/cmd_vel" in run["error"]["message"] and "lockstep_timeout_s" in run["error"]["message"]
