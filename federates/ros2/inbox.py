@@ -13,6 +13,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+MAX_SPEED_MPS = 1000.0
+MAX_YAW_RATE_RADPS = 100.0
+"""Beyond these a command is no vehicle's and is dropped (``out_of_range``) rather than handed to the physics."""
+
 
 @dataclass(frozen=True)
 class Command:
@@ -57,6 +61,10 @@ class CommandInbox:
         if not (math.isfinite(speed) and math.isfinite(yaw_rate)):
             with self._cond:
                 self._drop("not_finite")
+            return
+        if abs(speed) > MAX_SPEED_MPS or abs(yaw_rate) > MAX_YAW_RATE_RADPS:
+            with self._cond:
+                self._drop("out_of_range")
             return
         command = Command(float(speed), float(yaw_rate))
         with self._cond:

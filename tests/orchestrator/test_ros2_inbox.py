@@ -27,12 +27,14 @@ def test_lockstep_takes_only_the_open_periods_first_answer():
     inbox.offer(1, 100_000_000, 3.0, 0.0)  # a period not published yet
     inbox.offer(1, None, 4.0, 0.0)  # no stamp
     inbox.offer(1, 50_000_000, math.nan, 0.0)
+    inbox.offer(1, 50_000_000, 1.0, 1e300)
     inbox.offer(1, 50_000_000, 1.5, 0.25)
     inbox.offer(1, 50_000_000, 9.0, 0.0)  # a second answer: the first counts
     inbox.offer(2, 50_000_000, 0.5, -0.1)
     got = inbox.wait_period([1, 2], 1.0, TOPICS)
     assert (got[1].speed, got[1].yaw_rate, got[2].speed, got[2].yaw_rate) == (1.5, 0.25, 0.5, -0.1)
-    assert inbox.malformed == {"stale_stamp": 2, "future_stamp": 1, "no_stamp": 1, "not_finite": 1, "duplicate": 1}
+    assert inbox.malformed == {"stale_stamp": 2, "future_stamp": 1, "no_stamp": 1, "not_finite": 1, "out_of_range": 1,
+                               "duplicate": 1}
     assert inbox.received == 2 and inbox.waits == 0
 
 
