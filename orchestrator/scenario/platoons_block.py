@@ -19,15 +19,15 @@ form (``platoons:``) gives each platoon its own::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field, model_validator
 
 from .base import COORDINATE_LIMIT_M, Loc, Strict
 from .vehicles_block import Driver, Vehicle, VehicleEntry
 
-if TYPE_CHECKING:
-    from .model import Scenario
+Scenario = Any
+"""A validated ``model.Scenario`` (not imported: the model imports this module)."""
 
 
 class StartPose(Strict):
