@@ -184,24 +184,28 @@ def start_position_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
     except (ValueError, TypeError):
         # a broken roster, or law or profile parameters not checked yet: the loader reports them at their lines
         return []
-    locs = [plan.loc for plan in plan_robots(scenario)]
-    for loc, robot in zip(locs, robots, strict=True):
+    plans = plan_robots(scenario)
+    for plan, robot in zip(plans, robots, strict=True):
+        loc = plan.loc
         x, y = robot.config["initial"]["x"], robot.config["initial"]["y"]
         if max(abs(x), abs(y)) > COORDINATE_LIMIT_M:
             return [(loc, f"robot '{robot.name}' would start at (x, y) = ({x:.6g}, {y:.6g}) m, more than "
                           f"{COORDINATE_LIMIT_M / 1e3:g} km from the origin (the range of the local frame); use "
                           f"fewer robots per platoon, smaller gaps or platoon.lateral_spacing_m, or place it with "
                           f"'initial'", robot.name)]
-    return _overlap_problems(robots, locs)
+    return _overlap_problems(robots, plans)
 
 
-def _overlap_problems(robots: list[RobotSpec], locs: list[Loc]) -> list[tuple[Loc, str, Any]]:
-    """Robots that appear at the same time with overlapping bodies (the physics federate's contact test)."""
+def _overlap_problems(robots: list[RobotSpec], plans: list[RobotPlan]) -> list[tuple[Loc, str, Any]]:
+    """Robots that appear at the same time with overlapping bodies (the physics federate's contact test), unless
+    the file places both explicitly (``initial`` x or y): then the overlap is meant, e.g. to test contacts."""
     from federates.physics.collisions import ContactMonitor
 
     by_spawn: dict[int, list[int]] = {}
     for k, robot in enumerate(robots):
         by_spawn.setdefault(robot.spawn_ns, []).append(k)
+    placed = [bool(plan.entry.initial and (plan.entry.initial.x is not None or plan.entry.initial.y is not None))
+              for plan in plans]
     for spawn_ns, rows in sorted(by_spawn.items()):
         if len(rows) < 2:
             continue
@@ -212,10 +216,11 @@ def _overlap_problems(robots: list[RobotSpec], locs: list[Loc]) -> list[tuple[Lo
         pose = {key: np.array([robots[k].config["initial"][key] for k in rows]) for key in ("x", "y", "yaw")}
         ids = np.array([robots[k].id for k in rows], np.int64)
         pairs = monitor.new_contacts(spawn_ns, pose["x"], pose["y"], pose["yaw"], np.zeros(len(rows)), ids)
+        by_id = {robots[k].id: k for k in rows}
+        pairs = [(by_id[a], by_id[b]) for a, b in pairs if not (placed[by_id[a]] and placed[by_id[b]])]
         if pairs:
-            by_id = {robots[k].id: k for k in rows}
-            first, second = by_id[pairs[0][0]], by_id[pairs[0][1]]
-            return [(locs[second], f"robots '{robots[first].name}' and '{robots[second].name}' would overlap when "
+            first, second = pairs[0]
+            return [(plans[second].loc, f"robots '{robots[first].name}' and '{robots[second].name}' would overlap when "
                                    f"they appear (t = {spawn_ns / 1e9:g} s): place them apart with 'initial', "
                                    f"'start' or 'lane_offset_m'", robots[second].name)]
     return []

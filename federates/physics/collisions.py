@@ -194,3 +194,11 @@ class ContactMonitor:
         new = sorted(now - self._contacts)
         self._contacts = now
         return new
+
+
+class CollisionError(RuntimeError):
+    """Two vehicle bodies overlap and the scenario asked to stop (``physics.stop_on_collision``)."""
+
+    def __init__(self, first: str, second: str, t_ns: int) -> None:
+        super().__init__(f"robots '{first}' and '{second}' collided at t = {t_ns / 1e9:.3f} s")
+        self.robot = f"{first}/{second}"  # FederateError reports it as the robot

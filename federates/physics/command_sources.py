@@ -37,8 +37,9 @@ driven by acceleration)."""
 _POLICIES = ("brake", "hold", "fail")
 _FIELDS = ("speed", "accel", "steer", "yaw_rate")
 _EVENT_CODE = {name: code for code, name in enumerate(COMMAND_EVENTS)}
-_NO_EVENTS: dict[str, np.ndarray] = {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64),
-                                     "event": np.empty(0, np.uint8)}
+# an empty ``command_events`` table, shared: published values never change
+NO_EVENTS: dict[str, np.ndarray] = {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64),
+                                    "event": np.empty(0, np.uint8)}
 
 
 class SilentSourceError(RuntimeError):
@@ -175,7 +176,7 @@ class CommandSources:
     def _transitions(self, t_ns: int, rows: np.ndarray, silent: np.ndarray, ids: np.ndarray) -> dict[str, np.ndarray]:
         was = self.silent[rows]
         if not (silent != was).any():
-            return _NO_EVENTS
+            return NO_EVENTS
         went, back = silent & ~was, ~silent & was
         self.silent[rows] = silent
         self.timeouts += int(went.sum())

@@ -52,8 +52,8 @@ from orchestrator.core.rng import KeyedNormal, stream
 from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
-from .collisions import ContactMonitor
-from .command_sources import CommandSources
+from .collisions import CollisionError, ContactMonitor
+from .command_sources import NO_EVENTS, CommandSources
 from .config import PhysicsConfig
 from .models import VEHICLE_MODELS
 from .presets import preset
@@ -62,8 +62,6 @@ from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
-_NO_EVENTS: dict[str, np.ndarray] = {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64),
-                                     "event": np.empty(0, np.uint8)}
 
 GroupKey = tuple[str, str]  # (vehicle model, input mode)
 
@@ -81,14 +79,6 @@ def group_key(config: Mapping[str, Any]) -> GroupKey:
     vehicle = config.get("vehicle", {})
     mode = (vehicle.get("params", {}) or {}).get("input_mode", "speed_steer")
     return str(vehicle.get("model", "kinematic")), str(mode)
-
-
-class CollisionError(RuntimeError):
-    """Two vehicle bodies overlap and the scenario asked to stop (``physics.stop_on_collision``)."""
-
-    def __init__(self, first: str, second: str, t_ns: int) -> None:
-        super().__init__(f"robots '{first}' and '{second}' collided at t = {t_ns / 1e9:.3f} s")
-        self.robot = f"{first}/{second}"  # FederateError reports it as the robot
 
 
 class PhysicsFederate(Federate):
@@ -330,7 +320,7 @@ class PhysicsFederate(Federate):
         if self.config.check_collisions:
             out["collisions"] = self._check_collisions(t_ns, snapshot)
         if sources.ports:
-            out["command_events"] = events if events is not None else _NO_EVENTS
+            out["command_events"] = events if events is not None else NO_EVENTS
         return out
 
     def _estimate(self, t_ns: int, truth: Mapping[str, np.ndarray], moved: bool) -> dict[str, np.ndarray]:

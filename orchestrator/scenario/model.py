@@ -214,7 +214,7 @@ def _platoon_size_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
     if size is None or block is None:
         return []
     count = len(block) if isinstance(block, list) else block.count
-    if count % size:
+    if count > size and count % size:  # a size of at least the fleet is one platoon
         return [(("platoon", "size"), f"{count} robots do not make platoons of {size} (the last would have "
                                       f"{count % size}); use a size that divides {count}, or the 'platoons' form for "
                                       "platoons of different sizes", size)]
