@@ -63,6 +63,10 @@ def empty_deliveries() -> Deliveries:
 class CommsModel(ABC):
     """Base class of channel models. ``params`` is the scenario's ``channel`` block minus ``type``."""
 
+    carries_platooning_message: bool = False
+    """True when deliveries carry the senders' desired acceleration (``u_des``): the V2X federate then hands the
+    model ``estimate["u_des"]``, built from the previous instant's commands."""
+
     logs_every_transmission: bool = False
     """True when ``drain_records`` has a "sent" (or "dcc_dropped") row for every message generated, heard or not;
     the run's outcomes then check that every station sent."""

@@ -71,7 +71,7 @@ class IdealChannel(CommsModel):
         config = IdealParams(**self.params)
         self._period_ns = 0 if config.rate_hz is None else seconds_to_ns(1.0 / config.rate_hz)
         self._delay_ns = seconds_to_ns(config.delay_s)
-        self._platooning = config.platooning_message
+        self.carries_platooning_message = config.platooning_message
         self._next_ns = 0  # next generation time with a rate
         self._in_flight: list[tuple[int, Deliveries]] = []  # (delivery time, messages), oldest first
         self._ids: list[int] = []
@@ -133,7 +133,7 @@ class IdealChannel(CommsModel):
         }
         for name in _FIELDS:
             out[name] = estimate[name][rows]
-        desired = estimate.get("u_des") if self._platooning else None
+        desired = estimate.get("u_des") if self.carries_platooning_message else None
         out["u_des"] = desired[rows] if desired is not None else np.full(len(rows), np.nan)
         return out
 

@@ -5,6 +5,7 @@ it."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -36,13 +37,17 @@ def _who(names: list[str]) -> str:
 
 def _gap_notes(robots: list[RobotSpec]) -> list[str]:
     groups: dict[tuple[str, float, float], list[str]] = defaultdict(list)
+    gaps: dict[str, float] = {}  # per distinct controller block: a fleet shares one or a few
     for robot in robots:
         block = robot.config.get("controller")
         if not block:
             continue
-        law_cls = CONTROLLERS.get(block["type"])
-        law = law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in BLOCK_KEYS}))
-        gap = float(law.desired_gap(np.zeros(1))[0])
+        key = json.dumps(block, sort_keys=True, default=str)
+        if key not in gaps:
+            law_cls = CONTROLLERS.get(block["type"])
+            law = law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in BLOCK_KEYS}))
+            gaps[key] = float(law.desired_gap(np.zeros(1))[0])
+        gap = gaps[key]
         length = float(robot.config["dims"]["length_m"])
         if np.isfinite(gap) and gap > GAP_LENGTHS_MAX * length:
             groups[(block["type"], gap, length)].append(robot.name)

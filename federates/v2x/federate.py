@@ -75,7 +75,8 @@ class V2XFederate(Federate):
         assert self.model is not None
         estimate = inputs["estimate"]
         commands = inputs.get("commands")
-        if commands is not None and len(commands["id"]):  # the senders' desired accelerations, in estimate rows
+        if self.model.carries_platooning_message and commands is not None and len(commands["id"]):
+            # the senders' desired accelerations, in estimate rows (only for a model that sends them)
             rows = rows_of(commands["id"], estimate["id"], missing=-1)
             desired = np.where(rows >= 0, np.asarray(commands["accel"])[rows], np.nan)
             estimate = {**estimate, "u_des": desired}
