@@ -30,6 +30,7 @@ from .recorder import VehicleRecorder
 from .run_control import RunControl
 from .scale_notes import scale_notes
 from .scenario import Problem, Scenario, ScenarioError
+from .scenario.loader import fully_resolved
 from .scheduler import SchedulerError
 from .tables import TraceWriteError
 from .world import build_world
@@ -55,7 +56,7 @@ class RunResult:
 
 def resolved_dict(scenario: Scenario, seed: int) -> dict[str, Any]:
     """The scenario after defaults, overrides and the seed: what ``scenario.resolved.yaml`` holds."""
-    data = scenario.model_dump(mode="json")
+    data = fully_resolved(scenario).model_dump(mode="json")
     data["seed"] = seed
     return data
 

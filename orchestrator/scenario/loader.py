@@ -100,9 +100,8 @@ def override_scenario(scenario: Scenario, overrides: Iterable[str], source: str 
 
 
 def with_defaults(scenario: Scenario) -> Scenario:
-    """The scenario with every law's, the channel's and every leader profile's parameter defaults written out, in
-    the scenario's blocks, each platoon's and each robot's override, so that the resolved scenario says every value
-    the run used (``coopsim run OUT/scenario.resolved.yaml`` reproduces the run)."""
+    """The scenario with the law's, the channel's and the leader profile's parameter defaults written out in the
+    scenario's own blocks (robots' and platoons' overrides stay as written: ``fully_resolved`` expands them)."""
     from comms_models import COMMS_MODELS
 
     from .model import ChannelBlock
@@ -117,7 +116,16 @@ def with_defaults(scenario: Scenario) -> Scenario:
             given.update(origin_lat_deg=scenario.origin.lat_deg, origin_lon_deg=scenario.origin.lon_deg)
         params = params_model(**given)
         channel = ChannelBlock(type=channel.type, **params.model_dump(mode="json"))
-    update: dict[str, Any] = {"controller": controller, "channel": channel, "leader": _resolved_drive(scenario.leader)}
+    return scenario.model_copy(update={"controller": controller, "channel": channel,
+                                       "leader": _resolved_drive(scenario.leader)})
+
+
+def fully_resolved(scenario: Scenario) -> Scenario:
+    """``scenario`` (already ``with_defaults``) with every robot's and platoon's controller override and every
+    platoon's leader drive written out in full, so that ``scenario.resolved.yaml`` says every value the run used
+    (``coopsim run OUT/scenario.resolved.yaml`` reproduces the run)."""
+    base = scenario.controller.model_dump()
+    update: dict[str, Any] = {}
     block = scenario.vehicles
     if isinstance(block, list):
         update["vehicles"] = [_resolved_entry(entry, base) for entry in block]
