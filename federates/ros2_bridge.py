@@ -197,11 +197,11 @@ class Ros2Bridge(Federate):
             publishers.append(self._markers)
         subscriptions = list(self._cmd_subs.values())
         if self.lockstep and subscriptions:
-            lonely = self._ros.wait_discovery(publishers, subscriptions, self.params.lockstep_timeout_s, True)
+            lonely = self._ros.wait_discovery(publishers, subscriptions, self.params.discovery_timeout_s, True)
             if lonely:
                 topics = sorted(self._driven[r] for r, s in self._cmd_subs.items() if s in lonely)
-                raise RuntimeError(f"lock-step: no publisher on {', '.join(topics)} within lockstep_timeout_s = "
-                                   f"{self.params.lockstep_timeout_s:g} s (is the node running, in ROS_DOMAIN_ID "
+                raise RuntimeError(f"lock-step: no publisher on {', '.join(topics)} within discovery_timeout_s = "
+                                   f"{self.params.discovery_timeout_s:g} s (is the node running, in ROS_DOMAIN_ID "
                                    f"{self.params.domain_id if self.params.domain_id is not None else 'default'}?)")
         elif first and self.params.wait_for_subscribers_s > 0:
             self._ros.wait_discovery(publishers, subscriptions, self.params.wait_for_subscribers_s, False)

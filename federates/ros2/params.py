@@ -30,7 +30,11 @@ class Ros2Params(BaseModel):
         None, description="cmd_vel as geometry_msgs/TwistStamped (true) or Twist (false); default: stamped in "
         "lock-step (required there), plain Twist in free mode")
     lockstep_timeout_s: float = Field(10.0, gt=0, le=3600, description="[s] wall time to wait for a period's "
-                                      "commands (and for cmd_vel publishers at the start) before the run fails")
+                                      "commands before the run fails")
+    discovery_timeout_s: float = Field(
+        30.0, gt=0, le=3600, description="[s] lock-step: wall time to wait for the cmd_vel publishers to be "
+        "discovered, before the first period and after a spawn (DDS discovery on a loaded machine can take "
+        "seconds, far longer than a period's answer)")
     domain_id: int | None = Field(None, ge=0, le=232, description="ROS_DOMAIN_ID of the bridge's node "
                                   "(default: the environment's)")
     wait_for_subscribers_s: float = Field(
