@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.robots import RobotSpec
 from .follower import FollowerView, start_chain
 from .geometry import l2_norm, path_projection, path_with_tail
 from .registry import follower_metric, run_metric
@@ -143,7 +144,20 @@ def link(f: FollowerView) -> dict[str, Any] | None:
         v2x = f.run.trace("v2x")
         f.run.cache["links"] = None if v2x is None else LinkIndex(v2x)
     links = f.run.cache["links"]
-    return None if links is None else links.metrics(receiver=f.robot.id, sender=f.robot.predecessor)
+    if links is None:
+        return None
+    sender = next((r for r in f.run.robots if r.id == f.robot.predecessor), None)
+    return links.metrics(receiver=f.robot.id, sender=f.robot.predecessor,
+                         window_ns=both_alive(f.robot, sender))
+
+
+def both_alive(a: RobotSpec, b: RobotSpec | None) -> tuple[int, int | None]:
+    """[from, until) in ns while both robots exist (until None: to the end of the run). A link can only carry
+    messages then: a late joiner's PDR must not count the CAMs its predecessor sent before it was there."""
+    if b is None:
+        return a.spawn_ns, a.despawn_ns
+    ends = [t for t in (a.despawn_ns, b.despawn_ns) if t is not None]
+    return max(a.spawn_ns, b.spawn_ns), min(ends) if ends else None
 
 
 class LinkIndex:
@@ -155,8 +169,9 @@ class LinkIndex:
         event, outcome = v2x["event"], v2x["outcome"]
         is_tx = event == "tx"
         sent = is_tx & (outcome == "sent")
-        senders, counts = np.unique(np.asarray(v2x["sender"])[sent], return_counts=True)
-        self.sent = dict(zip(senders.tolist(), counts.tolist(), strict=True))
+        tx_sender, tx_t = np.asarray(v2x["sender"])[sent], np.asarray(v2x["t_ns"])[sent]
+        tx_order = np.lexsort((tx_t, tx_sender))
+        self._tx_sender, self._tx_t = tx_sender[tx_order], tx_t[tx_order]  # by sender, then time
         ok = np.flatnonzero(~is_tx & (outcome == "received"))
         sender, receiver = np.asarray(v2x["sender"])[ok], np.asarray(v2x["receiver"])[ok]
         order = np.lexsort((receiver, sender))  # stable: rows of one link keep their file order
@@ -164,12 +179,24 @@ class LinkIndex:
         self._latency = np.asarray(v2x["latency_s"])[ok][order]
         self._t_ns = np.asarray(v2x["t_ns"])[ok][order]
 
-    def metrics(self, receiver: int, sender: int) -> dict[str, Any]:
-        """PDR, latency and inter-reception interval of one directed link."""
+    def metrics(self, receiver: int, sender: int,
+                window_ns: tuple[int, int | None] = (0, None)) -> dict[str, Any]:
+        """PDR, latency and inter-reception interval of one directed link, over the CAMs sent in ``window_ns``
+        ([from, until), until None: no end): the time both ends exist."""
         key = np.array([sender, receiver])
         lo = _search(self._pairs, key, "left")
         hi = _search(self._pairs, key, "right")
-        return _link(self.sent.get(sender, 0), self._latency[lo:hi], self._t_ns[lo:hi])
+        return _link(self.sent(sender, window_ns), self._latency[lo:hi], self._t_ns[lo:hi])
+
+    def sent(self, sender: int, window_ns: tuple[int, int | None] = (0, None)) -> int:
+        """CAMs ``sender`` sent (not DCC-dropped) at times in ``window_ns``."""
+        lo = int(np.searchsorted(self._tx_sender, sender, side="left"))
+        hi = int(np.searchsorted(self._tx_sender, sender, side="right"))
+        times = self._tx_t[lo:hi]
+        start, end = window_ns
+        first = int(np.searchsorted(times, start, side="left"))
+        last = len(times) if end is None else int(np.searchsorted(times, end, side="left"))
+        return max(last - first, 0)
 
 
 def _search(pairs: np.ndarray, key: np.ndarray, side: str) -> int:
