@@ -9,6 +9,7 @@ from typing import Any
 
 from ..scenario import Problem, ScenarioError, parse_scenario
 from .aggregate import sort_key
+from .criteria import CHOICES, parse_criterion
 from .grid import parse_param, scenario_text
 from .outputs import label, number, status_text
 from .sweep import DEFAULT_METRICS, sweep
@@ -32,7 +33,12 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=0, help="parallel processes (default: one per core)")
     p.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-sweep)")
     p.add_argument("--tolerance", type=float, default=0.0,
-                   help="string stability: worst l2_ratio_spacing_error <= 1 + tolerance (default: %(default)s)")
+                   help="string stability: the criterion's worst ratio <= 1 + tolerance (default: %(default)s)")
+    p.add_argument("--criterion", default="spacing_error:l2", metavar="NAME",
+                   help="string-stability criterion: the worst follower's ratio to its predecessor of "
+                        "spacing_error, speed or acceleration, in the l2 or linf norm (e.g. speed:l2), or gamma: "
+                        f"|Gamma(jw)| of speed at a sinusoid leader's frequency; one of {', '.join(CHOICES)} "
+                        "(default: %(default)s)")
     p.add_argument("--stable-param", metavar="PATH",
                    help="the numeric parameter to find the smallest string-stable value of (default: the first "
                         "swept parameter whose values are all numbers)")
@@ -51,12 +57,17 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
     try:
         if not metrics:
             raise ScenarioError(source, [Problem("", "--metrics: no metric named")])
+        try:
+            criterion = parse_criterion(args.criterion)
+        except ValueError as exc:
+            raise ScenarioError(source, [Problem("", str(exc))]) from None
         params = [parse_param(item) for item in args.params]
         base = parse_scenario(*scenario_text(args.scenario, source), args.overrides)
         out = args.out or Path("runs") / f"{base.name}-sweep"
         result = sweep(args.scenario, params, out, metrics=metrics, seeds=args.seeds, seed=args.seed,
                        overrides=args.overrides, jobs=args.jobs, tolerance=args.tolerance,
-                       stable_param=args.stable_param, source=source, console=None if args.quiet else err)
+                       stable_param=args.stable_param, criterion=criterion, source=source,
+                       console=None if args.quiet else err)
     except ScenarioError as exc:
         print(f"error: invalid scenario\n{exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -105,6 +116,10 @@ def print_sweep_summary(result: dict[str, Any], console: Any) -> None:
                 worse = [v for v in g["unstable"] + g["undetermined"] if sort_key(v) > sort_key(g["value"])]
                 answer += f" (but not stable or not judged at {', '.join(map(label, worse))})"
         console.print(f"  {where}: {answer}", highlight=False, markup=False)
+        if g.get("edge"):
+            console.print(f"    note: {g['edge']}", highlight=False, markup=False)
+    if result.get("criterion"):
+        console.print(result["criterion"]["excitation"], highlight=False, markup=False)
 
 
 __all__ = ["add_sweep_parser", "print_sweep_summary", "run_sweep_command"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runner import json_safe
-from .aggregate import STABILITY_METRIC, is_number
+from .aggregate import is_number
 from .grid import UNSAFE, yaml_value
 
 
@@ -93,10 +93,15 @@ def write_html(out: Path, result: dict[str, Any]) -> None:
             stable_rows[key] = {"smallest stable": "none" if g["value"] is None else label(g["value"]),
                                 "larger values all stable": g["consistent"],
                                 "unstable": ", ".join(map(label, g["unstable"])) or "-",
-                                "undetermined": ", ".join(map(label, g["undetermined"])) or "-"}
-        sections.append((f"Smallest string-stable {ms['param']} ({ms['criterion']})",
-                         table(stable_rows, ["smallest stable", "larger values all stable", "unstable",
-                                             "undetermined"], first="other parameters")))
+                                "undetermined": ", ".join(map(label, g["undetermined"])) or "-",
+                                "note": g.get("edge") or "-"}
+        explained = ""
+        if result.get("criterion"):
+            explained = (f"<p>Criterion: {html.escape(ms['criterion'])}.</p>"
+                         f"<p>{html.escape(result['criterion']['excitation'])}</p>")
+        sections.append((f"Smallest string-stable {ms['param']} ({ms.get('criterion_name', 'spacing_error:l2')})",
+                         explained + table(stable_rows, ["smallest stable", "larger values all stable", "unstable",
+                                                         "undetermined", "note"], first="other parameters")))
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
     for m in result["metrics"]:
@@ -139,7 +144,7 @@ def plot_metric(plots_dir: Path, result: dict[str, Any], metric: str) -> Path | 
             ax.errorbar(x, y, yerr=e, marker="o", capsize=3, label=name or None)
         else:
             ax.plot(x, y, marker="o", label=name or None)
-    if metric == STABILITY_METRIC and result["min_stable"]:
+    if result["min_stable"] and metric == result["min_stable"].get("metric", "l2_ratio_spacing_error"):
         ax.axhline(1 + result["min_stable"]["tolerance"], color="k", lw=0.8, ls="--", label="string-stability limit")
     if not numeric:
         ax.set_xticks([position[yaml_value(v)] for v in xs], [label(v) for v in xs])

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
+from .criteria import DEFAULT, Criterion, excitation_note
 from .grid import Params, build_scenarios, check_params, grid_points, scenario_text
 from .outputs import write_sweep
 from .runner import Record, Task, by_point, execute, run_outputs
@@ -33,6 +34,7 @@ def sweep(
     jobs: int = 0,
     tolerance: float = 0.0,
     stable_param: str | None = None,
+    criterion: Criterion = DEFAULT,
     source: str | None = None,
     console: Any = None,
 ) -> dict[str, Any]:
@@ -43,7 +45,8 @@ def sweep(
     ``seeds=N`` each point runs seeds seed .. seed+N-1 and the metrics are the mean (and sample std) over them.
     ``overrides`` are ``--set`` strings applied before the parameters. Every point is validated first: a bad path
     or value raises ScenarioError before any run. A point whose run fails is recorded with its error and the
-    sweep goes on. Returns what sweep.json holds."""
+    sweep goes on. String stability is judged by ``criterion`` (``criteria.py``). Returns what sweep.json
+    holds."""
     text, source = scenario_text(scenario, source)
     params = [(str(p), list(v)) for p, v in params]
     if not params:
@@ -84,14 +87,14 @@ def sweep(
     for point, runs in zip(points, by_point(records, len(points)), strict=True):
         for r in runs:
             if r["status"] == "ok":
-                summarise_run(r, run_outputs(r)[1], metrics)
+                summarise_run(r, run_outputs(r)[1], metrics, criterion)
                 available.update(r.pop("available"))
             # run directories relative to the sweep directory, so the result can be moved
             r["dir"] = Path(r["dir"]).relative_to(out).as_posix()
             r.pop("point", None)
         entry: dict[str, Any] = {"name": point.name, "params": point.params, "dir": point.name,
                                  "seeds": [r["seed"] for r in runs]}
-        aggregate_point(entry, runs, metrics, replicated, tolerance)
+        aggregate_point(entry, runs, metrics, replicated, tolerance, criterion)
         entry["runs"] = runs
         result_points.append(entry)
     result: dict[str, Any] = {
@@ -108,10 +111,19 @@ def sweep(
         "missing_metrics": {m: next(iter(difflib.get_close_matches(m, sorted(available), n=1)), None)
                             for m in metrics if available and m not in available},
         "points": result_points,
-        "min_stable": min_stable(result_points, stable_param, tolerance) if stable_param else None,
+        "min_stable": min_stable(result_points, stable_param, tolerance, criterion) if stable_param else None,
+        "criterion": {"name": criterion.name, "metric": criterion.metric, "rule": criterion.describe(tolerance),
+                      "excitation": excitation_note(_leader_drive(base_scenario), criterion)},
     }
     write_sweep(out, result)
     return result
+
+
+def _leader_drive(scenario: Scenario) -> dict[str, Any]:
+    """The first platoon's leader drive (the one the criterion's note speaks of)."""
+    platoons = getattr(scenario, "platoons", None)
+    drive = (platoons[0].leader if platoons and platoons[0].leader is not None else scenario.leader)
+    return drive.model_dump(mode="json")
 
 
 def _say(console: Any, record: Record, name: str, done: int, total: int) -> None:

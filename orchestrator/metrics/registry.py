@@ -56,6 +56,7 @@ BUILTIN_ORDER = (
     "min_gap",
     "l2_norms",
     "string_stability",
+    "gamma",
     "leader_path",
     "min_ttc",
     "collisions",
@@ -65,7 +66,9 @@ BUILTIN_ORDER = (
     "summary",
     "channel",
 )
-METRICS = Registry("metric", {name: f"{_BUILTIN}:{name}" for name in BUILTIN_ORDER}, group="coopsim.metrics")
+_ELSEWHERE = {"gamma": "orchestrator.metrics.excitation:gamma"}  # built-ins in a module of their own
+METRICS = Registry("metric", {name: _ELSEWHERE.get(name, f"{_BUILTIN}:{name}") for name in BUILTIN_ORDER},
+                   group="coopsim.metrics")
 
 
 def selected() -> list[Metric]:

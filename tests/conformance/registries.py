@@ -25,7 +25,7 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
                                    "weave")),
     "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
     "tyre_models": (TYRE_REGISTRY, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
-    "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "l2_norms", "lateral_deviation",
+    "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "gamma", "l2_norms", "lateral_deviation",
                           "leader_path", "link", "min_gap", "min_ttc", "spacing_error", "string_stability",
                           "summary")),
 }

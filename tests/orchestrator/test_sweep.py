@@ -93,7 +93,8 @@ def test_min_stable_picks_the_smallest_stable_value_per_group():
     noisy = [_point(0.2, "ideal", 0.9), _point(0.4, "ideal", 1.1), _point(0.6, "ideal", 0.9)]
     (group,) = min_stable(noisy, "controller.time_gap_s")["groups"]
     assert group["value"] == 0.2 and not group["consistent"] and group["unstable"] == [0.4]
-    assert result["criterion"] == "worst l2_ratio_spacing_error <= 1 and no collision"
+    assert result["criterion"] == ("worst l2_ratio_spacing_error (L2 ratio of spacing error) <= 1 and no "
+                                   "collision")
 
 
 # -- running sweeps ---------------------------------------------------------------------------------------------
