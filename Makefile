@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP_RUN  := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
-APT_PACKAGES := tshark mosquitto docker-compose
+APT_PACKAGES := tshark mosquitto docker-compose chromium
 
 .PHONY: demo test venv install install-test system-deps lint bench clean clean-numba
 
