@@ -63,6 +63,17 @@ def _positive_factor(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    """A TCP port: 0 (any free one) .. 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be in 0 .. 65535 (0: any free port), got {value}")
+    return value
+
+
 def _positive_gb(text: str) -> float:
     """A memory budget in GB: a finite number > 0."""
     try:
@@ -103,6 +114,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--memory-budget-gb", type=_positive_gb, metavar="GB",
                      help="refuse a run whose estimated memory exceeds this (default: the available memory)")
     run.add_argument("--force", action="store_true", help="run even when the estimated memory exceeds the budget")
+    run.add_argument("--live", type=_port, nargs="?", const=8765, metavar="PORT",
+                     help="serve a live view of the run at http://127.0.0.1:PORT/ (default port 8765; 0: any free "
+                          "port, printed); needs coopsim[live]")
+    run.add_argument("--live-host", default="127.0.0.1", metavar="ADDR",
+                     help="address the live view binds (default: %(default)s); beyond loopback it needs "
+                          "COOPSIM_TOKEN")
 
     cmp_ = sub.add_parser("compare", help="run one scenario per channel (or fidelity) on the same seed and compare")
     scenario_args(cmp_)
@@ -224,7 +241,8 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return EXIT_OK
     if args.command == "run":
         out = args.out or Path("runs") / scenario.name
-        return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err, args.strict)
+        live = None if args.live is None else (args.live, args.live_host)
+        return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err, args.strict, live)
     if args.command == "compare":
         from .batch import compare
 
@@ -295,7 +313,7 @@ def _laws(robots: list[Any]) -> str:
 
 
 def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str, console: Console,
-         err: Console, strict: bool = False) -> int:
+         err: Console, strict: bool = False, live: tuple[int, str] | None = None) -> int:
     from .advisories import lateral_stability_notes
     from .runner import run_scenario
 
@@ -306,7 +324,22 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
     with contextlib.suppress(ValueError):
         robots = expand_robots(scenario)
         _print_notes([*lateral_stability_notes(scenario, robots), *scale_notes(scenario, robots)], console)
-    result = run_scenario(scenario, out, seed=seed, progress=progress, source=source)
+    viewer = None
+    if live is not None:  # started before the run, so a browser can be opened on it while it goes
+        from .live import LiveViewError, start_live_view
+
+        try:
+            viewer = start_live_view(*live)
+        except LiveViewError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"live view: {viewer.url}", flush=True)
+    try:
+        result = run_scenario(scenario, out, seed=seed, progress=progress, source=source,
+                              extra_observers=[viewer.observer()] if viewer is not None else ())
+    finally:
+        if viewer is not None:
+            viewer.close()
     if result.interrupted and result.error is None:
         print(f"interrupted by {result.interrupted} at t = {result.run_info['sim_time_s']:.3f} s: the traces up to "
               f"then are in {out / 'trace'}; 'coopsim metrics {out}' computes the metrics", file=sys.stderr)

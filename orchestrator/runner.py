@@ -11,6 +11,7 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,11 +69,13 @@ def run_scenario(
     progress: bool = False,
     source: str = "<scenario>",
     step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
+    extra_observers: Sequence[Any] = (),
 ) -> RunResult:
     """Simulate ``scenario`` and write the run directory. Scenario-level inconsistencies and an output directory
     that cannot be written raise ScenarioError (before anything runs); a failing federate, a trace that cannot be
     written and an interrupt (SIGINT, SIGTERM: the run stops at the next instant) are reported in the result, with
-    the traces up to then kept. ``step_timeout_s``: longest a federate's step may take (None: no watchdog)."""
+    the traces up to then kept. ``step_timeout_s``: longest a federate's step may take (None: no watchdog).
+    ``extra_observers``: more scheduler observers (the live view); they watch, they never change the run."""
     seed = scenario.seed if seed is None else seed
     out_dir = Path(out_dir)
     try:
@@ -94,7 +97,7 @@ def run_scenario(
             world.scheduler.pacer = RealtimePacer(execution.realtime, execution.late_warning_s,
                                                   warn=lambda message: print(message, file=sys.stderr))
         try:
-            world.scheduler.run(observers)
+            world.scheduler.run([*observers, *extra_observers])
         except FederateError as exc:
             error = exc
         except TraceWriteError as exc:  # a full disk: stop, keep what was written
