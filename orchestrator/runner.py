@@ -26,7 +26,7 @@ from .core.timebase import seconds_to_ns
 from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
 from .outcomes import run_outcomes
 from .pacing import RealtimePacer
-from .port_recorder import PortRecorder
+from .port_recorder import DEFAULT_SKIP, PortRecorder
 from .recorder import VehicleRecorder
 from .run_control import RunControl
 from .scale_notes import scale_notes
@@ -159,6 +159,10 @@ def run_scenario(
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
             result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
                                            report=scenario.outputs.report)
+            if scenario.outputs.mcap:
+                from .mcap_export.export import write_mcap
+
+                write_mcap(out_dir)
     except OSError as exc:  # a full disk after the run: say so in run.json (if that still fits)
         run_info["status"] = "failed"
         result.error = FederateError("outputs", world.scheduler.now_ns, exc)
@@ -196,7 +200,9 @@ def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: 
     if scenario.outputs.trace:
         period = seconds_to_ns(scenario.outputs.trace_period_s or scenario.step_s)
         observers.append(VehicleRecorder(trace_path, period))
-        observers.append(PortRecorder(trace_path.parent, period))
+        # run.mcap shows each reception's decoded fields, so its runs also record cam_rx (left out by default)
+        skip = DEFAULT_SKIP - {"cam_rx"} if scenario.outputs.mcap else DEFAULT_SKIP
+        observers.append(PortRecorder(trace_path.parent, period, skip))
     if progress:
         from .progress import ProgressObserver
 
