@@ -10,7 +10,9 @@ times):
   broadcast is sent once: no acknowledgement, no retry, the contention window never doubles. The backoff is drawn
   for every frame, also on an idle medium. A station keeps one frame in its queue: a newer CAM replaces one still
   waiting. Stations whose countdown ends within ``cca_time`` of another start cannot have detected it and send
-  too.
+  too. With the platooning message on, a frame of the other kind (CAM / PM) waits behind the head of the queue
+  (one of each kind at most, a newer one replacing its own kind) and starts its own AIFS and backoff, drawn when it
+  was queued, once the head has left (post-transmission backoff).
 - When a frame starts, every station within the cut-off radius (uniform grid index, cell = radius) gets a
   received power drawn from the propagation model (``radio.PropagationTables``); the link is kept until the frame
   ends.
@@ -57,14 +59,25 @@ S_OWN_STARTED = 13  # number of transmissions started so far
 S_NLINKS = 14  # links on air at this receiver (sensed or not)
 S_MEAS_SINCE = 15  # [ns] when the station started measuring (spawn)
 S_ID = 16  # robot id
-N_SI64 = 17
+S_KIND = 17  # message kind of the waiting frame (KIND_CAM, KIND_PM)
+S_NEXT = 18  # 1 when a second frame (the other kind) waits behind it
+S_N_READY = 19  # the second frame's S_READY, S_FRAME, S_GEN, S_AIR, S_LF, S_KIND and its drawn backoff
+S_N_FRAME = 20
+S_N_GEN = 21
+S_N_AIR = 22
+S_N_LF = 23
+S_N_KIND = 24
+S_N_BO = 25
+N_SI64 = 26
 # -- per-station float columns (SF64) ------------------------------------------------------------------------
 F_CUR_POWER = 0  # [mW] total power of the frames on air at this receiver
 F_CUM_POWER = 1  # [mW] sum of the powers of every frame that ever started at this receiver
 F_BUSY_ACC = 2  # [ns] busy time in the current window
 F_CONTENT = 3  # 6 columns: x, y, yaw, v, a, yaw_rate of the waiting frame (as the receivers decode them)
-N_SF64 = 9
+F_N_CONTENT = 9  # 6 columns: the content of the second frame
+N_SF64 = 15
 N_CONTENT = 6
+KIND_CAM, KIND_PM = 0, 1  # a PM's content columns: see comms_models.itsg5.pm.PM_CONTENT
 
 # -- frames on air (TI64 / TF64) -----------------------------------------------------------------------------
 T_ROW = 0  # sender's station row (-1 once despawned)
@@ -76,7 +89,8 @@ T_END = 5
 T_LINK_LO = 6
 T_LINK_HI = 7
 T_LF = 8
-N_TI64 = 9
+T_KIND = 9
+N_TI64 = 10
 # -- links (LI64 / LF64) --------------------------------------------------------------------------------------
 L_RX = 0  # receiver's station row (-1 once despawned)
 L_HD0 = 1  # receiver was transmitting when the frame started
@@ -88,10 +102,10 @@ L_CUM0 = 2  # [mW] receiver's F_CUM_POWER when this frame started (before adding
 N_LF64 = 3
 
 # -- outputs -----------------------------------------------------------------------------------------------------
-TX_FRAME, TX_ID, TX_GEN, TX_START, TX_END, TX_LF, TX_ROW = 0, 1, 2, 3, 4, 5, 6
-N_TXO = 7
-RX_FRAME, RX_SENDER, RX_ROW, RX_GEN, RX_END, RX_OUTCOME, RX_INTEREST = 0, 1, 2, 3, 4, 5, 6
-N_RXO_I = 7
+TX_FRAME, TX_ID, TX_GEN, TX_START, TX_END, TX_LF, TX_ROW, TX_KIND = 0, 1, 2, 3, 4, 5, 6, 7
+N_TXO = 8
+RX_FRAME, RX_SENDER, RX_ROW, RX_GEN, RX_END, RX_OUTCOME, RX_INTEREST, RX_KIND = 0, 1, 2, 3, 4, 5, 6, 7
+N_RXO_I = 8
 RXF_POWER = 0  # then the 6 content columns
 N_RXO_F = 7
 
@@ -170,11 +184,28 @@ def _sense_end(si: np.ndarray, sf: np.ndarray, r: int, t: np.int64, aifs_ns: np.
             si[r, S_START] = anchor + si[r, S_BO] * slot_ns
 
 
+@njit(cache=True, inline="always")
+def _promote(si: np.ndarray, sf: np.ndarray, r: int) -> None:  # pragma: no cover - compiled
+    # The second frame becomes the head of station r's queue, frozen until the medium is sensed idle.
+    si[r, S_PENDING] = 1
+    si[r, S_READY] = si[r, S_N_READY]
+    si[r, S_FRAME] = si[r, S_N_FRAME]
+    si[r, S_GEN] = si[r, S_N_GEN]
+    si[r, S_AIR] = si[r, S_N_AIR]
+    si[r, S_LF] = si[r, S_N_LF]
+    si[r, S_KIND] = si[r, S_N_KIND]
+    si[r, S_BO] = si[r, S_N_BO]
+    si[r, S_START] = INF_NS
+    si[r, S_NEXT] = 0
+    for c in range(N_CONTENT):
+        sf[r, F_CONTENT + c] = sf[r, F_N_CONTENT + c]
+
+
 @njit(cache=True, error_model="numpy")
 def advance(
     t_now: np.int64, si: np.ndarray, sf: np.ndarray, x: np.ndarray, y: np.ndarray,
     ti: np.ndarray, tf: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarray, radio_key: np.uint64,
-    ids: np.ndarray, id_hash_of: np.ndarray,
+    pm_radio_key: np.uint64, ids: np.ndarray, id_hash_of: np.ndarray,
     grid_x0: float, grid_y0: float, cell_m: float, ncx: np.int64, ncy: np.int64,
     cell_start: np.ndarray, cell_items: np.ndarray,
     int_ptr: np.ndarray, int_rx: np.ndarray,
@@ -331,6 +362,7 @@ def advance(
             ti[j, T_START] = ts
             ti[j, T_END] = end
             ti[j, T_LF] = si[src, S_LF]
+            ti[j, T_KIND] = si[src, S_KIND]
             for c in range(N_CONTENT):
                 tf[j, c] = sf[src, F_CONTENT + c]
             o = ctr[C_TX_OUT]
@@ -341,14 +373,22 @@ def advance(
             tx_out[o, TX_END] = end
             tx_out[o, TX_LF] = si[src, S_LF]
             tx_out[o, TX_ROW] = src
+            tx_out[o, TX_KIND] = si[src, S_KIND]
             ctr[C_TX_OUT] = o + 1
             si[src, S_OWN_ACTIVE] = 1
             si[src, S_OWN_STARTED] += 1
             _sense_start(si, src, ts, cca_ns, slot_ns)
+            kind = si[src, S_KIND]
+            if si[src, S_NEXT] == 1:
+                # the frame behind moves up; it counts down once the medium is idle again (after this frame)
+                _promote(si, sf, src)
+                pend[npend] = src
+                npend += 1
             # Links to every station within the cut-off radius.
             lo = ctr[C_LINKS]
             nl = lo
-            frame = frame_key(radio_key, ids[src], si[src, S_GEN])  # hashed once per frame
+            # hashed once per frame; a PM has its own key (a CAM and a PM of one instant fade independently)
+            frame = frame_key(radio_key if kind == KIND_CAM else pm_radio_key, ids[src], ti[j, T_GEN])
             xs = x[src]
             ys = y[src]
             cx = min(max(int((xs - grid_x0) / cell_m), 0), ncx - 1)
@@ -404,6 +444,7 @@ def _emit(rx_out_i: np.ndarray, rx_out_f: np.ndarray, o: int, ti: np.ndarray, tf
     rx_out_i[o, RX_END] = te
     rx_out_i[o, RX_OUTCOME] = code
     rx_out_i[o, RX_INTEREST] = interest
+    rx_out_i[o, RX_KIND] = ti[j, T_KIND]
     rx_out_f[o, RXF_POWER] = power
     for c in range(N_CONTENT):
         rx_out_f[o, 1 + c] = tf[j, c]

@@ -29,6 +29,8 @@ class ChannelLog:
         self._cbr_max = 0.0
         self.counts = dict.fromkeys(OUTCOMES, 0)
         self.interest_counts = dict.fromkeys(OUTCOMES, 0)
+        self.pm: dict[str, dict[str, int]] | None = None  # the platooning messages' share of the counts, when sent
+        # (the rows of trace/v2x.parquet have no message-kind column: PM rows are told apart only here)
 
     def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray) -> None:
         """One closed CBR window: ``cbr`` per station row, NaN where a station did not measure the whole window."""
@@ -42,10 +44,17 @@ class ChannelLog:
             self._cbr_count += len(measured)
             self._cbr_max = max(self._cbr_max, float(measured.max()))
 
-    def sent(self, start_ns: np.ndarray, senders: np.ndarray, generated_ns: np.ndarray) -> None:
-        """Frames that started on air."""
+    def enable_pm(self) -> None:
+        """Count the platooning messages apart (``pm`` masks of the calls below)."""
+        self.pm = {"all": dict.fromkeys(OUTCOMES, 0), "interest": dict.fromkeys(OUTCOMES, 0)}
+
+    def sent(self, start_ns: np.ndarray, senders: np.ndarray, generated_ns: np.ndarray,
+             pm: np.ndarray | None = None) -> None:
+        """Frames that started on air (``pm``: which are platooning messages)."""
         k = len(senders)
         self.counts["sent"] += k
+        if self.pm is not None and pm is not None:
+            self.pm["all"]["sent"] += int(np.count_nonzero(pm))
         if not self.keep:
             return
         self._records.append({
@@ -59,10 +68,13 @@ class ChannelLog:
             "outcome": np.full(k, _SENT),
         })
 
-    def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray) -> None:
-        """CAMs discarded before the medium (DCC gatekeeper, or replaced by a newer one in the queue)."""
+    def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray, pm: bool = False) -> None:
+        """Frames discarded before the medium (DCC gatekeeper, or replaced by a newer one of their kind in the
+        queue); ``pm``: they are platooning messages."""
         k = len(senders)
         self.counts["dcc_dropped"] += k
+        if self.pm is not None and pm:
+            self.pm["all"]["dcc_dropped"] += k
         if not self.keep:
             return
         self._records.append({
@@ -77,13 +89,19 @@ class ChannelLog:
         })
 
     def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
-                   receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray) -> None:
+                   receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray,
+                   pm: np.ndarray | None = None) -> None:
         """Reception attempts with their outcome codes; the rows selected by ``record`` are logged (all columns but
-        ``power_dbm`` are given for every attempt, ``power_dbm`` for the recorded ones only)."""
+        ``power_dbm`` are given for every attempt, ``power_dbm`` for the recorded ones only). ``pm``: which
+        attempts are of platooning messages."""
         for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
             self.counts[OUTCOMES[c]] += int(cnt)
         for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
             self.interest_counts[OUTCOMES[c]] += int(cnt)
+        if self.pm is not None and pm is not None:
+            for scope, mask in (("all", pm), ("interest", pm & interest)):
+                for c, cnt in zip(*np.unique(code[mask], return_counts=True), strict=True):
+                    self.pm[scope][OUTCOMES[c]] += int(cnt)
         if not self.keep:
             return
         gen = generated_ns[record]
@@ -116,13 +134,27 @@ class ChannelLog:
     def summary(self) -> dict[str, Any]:
         """``cbr_mean`` / ``cbr_max`` over every station and window, frame counts, and the packet delivery ratio of
         the interest pairs."""
-        ic = self.interest_counts
-        attempts = sum(v for k, v in ic.items() if k not in ("sent", "dcc_dropped"))
-        return {
+        pm = self.pm
+        counts, ic = self.counts, self.interest_counts
+        if pm is not None:  # the CAM figures without the platooning messages
+            counts = {k: v - pm["all"][k] for k, v in counts.items()}
+            ic = {k: v - pm["interest"][k] for k, v in ic.items()}
+        out = {
             "cbr_mean": self._cbr_sum / self._cbr_count if self._cbr_count else 0.0,
             "cbr_max": self._cbr_max,
-            "cams_sent": self.counts["sent"],
-            "cams_dcc_dropped": self.counts["dcc_dropped"],
-            "interest_outcomes": {k: v for k, v in ic.items() if k not in ("sent", "dcc_dropped")},
-            "pdr_interest": ic["received"] / attempts if attempts else math.nan,
+            "cams_sent": counts["sent"],
+            "cams_dcc_dropped": counts["dcc_dropped"],
+            **_outcomes(ic),
         }
+        if pm is not None:
+            pm_out = _outcomes(pm["interest"])
+            out.update(pms_sent=pm["all"]["sent"], pms_dcc_dropped=pm["all"]["dcc_dropped"],
+                       pm_interest_outcomes=pm_out["interest_outcomes"], pm_pdr_interest=pm_out["pdr_interest"])
+        return out
+
+
+def _outcomes(ic: dict[str, int]) -> dict[str, Any]:
+    """Reception outcomes of the interest pairs and their packet delivery ratio."""
+    attempts = sum(v for k, v in ic.items() if k not in ("sent", "dcc_dropped"))
+    return {"interest_outcomes": {k: v for k, v in ic.items() if k not in ("sent", "dcc_dropped")},
+            "pdr_interest": ic["received"] / attempts if attempts else math.nan}

@@ -11,13 +11,18 @@ Per channel step (``step(t_ns, estimate, interest)``):
 3. The CA basic service checks its rules (``generation.CamGeneration``); a generated CAM carries what the
    vehicle believes (``estimate``), converted to WGS84 and quantised exactly as the codec would
    (``quantise.quantise_si``), and enters the MAC queue after the transmit processing delay.
-4. Receptions whose receiver-side processing completes by ``t_ns`` are returned.
+4. With ``platooning_message`` set, each station also sends a platooning message (PM, ``platooning.asn``) every
+   ``1 / rate_hz`` through the same queue, medium and DCC (``pm``); receptions of PMs fill the deliveries'
+   ``u_des`` and platooning columns (``pm.PmReceptions``).
+5. Receptions whose receiver-side processing completes by ``t_ns`` are returned.
 
 A station is a robot (station id = robot id). Every random draw is keyed by the event it belongs to
 (``orchestrator.core.rng.keyed_u01`` / ``KeyedDraws`` with ``purpose_key(seed, "v2x", purpose)``): fading and shadowing
 by (sender, receiver, generation time), backoff, transmit delay and the codec sample by (sender, generation time),
 receive delay by (sender, receiver, generation time); each station's start offset by its robot id. The same seed
-gives bit-identical results, and a station that joins never changes the draws of the others' links.
+gives bit-identical results, and a station that joins never changes the draws of the others' links. A PM's draws
+use the same events under their own purposes ("pm_radio", "pm_mac", ...), so a CAM and a PM generated at the same
+instant are independent.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from .geo import LocalProjection
 from .log import ChannelLog
 from .params import ItsG5Params
 from .pcap import frame_length_80211
-from .quantise import quantise_si
+from .pm import PM_CONTENT, PmReceptions, PmSchedule, delivered_columns, empty_pm_deliveries, pm_content
+from .quantise import quantise_si, to_etsi
 from .radio import airtime_ns, build_tables, dbm_to_mw, mw_to_dbm
 from .wire import CamWire
 
@@ -78,7 +84,7 @@ class ItsG5Channel(CommsModel):
         self._mac_key = purpose_key(seed, "v2x", "mac")
         self._tx_latency_key = purpose_key(seed, "v2x", "tx_latency")
         self._rx_latency_key = purpose_key(seed, "v2x", "rx_latency")
-        self.wire = CamWire(cfg, purpose_key(seed, "v2x", "codec"), out_dir)
+        self.wire = CamWire(cfg, purpose_key(seed, "v2x", "codec"), out_dir, purpose_key(seed, "v2x", "pm_codec"))
         self.cam_bytes = self.wire.cam_bytes
         self.frame_bytes = {lf: frame_length_80211(n, cfg.security_bytes) for lf, n in self.cam_bytes.items()}
         self.airtime_ns = {lf: airtime_ns(n) for lf, n in self.frame_bytes.items()}
@@ -120,8 +126,25 @@ class ItsG5Channel(CommsModel):
         self._int_rx = np.empty(0, np.int64)
         self._roster_version = 0
 
-        self._pending_rx: Deliveries = empty_deliveries()
         self.log = ChannelLog()
+        # the platooning message (None: CAMs only, and nothing below is used)
+        pm = cfg.platooning_message
+        self.carries_platooning_message = pm is not None
+        self._pm_radio_key = purpose_key(seed, "v2x", "pm_radio")
+        self._pm_mac_key = purpose_key(seed, "v2x", "pm_mac")
+        self._pm_tx_latency_key = purpose_key(seed, "v2x", "pm_tx_latency")
+        self._pm_rx_latency_key = purpose_key(seed, "v2x", "pm_rx_latency")
+        self.pm_frame_bytes = {peer: frame_length_80211(n, cfg.security_bytes)
+                               for peer, n in self.wire.pm_bytes.items()}
+        self.pm_airtime_ns = {peer: airtime_ns(n) for peer, n in self.pm_frame_bytes.items()}
+        self.pm_schedule = PmSchedule(pm.rate_hz) if pm is not None else None
+        self.pm_rx = PmReceptions(pm.max_age_s) if pm is not None else None
+        self._last_pm_admitted = np.empty(0, np.int64)
+        self._pm_columns: tuple[str, ...] = ()  # the platooning columns the estimate has (and deliveries carry)
+        self._leader_of = np.empty(0, np.int64)  # per station: id of the platoon leader it listens to (-1: none)
+        if pm is not None:
+            self.log.enable_pm()
+        self._pending_rx: Deliveries = self._empty_pending()
 
     # -- stations ------------------------------------------------------------------------------------------------
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
@@ -146,8 +169,11 @@ class ItsG5Channel(CommsModel):
         self._scratch_row = np.concatenate([self._scratch_row, np.full(n, -1, np.int64)])
         self._scratch_power = np.concatenate([self._scratch_power, np.zeros(n)])
         self._last_admitted = np.concatenate([self._last_admitted, np.full(n, -1, np.int64)])
+        self._last_pm_admitted = np.concatenate([self._last_pm_admitted, np.full(n, -1, np.int64)])
         self._win_out = np.empty((self._win_out.shape[0], len(self._ids)), np.float64)
         self.generation.spawn(spawn_ns + offsets)
+        if self.pm_schedule is not None:
+            self.pm_schedule.spawn(spawn_ns + offsets)  # the PM service starts with the CA service
         self.dcc.spawn(n)
         self._roster_version += 1
 
@@ -164,9 +190,14 @@ class ItsG5Channel(CommsModel):
         rx = self._li[:nl, ax.L_RX]
         self._li[:nl, ax.L_RX] = np.where(rx >= 0, new_row[np.maximum(rx, 0)], -1)
         self.wire.discard(self._si[gone & (self._si[:, ax.S_PENDING] == 1), ax.S_FRAME])
+        self.wire.discard(self._si[gone & (self._si[:, ax.S_NEXT] == 1), ax.S_N_FRAME])
         removed_ids = self._ids[gone]
-        for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_scratch_power", "_last_admitted"):
+        for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_scratch_power", "_last_admitted",
+                     "_last_pm_admitted"):
             setattr(self, name, getattr(self, name)[keep])
+        if self.pm_schedule is not None and self.pm_rx is not None:
+            self.pm_schedule.despawn(keep)
+            self.pm_rx.forget(removed_ids)
         self._win_out = np.empty((self._win_out.shape[0], len(self._ids)), np.float64)
         self.generation.despawn(keep)
         self.dcc.despawn(keep)
@@ -207,6 +238,8 @@ class ItsG5Channel(CommsModel):
         self._int_rx = r_rows[by_sender].astype(np.int64)
         self._int_ptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(s_rows, minlength=n), out=self._int_ptr[1:])
+        if self.carries_platooning_message:
+            self._leader_of = _leaders(self._ids, s_rows, r_rows)
 
     def _advance_medium(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> None:
         t = self.tables
@@ -217,7 +250,7 @@ class ItsG5Channel(CommsModel):
         while True:
             status = ax.advance(
                 np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
-                self._radio_key, self._ids, self._id_hashes(),
+                self._radio_key, self._pm_radio_key, self._ids, self._id_hashes(),
                 x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr, self._int_rx,
                 self._tx_out, self._rx_out_i, self._rx_out_f, self._win_out, self._win_t,
                 self._scratch_code, self._scratch_row, self._scratch_power,
@@ -258,7 +291,7 @@ class ItsG5Channel(CommsModel):
         if k == 0:
             return
         out = self._tx_out[:k]
-        self.log.sent(out[:, ax.TX_START], out[:, ax.TX_ID], out[:, ax.TX_GEN])
+        self.log.sent(out[:, ax.TX_START], out[:, ax.TX_ID], out[:, ax.TX_GEN], out[:, ax.TX_KIND] == ax.KIND_PM)
         self.wire.on_air(out[:, ax.TX_FRAME], out[:, ax.TX_START])
 
     def _id_hashes(self) -> np.ndarray:
@@ -291,12 +324,14 @@ class ItsG5Channel(CommsModel):
         code = oi[:, ax.RX_OUTCOME]
         interest = oi[:, ax.RX_INTEREST] == 1
         received = code == ax.RECEIVED
+        is_pm = oi[:, ax.RX_KIND] == ax.KIND_PM
         delay = np.zeros(k, np.int64)
-        n_rx = int(received.sum())
-        if n_rx:
-            rx_draws = KeyedDraws(self._rx_latency_key, oi[received, ax.RX_SENDER],
-                                  self._ids[oi[received, ax.RX_ROW]], oi[received, ax.RX_GEN])
-            delay[received] = np.round(self.cfg.latency.rx_processing.draw(rx_draws, n_rx) * 1e9)
+        for kind_rows, key in ((received & ~is_pm, self._rx_latency_key), (received & is_pm, self._pm_rx_latency_key)):
+            n_rx = int(kind_rows.sum())
+            if n_rx:
+                rx_draws = KeyedDraws(key, oi[kind_rows, ax.RX_SENDER], self._ids[oi[kind_rows, ax.RX_ROW]],
+                                      oi[kind_rows, ax.RX_GEN])
+                delay[kind_rows] = np.round(self.cfg.latency.rx_processing.draw(rx_draws, n_rx) * 1e9)
         # propagation d / c on what arrives (positions of this step; carrier sense and interference ignore it:
         # well under a 13 us slot at these ranges)
         t_rx = oi[:, ax.RX_END] + delay + np.where(received, self._propagation_ns(oi[:, ax.RX_SENDER],
@@ -306,7 +341,8 @@ class ItsG5Channel(CommsModel):
         power = of[rec, ax.RXF_POWER]
         with np.errstate(divide="ignore"):
             power_dbm = np.where(power > 0.0, mw_to_dbm(power), np.nan)
-        self.log.receptions(code, interest, rec, t_rx, oi[:, ax.RX_SENDER], receiver, oi[:, ax.RX_GEN], power_dbm)
+        self.log.receptions(code, interest, rec, t_rx, oi[:, ax.RX_SENDER], receiver, oi[:, ax.RX_GEN], power_dbm,
+                            is_pm)
         deliver = received if self.cfg.deliver == "all" else received & interest
         if deliver.any():
             new: Deliveries = {
@@ -315,21 +351,40 @@ class ItsG5Channel(CommsModel):
                 "generated_ns": oi[deliver, ax.RX_GEN].copy(),
                 "received_ns": t_rx[deliver],
             }
-            for c, name in enumerate(_CONTENT):
-                new[name] = of[deliver, 1 + c].copy()
+            if self.carries_platooning_message:  # the content columns are a CAM's or a PM's (pm.PM_CONTENT)
+                pm = is_pm[deliver]
+                new["kind"] = pm.astype(np.int64)
+                for c, name in enumerate(_CONTENT):
+                    new[name] = np.where(pm, np.nan, of[deliver, 1 + c])
+                for c, name in enumerate(PM_CONTENT):
+                    new[name] = np.where(pm, of[deliver, 1 + c], np.nan)
+            else:
+                for c, name in enumerate(_CONTENT):
+                    new[name] = of[deliver, 1 + c].copy()
             self._pending_rx = {name: np.concatenate([self._pending_rx[name], new[name]]) for name in new}
+
+    def _empty_pending(self) -> Deliveries:
+        """No receptions waiting (with the message kind and the PM content columns when PMs are sent)."""
+        table = empty_deliveries()
+        if self.carries_platooning_message:
+            table["kind"] = np.empty(0, np.int64)
+            for name in PM_CONTENT:
+                table[name] = np.empty(0)
+        return table
 
     def _release(self, t_ns: int) -> Deliveries:
         pending = self._pending_rx
         due = pending["received_ns"] <= t_ns
         if not due.any():
-            return empty_deliveries()
+            return empty_pm_deliveries(self._pm_columns) if self.pm_rx is not None else empty_deliveries()
         order = np.argsort(pending["received_ns"][due], kind="stable")
         out = {name: col[due][order] for name, col in pending.items()}
         if due.all():
-            self._pending_rx = empty_deliveries()
+            self._pending_rx = self._empty_pending()
         else:
             self._pending_rx = {name: col[~due] for name, col in pending.items()}
+        if self.pm_rx is not None:
+            return self.pm_rx.merge(out, self._pm_columns)
         return out
 
     # -- generation ------------------------------------------------------------------------------------------------
@@ -338,6 +393,12 @@ class ItsG5Channel(CommsModel):
             return
         yaw = np.asarray(estimate["yaw"], np.float64)
         v = np.asarray(estimate["v"], np.float64)
+        self._generate_cams(t_ns, estimate, x, y, yaw, v)
+        if self.pm_schedule is not None:
+            self._generate_pms(t_ns, estimate, x, y, yaw, v)
+
+    def _generate_cams(self, t_ns: int, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
+                       yaw: np.ndarray, v: np.ndarray) -> None:
         t_off = self.dcc.t_off_ns(self.airtime_ns[False])
         send, with_lf = self.generation.check(t_ns, x, y, yaw, v, t_off)
         if not send.any():
@@ -354,6 +415,49 @@ class ItsG5Channel(CommsModel):
         rows = np.flatnonzero(send)
         self._last_admitted[rows] = t_ns
         self._enqueue(t_ns, rows, with_lf[rows], estimate, x, y, yaw, v)
+
+    def _generate_pms(self, t_ns: int, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
+                      yaw: np.ndarray, v: np.ndarray) -> None:
+        """The platooning messages due at ``t_ns``: same DCC gatekeeper as fixed-rate CAMs, on their own flow (a PM
+        closer than T_off to the station's previous PM is dropped), same queue and medium."""
+        assert self.pm_schedule is not None and self.pm_rx is not None
+        self._pm_columns = delivered_columns(estimate)
+        send = self.pm_schedule.due(t_ns)
+        if not send.any():
+            return
+        if self.cfg.dcc.mode != "off":
+            t_off = self.dcc.t_off_ns(self.pm_airtime_ns[False])
+            last = self._last_pm_admitted
+            blocked = send & (last >= 0) & (t_ns - last < t_off)
+            if blocked.any():
+                self.log.dropped(t_ns, self._ids[blocked], np.full(int(blocked.sum()), t_ns, np.int64), pm=True)
+                send &= ~blocked
+                if not send.any():
+                    return
+        rows = np.flatnonzero(send)
+        self._last_pm_admitted[rows] = t_ns
+        k = len(rows)
+        senders = self._ids[rows]
+        # the leader's desired acceleration: a leader's own, else the newest one received from the leader
+        desired = estimate.get("u_des")
+        own = np.asarray(desired, np.float64)[rows] if desired is not None else np.full(k, np.nan)
+        leader = self._leader_of[rows]
+        relayed = self.pm_rx.newest_u_des(senders, np.maximum(leader, 0), t_ns)
+        u_leader = np.where(leader == -1, own, np.where(leader >= 0, relayed, np.nan))
+        si_vals, content = pm_content(estimate, rows, u_leader)
+        with_peer = np.isfinite(content[:, PM_CONTENT.index("maneuver_peer")])
+        frames = np.arange(self._next_frame, self._next_frame + k, dtype=np.int64)
+        self._next_frame += k
+        gen = np.full(k, t_ns, np.int64)
+        ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(
+            KeyedDraws(self._pm_tx_latency_key, senders, None, gen), k) * 1e9).astype(np.int64)
+        backoff = KeyedDraws(self._pm_mac_key, senders, None, gen).integers(0, self.cfg.mac.cw + 1, size=k)
+        air = np.where(with_peer, self.pm_airtime_ns[True], self.pm_airtime_ns[False])
+        self._queue(t_ns, rows, ax.KIND_PM, frames, ready, backoff, air, np.zeros(k, bool), content)
+        lat, lon = self.projection.to_geodetic(x[rows], y[rows])  # the GeoNetworking header's position vector
+        etsi = to_etsi({"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows], "v": v[rows]})
+        sizes = np.where(with_peer, self.wire.pm_bytes.get(True, 0), self.wire.pm_bytes.get(False, 0))
+        self.wire.encode_pm(t_ns, senders, frames, si_vals, etsi, sizes)
 
     def _content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
                  yaw: np.ndarray, v: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -380,26 +484,52 @@ class ItsG5Channel(CommsModel):
         tx_draws = KeyedDraws(self._tx_latency_key, senders, None, gen)
         ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(tx_draws, k) * 1e9).astype(np.int64)
         backoff = KeyedDraws(self._mac_key, senders, None, gen).integers(0, self.cfg.mac.cw + 1, size=k)
-        si, sf = self._si, self._sf
-        # A newer CAM replaces one still waiting for the medium (one frame per station queue).
-        replaced = si[rows, ax.S_PENDING] == 1
-        if replaced.any():
-            self.wire.discard(si[rows[replaced], ax.S_FRAME])
-            self.log.dropped(t_ns, self._ids[rows[replaced]], si[rows[replaced], ax.S_GEN])
-        idle = si[rows, ax.S_SENSE] == 0
-        anchor = np.maximum(ready, si[rows, ax.S_IDLE_SINCE]) + self._aifs_ns
-        si[rows, ax.S_PENDING] = 1
-        si[rows, ax.S_READY] = ready
-        si[rows, ax.S_ANCHOR] = anchor
-        si[rows, ax.S_START] = np.where(idle, anchor + backoff * self._slot_ns, ax.INF_NS)
-        si[rows, ax.S_BO] = backoff
-        si[rows, ax.S_FRAME] = frames
-        si[rows, ax.S_GEN] = t_ns
-        si[rows, ax.S_AIR] = np.where(with_lf, self.airtime_ns[True], self.airtime_ns[False])
-        si[rows, ax.S_LF] = with_lf
-        for c, name in enumerate(_CONTENT):
-            sf[rows, ax.F_CONTENT + c] = content[name]
+        air = np.where(with_lf, self.airtime_ns[True], self.airtime_ns[False])
+        self._queue(t_ns, rows, ax.KIND_CAM, frames, ready, backoff, air, with_lf,
+                    np.column_stack([content[name] for name in _CONTENT]))
         self.wire.encode(t_ns, self._ids[rows], frames, with_lf, si_vals)
+
+    def _queue(self, t_ns: int, rows: np.ndarray, kind: int, frames: np.ndarray, ready: np.ndarray,
+               backoff: np.ndarray, air: np.ndarray, with_lf: np.ndarray, content: np.ndarray) -> None:
+        """Put the new frames of one kind in their stations' queues. A newer frame replaces a waiting one of its
+        kind; a frame behind the other kind waits as the second frame (``access``: one of each kind at most)."""
+        si, sf = self._si, self._sf
+        behind = (si[rows, ax.S_PENDING] == 1) & (si[rows, ax.S_KIND] != kind)
+        head = ~behind
+        h = rows[head]
+        replaced = si[h, ax.S_PENDING] == 1
+        if replaced.any():
+            self.wire.discard(si[h[replaced], ax.S_FRAME])
+            self.log.dropped(t_ns, self._ids[h[replaced]], si[h[replaced], ax.S_GEN], pm=kind == ax.KIND_PM)
+        idle = si[h, ax.S_SENSE] == 0
+        anchor = np.maximum(ready[head], si[h, ax.S_IDLE_SINCE]) + self._aifs_ns
+        si[h, ax.S_PENDING] = 1
+        si[h, ax.S_READY] = ready[head]
+        si[h, ax.S_ANCHOR] = anchor
+        si[h, ax.S_START] = np.where(idle, anchor + backoff[head] * self._slot_ns, ax.INF_NS)
+        si[h, ax.S_BO] = backoff[head]
+        si[h, ax.S_FRAME] = frames[head]
+        si[h, ax.S_GEN] = t_ns
+        si[h, ax.S_AIR] = air[head]
+        si[h, ax.S_LF] = with_lf[head]
+        si[h, ax.S_KIND] = kind
+        sf[h, ax.F_CONTENT:ax.F_CONTENT + ax.N_CONTENT] = content[head]
+        if not behind.any():
+            return
+        b = rows[behind]
+        again = si[b, ax.S_NEXT] == 1
+        if again.any():
+            self.wire.discard(si[b[again], ax.S_N_FRAME])
+            self.log.dropped(t_ns, self._ids[b[again]], si[b[again], ax.S_N_GEN], pm=kind == ax.KIND_PM)
+        si[b, ax.S_NEXT] = 1
+        si[b, ax.S_N_READY] = ready[behind]
+        si[b, ax.S_N_FRAME] = frames[behind]
+        si[b, ax.S_N_GEN] = t_ns
+        si[b, ax.S_N_AIR] = air[behind]
+        si[b, ax.S_N_LF] = with_lf[behind]
+        si[b, ax.S_N_KIND] = kind
+        si[b, ax.S_N_BO] = backoff[behind]
+        sf[b, ax.F_N_CONTENT:ax.F_N_CONTENT + ax.N_CONTENT] = content[behind]
 
     # -- outputs ------------------------------------------------------------------------------------------------------
     @property
@@ -421,10 +551,29 @@ class ItsG5Channel(CommsModel):
         return self.log.drain_load()
 
     def metrics(self) -> dict[str, Any]:
-        """The log's counts (``ChannelLog.summary``), the frame sizes and how many CAMs the codec check decoded."""
-        return {**self.log.summary(), "codec_checked": self.wire.checked,
-                "frame_bytes": {"hf": self.frame_bytes[False], "lf": self.frame_bytes[True]}}
+        """The log's counts (``ChannelLog.summary``), the frame sizes and how many CAMs the codec check decoded
+        (with the platooning message: the same for PMs, under ``pm*`` keys)."""
+        out = {**self.log.summary(), "codec_checked": self.wire.checked,
+               "frame_bytes": {"hf": self.frame_bytes[False], "lf": self.frame_bytes[True]}}
+        if self.carries_platooning_message:
+            out["pm_codec_checked"] = self.wire.pm_checked
+            out["pm_frame_bytes"] = {"no_peer": self.pm_frame_bytes[False], "peer": self.pm_frame_bytes[True]}
+        return out
 
     def finalize(self) -> None:
         """Close the capture."""
         self.wire.close()
+
+
+def _leaders(ids: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray) -> np.ndarray:
+    """Per station row, the id of the platoon leader it listens to: among the senders it is interested in, the one
+    that listens to nobody (-1: it listens to nobody, so it leads; -2: it listens to no such station)."""
+    n = len(ids)
+    listens = np.zeros(n, bool)
+    listens[r_rows] = True
+    out = np.where(listens, np.int64(-2), np.int64(-1))
+    roots = ~listens[s_rows]  # pairs whose sender follows nobody
+    # the first such sender of each receiver (pairs in interest order)
+    rr, ss = r_rows[roots][::-1], s_rows[roots][::-1]
+    out[rr] = ids[ss]
+    return out

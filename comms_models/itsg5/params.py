@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
@@ -203,6 +203,19 @@ class DccParams(_Strict):
     limeric: LimericParams = Field(default_factory=LimericParams, description="adaptive DCC parameters")
 
 
+class PlatooningMessageParams(_Strict):
+    """The platooning message (``comms_models.itsg5.pm``): our own message type beside the CAM, through the same
+    radio. Absent (the default): no PM is sent."""
+
+    rate_hz: float = Field(10.0, ge=0.1, le=100.0, description="[Hz] PMs per second per station (0.1 to 100; "
+                           "Plexe beacons and most CACC studies: 10)")
+    max_age_s: float = Field(
+        0.5, gt=0.0, le=60.0,
+        description="[s] PM fields older than this (generation to delivery) are not attached to a CAM delivery, "
+        "and a relayed leader acceleration older than this is sent as unavailable (0 to 60)",
+    )
+
+
 class ItsG5Params(_Strict):
     """The ``channel:`` block of a scenario with ``type: itsg5``."""
 
@@ -234,3 +247,14 @@ class ItsG5Params(_Strict):
     )
     origin_lat_deg: float = Field(51.4934, ge=-90.0, le=90.0, description="[deg] WGS84 latitude of local (0, 0)")
     origin_lon_deg: float = Field(7.4136, ge=-180.0, le=180.0, description="[deg] WGS84 longitude of local (0, 0)")
+    platooning_message: PlatooningMessageParams | None = Field(
+        None, description="send the platooning message too (e.g. {rate_hz: 10}, or true for the defaults); null or "
+        "false: CAMs only")
+
+    @field_validator("platooning_message", mode="before")
+    @classmethod
+    def _switch(cls, value: object) -> object:
+        # true / false as on the ideal channel: the defaults, or off
+        if isinstance(value, bool):
+            return {} if value else None
+        return value

@@ -88,10 +88,12 @@ def cam_frame(
     cam_bytes: bytes,
     t_ms: int,
     station_type: int = 5,
+    btp_port: int = BTP_PORT_CAM,
 ) -> bytes:
     """One Ethernet frame: GN SHB + BTP-B carrying ``cam_bytes`` from ``station_id``.
 
-    ``t_ms`` is the TimestampIts of the position (TAI ms since 2004), ``heading_dd`` in 0.1 deg.
+    ``t_ms`` is the TimestampIts of the position (TAI ms since 2004), ``heading_dd`` in 0.1 deg. ``btp_port``:
+    the BTP-B destination port (another message, e.g. the platooning message, rides in the same framing).
     """
     payload_len = BTP_B + len(cam_bytes)
     ethernet = BROADCAST_MAC + station_mac(station_id) + struct.pack("!H", ETHERTYPE_GEONETWORKING)
@@ -109,7 +111,7 @@ def cam_frame(
     )
     shb = long_position_vector(station_id, station_type, t_ms, lat_e7, lon_e7, speed_cms, heading_dd)
     shb += b"\x00" * 4  # reserved (DCC fields in later versions)
-    btp = struct.pack("!HH", BTP_PORT_CAM, 0)  # destination port, destination port info
+    btp = struct.pack("!HH", btp_port, 0)  # destination port, destination port info
     return ethernet + basic + common + shb + btp + bytes(cam_bytes)
 
 

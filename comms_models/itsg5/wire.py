@@ -15,7 +15,8 @@ import numpy as np
 from orchestrator.core.rng import KeyedDraws
 
 from .codec import CamCodec, build_cam, generation_delta_time, read_cam, timestamp_its
-from .pcap import PcapWriter, cam_frame
+from .pcap import BTP_PORT_CAM, PcapWriter, cam_frame
+from .platooning import BTP_PORT_PM, PmCodec, build_pm, read_pm, to_wire
 from .quantise import to_etsi
 
 _CODEC_CHECK_KEYS = ("latitude", "longitude", "heading", "speed", "drive_direction",
@@ -25,10 +26,15 @@ _CODEC_CHECK_KEYS = ("latitude", "longitude", "heading", "speed", "drive_directi
 class CamWire:
     """Encodes sampled and captured CAMs; holds captured frames until they go on air."""
 
-    def __init__(self, cfg: Any, codec_key: int, out_dir: Any) -> None:
+    def __init__(self, cfg: Any, codec_key: int, out_dir: Any, pm_codec_key: int = 0) -> None:
         self.cfg = cfg
         self.codec = CamCodec()
         self._codec_key = codec_key
+        self._pm_codec_key = pm_codec_key
+        self.pm_codec = PmCodec() if cfg.platooning_message is not None else None
+        # PM sizes without / with a maneuver peer (the only variation of its UPER encoding)
+        self.pm_bytes = self.pm_codec.sizes() if self.pm_codec is not None else {}
+        self.pm_checked = 0
         # Frame sizes from the real encoder, one per variant (with / without the low-frequency container).
         self.cam_bytes = {lf: len(self._encode_dummy(lf)) for lf in (False, True)}
         self._pending: dict[int, tuple[bytes, dict[str, int]]] = {}  # frame serial -> CAM bytes, fields
@@ -70,6 +76,45 @@ class CamWire:
                 fields["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + t_ns // 1_000_000))
                 self._pending[int(frames[i])] = (data, fields | {"station": station})
 
+    def encode_pm(self, t_ns: int, stations: np.ndarray, frames: np.ndarray, si_vals: dict[str, np.ndarray],
+                  position: dict[str, np.ndarray], sizes: np.ndarray) -> None:
+        """The PMs generated at ``t_ns`` (``si_vals``: ``platooning.SI_KEYS`` columns; ``position``: the senders'
+        latitude, longitude, speed and heading in ETSI units for the GeoNetworking header; ``sizes``: the bytes
+        the airtime assumed): a keyed sample is decoded again, the capture budget is shared with the CAMs."""
+        assert self.pm_codec is not None
+        n = len(stations)
+        rate = self.cfg.codec_sample_rate
+        draws = KeyedDraws(self._pm_codec_key, stations, None, np.full(n, t_ns, np.int64))
+        sample = draws.random(n) < rate if rate > 0 else np.zeros(n, bool)
+        capture = np.zeros(n, bool)
+        if self._budget > 0:
+            take = min(self._budget, n)
+            capture[:take] = True
+            self._budget -= take
+        todo = np.flatnonzero(sample | capture)
+        if len(todo) == 0:
+            return
+        wire = to_wire({key: val[todo] for key, val in si_vals.items()})
+        gdt = generation_delta_time(t_ns, self.cfg.start_utc_s)
+        for j, i in enumerate(todo.tolist()):
+            fields = {key: int(col[j]) for key, col in wire.items()}
+            station = int(stations[i])
+            data = self.pm_codec.encode(build_pm(station, gdt, fields))
+            if len(data) != int(sizes[i]):
+                raise RuntimeError(f"itsg5: PM of station {station} encodes to {len(data)} bytes, the airtime "
+                                   f"assumes {int(sizes[i])}")
+            if sample[i]:
+                decoded = read_pm(self.pm_codec.decode(data))
+                bad = {key: (value, decoded[key]) for key, value in fields.items() if decoded[key] != value}
+                if bad:
+                    raise RuntimeError(f"itsg5: PM of station {station} decodes differently from its quantised "
+                                       f"values: {bad}")
+                self.pm_checked += 1
+            if capture[i]:
+                head = {key: int(position[key][i]) for key in ("latitude", "longitude", "speed", "heading")}
+                head["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + t_ns // 1_000_000))
+                self._pending[int(frames[i])] = (data, head | {"station": station, "port": BTP_PORT_PM})
+
     def discard(self, frames: Any) -> None:
         """Frames that will never go on air (replaced in the queue, or their station left)."""
         for frame in frames:
@@ -84,7 +129,8 @@ class CamWire:
             if entry is not None and self._pcap is not None:
                 data, f = entry
                 self._pcap.write(start, cam_frame(f["station"], f["latitude"], f["longitude"], f["speed"],
-                                                  f["heading"], data, f["t_ms"], self.cfg.station_type))
+                                                  f["heading"], data, f["t_ms"], self.cfg.station_type,
+                                                  f.get("port", BTP_PORT_CAM)))
 
     def close(self) -> None:
         """Close the capture."""
