@@ -140,6 +140,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_metrics_parser(sub)
 
+    from .mcap_export.command import add_mcap_parser
+
+    add_mcap_parser(sub)
+
     from .batch import add_sweep_parser
 
     add_sweep_parser(sub)
@@ -203,6 +207,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from .metrics_command import run_metrics_command
 
         return run_metrics_command(args, console, err)
+    if args.command == "mcap":
+        from .mcap_export.command import run_mcap_command
+
+        return run_mcap_command(args, console)
     if args.command == "demo":
         return _demo(args.out, console, err)
     if args.command == "host":

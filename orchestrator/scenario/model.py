@@ -141,6 +141,15 @@ class Outputs(Strict):
     mcap: bool = Field(False, description="write run.mcap (poses, odometry, ranges, V2X messages, scene) for "
                        "Foxglove or Lichtblick")
 
+    @field_validator("mcap")
+    @classmethod
+    def _mcap_installed(cls, value: bool) -> bool:
+        from ..mcap_export.extra import MISSING_MESSAGE, mcap_available
+
+        if value and not mcap_available():  # said now, not as a failure after the whole run
+            raise ValueError(MISSING_MESSAGE)
+        return value
+
 
 class Execution(Strict):
     """How the run is paced."""
