@@ -52,7 +52,7 @@ def sweep(
     if not params:
         raise ScenarioError(source, [Problem("", "a sweep needs at least one --param path=v1,v2,...")])
     check_params(params, source)
-    metrics = tuple(dict.fromkeys(metrics))
+    metrics = tuple(dict.fromkeys((*metrics, criterion.metric)))  # the deciding ratio is always in the table
     if seeds is not None and seeds < 1:
         raise ScenarioError(source, [Problem("", f"--seeds must be at least 1, got {seeds}")])
     base = [*([f"seed={int(seed)}"] if seed is not None else []), *overrides]
