@@ -199,6 +199,48 @@ DELIVERY_FIELDS: dict[str, str | tuple[str, str]] = {
 """Fields of ``cam_rx``: the sender's state as the receiver decoded it (SI, local frame), one row per reception;
 ``u_des`` is the sender's desired acceleration where a platooning message carried it (NaN otherwise)."""
 
+PLATOON_MESSAGE_FIELDS: dict[str, str | tuple[str, str]] = {
+    "platoon_id": "-",
+    "platoon_index": "-",
+    "maneuver": "-",
+    "maneuver_peer": "robot id",
+}
+"""What a platooning message says about its sender's platoon (float64, NaN = absent): its platoon's id, its position
+in it (0: leader), its maneuver state (a ``MANEUVER_STATES`` code) and the robot id of its maneuver partner.
+Carried in ``cam_rx`` (``CAM_RX_PLATOONING``) and published by the control federate (``platoon_state``) only when
+a scenario has maneuvers, so other runs keep their traces."""
+
+MANEUVER_STATES = ("idle", "join_request", "accept", "join_move", "gap_opening", "gap_open", "lane_change",
+                   "joined", "leave_request", "left", "split_request", "splitting", "merge_request", "merging",
+                   "aborted", "watch")
+"""Maneuver state codes (``maneuver`` field): 0..14 travel in the platooning message; "watch" (waiting for a
+partner's message) is sent as "idle"."""
+
+MANEUVER_TYPES = ("join", "leave", "split", "merge")
+MANEUVER_EVENTS = ("requested", "accepted", "gap_opening", "gap_open", "lane_change", "completed", "aborted",
+                   "refused")
+MANEUVER_REASONS = ("", "timeout", "partner_aborted", "busy", "not_applicable")
+MANEUVER_EVENT_FIELDS: dict[str, Any] = {
+    "t_ns": ("int64", "ns"),
+    "request": ("int64", "-"),
+    "robot": ("int64", "robot id"),
+    "peer": ("int64", "robot id"),
+    "maneuver": ("uint8", "-", MANEUVER_TYPES),
+    "event": ("uint8", "-", MANEUVER_EVENTS),
+    "state": ("uint8", "-", MANEUVER_STATES),
+    "reason": ("uint8", "-", MANEUVER_REASONS),
+}
+"""Fields of ``maneuver_events``: one row per step of a maneuver (``request``: its index in the scenario's
+``maneuvers`` list; ``state``: the robot's state when it happened, e.g. the one that timed out)."""
+
+PLATOON_STATE_FIELDS: dict[str, str | tuple[str, str]] = {
+    **PLATOON_MESSAGE_FIELDS,
+    "predecessor": "robot id",
+    "leader": "robot id",
+}
+"""Fields of ``platoon_state``: what each robot's platooning message says, and whose messages it uses as its
+predecessor and leader (NaN: none); the channel's interest follows it."""
+
 V2X_EVENTS = ("tx", "rx")
 V2X_OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
 """Outcomes of the ``v2x`` log: "sent" and "dcc_dropped" on tx rows, the others on rx rows."""
@@ -230,6 +272,12 @@ CONTROL_DIAG = port("control_diag", DIAGNOSTIC_FIELDS, doc="what each follower's
 RANGE = port("range", RANGE_FIELDS, doc="forward range sensor")
 COLLISIONS = port("collisions", COLLISION_FIELDS, index="event", doc="new contacts between vehicle bodies")
 CAM_RX = port("cam_rx", DELIVERY_FIELDS, index="event", doc="received CAMs, decoded to SI in the local frame")
+CAM_RX_PLATOONING = port("cam_rx", {**DELIVERY_FIELDS, **PLATOON_MESSAGE_FIELDS}, index="event",
+                         doc="received messages with their platoon fields (scenarios with maneuvers)")
+PLATOON_STATE = port("platoon_state", PLATOON_STATE_FIELDS, doc="each robot's platoon, position, maneuver state and "
+                     "partner, and whom it listens to (scenarios with maneuvers)")
+MANEUVER_EVENT_PORT = port("maneuver_events", MANEUVER_EVENT_FIELDS, index="event",
+                           doc="every step of every platoon maneuver (scenarios with maneuvers)")
 V2X_LOG = port("v2x", V2X_LOG_FIELDS, index="event", doc="every V2X transmission and reception with its outcome")
 CHANNEL_LOAD = port("channel_load", CHANNEL_LOAD_FIELDS, index="event", doc="channel busy ratio per station")
 COMMAND_EVENT_PORT = port("command_events", COMMAND_EVENT_FIELDS, index="event",
@@ -245,7 +293,7 @@ def command_port(source: str) -> PortSpec:
                 doc=f"commands from '{source}' to the robots it drives")
 
 BUILTIN_PORTS: tuple[PortSpec, ...] = (STATE, ESTIMATE, COMMANDS, CONTROL_DIAG, RANGE, COLLISIONS, CAM_RX, V2X_LOG,
-                                       CHANNEL_LOAD, COMMAND_EVENT_PORT)
+                                       CHANNEL_LOAD, COMMAND_EVENT_PORT, PLATOON_STATE, MANEUVER_EVENT_PORT)
 
 
 def fields_of(spec: PortSpec, names: Iterable[str] | None = None) -> tuple[FieldSpec, ...]:

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from .checks import check_plugins, law_params
 from .errors import Problem, ScenarioError, format_path
 from .locate import problems_of
+from .maneuvers_block import ManeuverSettings
 from .model import (
     BLOCK_KEYS,
     ControllerBlock,
@@ -143,6 +144,8 @@ def fully_resolved(scenario: Scenario) -> Scenario:
                 "overrides": {name: _resolved_entry(e, own) for name, e in platoon.overrides.items()},
             }))
         update["platoons"] = platoons
+    if scenario.maneuvers and scenario.maneuver_settings is None:  # the timing the run used, written out
+        update["maneuver_settings"] = ManeuverSettings()
     return scenario.model_copy(update=update)
 
 

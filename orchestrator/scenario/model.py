@@ -39,6 +39,7 @@ from .base import (  # noqa: F401 - re-exported: the scenario's names stay impor
 )
 from .drivers_block import CommandSource, DriverAssignment, RobotSlot  # noqa: F401
 from .federates_block import ExtraFederate
+from .maneuvers_block import ManeuverRequest, ManeuverSettings, maneuver_problems
 from .platoons_block import PlatoonBlock, plan_robots
 from .vehicles_block import (  # noqa: F401 - re-exported: the scenario's names stay importable from here
     WAYPOINTS,
@@ -187,6 +188,10 @@ class Scenario(Strict):
     drivers: list[DriverAssignment] = Field(default_factory=list, description="external command sources for sets "
                                             "of robots (by name or platoon)")
     execution: Execution = Field(default_factory=lambda: Execution())
+    maneuvers: list[ManeuverRequest] = Field(default_factory=list, description="timed platoon maneuver requests "
+                                             "(join, leave, split, merge; docs/platoons.md)")
+    maneuver_settings: ManeuverSettings | None = Field(None, description="timing, gaps and limits of the maneuvers "
+                                                       "(defaults when absent)")
 
     @model_validator(mode="after")
     def _physically_sane(self) -> Scenario:
@@ -197,6 +202,8 @@ class Scenario(Strict):
             raise_at("Scenario", [(("platoon", "size"), "the 'platoons' form sizes each platoon itself; remove "
                                                         "platoon.size", self.platoon.size)])
         problems = [*_period_problems(self), *_lifetime_problems(self), *_platoon_size_problems(self)]
+        if not problems:  # the replay needs sane robots
+            problems = maneuver_problems(self)
         if problems:  # the loader then checks what needs the whole world: memory and start positions
             raise_at("Scenario", problems)
         return self
