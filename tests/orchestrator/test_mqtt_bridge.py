@@ -345,3 +345,26 @@ def test_the_bridge_reconnects_after_the_broker_dies_and_comes_back(tmp_path):
     gap_start = ts[int(np.argmax(np.diff(ts)))]
     assert v[(t > gap_start + 1.0) & (t < gap_start + 1.2)].min() < 0.8  # braking in the gap
     assert np.abs(v[t >= end - 0.5] - 1.0).max() < 0.05  # back on command
+
+
+def test_lockstep_without_an_answer_fails_naming_the_topic(tmp_path, broker):
+    params = {"broker": f"127.0.0.1:{broker.port}", "period_s": 0.05, "mode": "lockstep", "lockstep_timeout_s": 0.5}
+    result = run_scenario(scenario(1.0, params, ["robot1"]), tmp_path / "run")
+    assert not result.ok and result.run_info["status"] == "failed"
+    assert 'lock-step: no command with "t": 0.000000000 on coopsim/robot1/cmd within lockstep_timeout_s = 0.5 s' \
+           in str(result.error)
+
+
+def test_the_conformance_contract_holds_for_the_bridge_built_from_its_name(broker):
+    import importlib
+
+    from federates import FEDERATE_KINDS
+
+    checks = importlib.import_module("tests.conformance.checks")
+    bridge = FEDERATE_KINDS.get("mqtt")("mqtt", broker=f"127.0.0.1:{broker.port}")
+    try:
+        meta = checks.check_federate_meta(bridge)
+    finally:
+        bridge.finalize()
+    assert [spec.name for spec in meta.outputs] == ["commands_mqtt"]
+    assert [(i.port, i.queued) for i in meta.inputs] == [("state", False), ("cam_rx", True)]
