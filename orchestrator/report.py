@@ -13,8 +13,11 @@ body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#22
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}
+.tablewrap{max-width:100%;overflow-x:auto}
 td:first-child,th:first-child{text-align:left}img{max-width:100%;margin:.5em 0}
 .meta{color:#555;font-size:.9em}.bad{color:#b00}
+.banner{background:#fde8e8;border:2px solid #b00;color:#700;padding:.6em 1em;margin:1em 0;font-weight:600}
+.banner ul{margin:.3em 0 0 1.2em;padding:0;font-weight:normal}
 """
 
 
@@ -33,12 +36,14 @@ def fmt(value: Any) -> str:
 
 def table(rows: Mapping[str, Mapping[str, Any]], columns: Sequence[str], first: str = "robot") -> str:
     """HTML table: one row per key of ``rows``, the given columns."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in (first, *columns))
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in (first, *columns))
     body = "".join(
         "<tr>" + f"<td>{html.escape(name)}</td>" + "".join(f"<td>{fmt(row.get(c))}</td>" for c in columns) + "</tr>"
         for name, row in rows.items()
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    # headers may wrap after each underscore (metric names are long) and a table wider than the page scrolls inside its
+    # own box, so the page itself never scrolls sideways
+    return f"<div class='tablewrap'><table><tr>{head}</tr>{body}</table></div>"
 
 
 def image(path: Path, alt: str = "") -> str:
@@ -47,10 +52,12 @@ def image(path: Path, alt: str = "") -> str:
     return f'<img alt="{html.escape(alt or path.stem)}" src="data:image/png;base64,{data}">'
 
 
-def page(title: str, sections: Iterable[tuple[str, str]], meta: str = "") -> str:
-    """A whole HTML document from (heading, html) sections."""
+def page(title: str, sections: Iterable[tuple[str, str]], meta: str = "", banner: str = "") -> str:
+    """A whole HTML document from (heading, html) sections; ``banner`` (HTML) goes above everything else."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+    if banner:
+        parts.append(f"<div class='banner' role='alert'>{banner}</div>")
     if meta:
         parts.append(f"<p class='meta'>{meta}</p>")
     for heading, body in sections:
@@ -83,5 +90,18 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
         sections.append(("Channel", table({"run": channel}, list(channel), first="")))
     sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots]
     path = out_dir / "report.html"
-    path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta), encoding="utf-8")
+    path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta, outcome_banner(run_info)),
+                    encoding="utf-8")
     return path
+
+
+def outcome_banner(run_info: Mapping[str, Any]) -> str:
+    """The banner of a run whose outcomes must not be missed (a collision, a silent station, an unstable law):
+    the run's status and one line per outcome; empty for a clean run."""
+    from .outcomes import describe
+
+    lines = describe(run_info.get("outcomes") or {})
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return f"status: {html.escape(str(run_info.get('status')))}<ul>{items}</ul>"

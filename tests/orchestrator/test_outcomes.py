@@ -31,7 +31,7 @@ vehicles:
   overrides: {robot1: {controller: {type: cruise, desired_speed_mps: 2.0}}}
 leader: {profile: constant, params: {speed_mps: 1.0}}
 controller: {type: ela_cacc, time_gap_s: 0.5}
-outputs: {plots: false, report: false}
+outputs: {plots: false, report: true}
 """
 
 
@@ -51,6 +51,11 @@ def test_a_collision_is_loud_and_fails_only_when_asked(tmp_path):
     assert info["status"] == "collided"
     assert info["outcomes"]["collisions"] >= 1 and info["outcomes"]["first_contact"]["robots"] == ["robot0", "robot1"]
     assert (tmp_path / "out" / "metrics.json").exists()  # the run completed: its metrics stand
+    report = (tmp_path / "out" / "report.html").read_text()
+    banner = report[report.index("<div class='banner'"):]
+    assert report.index("<div class='banner'") < report.index("<h2>")  # above every section
+    assert banner.startswith("<div class='banner' role='alert'>status: collided<ul><li>collision: robot0 and "
+                             "robot1 touched at t = 3.970 s")
     strict = coopsim(tmp_path, CRASH, "--strict")
     assert strict.returncode == 3 and "exit code 3: collision (--strict" in strict.stderr
     asked = coopsim(tmp_path, CRASH.replace("outputs: {", "outputs: {fail_on: [collision], "))
@@ -65,6 +70,7 @@ def test_a_clean_run_has_no_outcomes(tmp_path):
     assert result.run_info["status"] == "ok"
     assert result.run_info["outcomes"] == {"collisions": 0, "first_contact": None, "silent_stations": None,
                                            "unstable": []}  # the ideal channel: every station sends by construction
+    assert "class='banner'" not in (tmp_path / "report.html").read_text()
 
 
 def test_a_station_that_sent_no_cam_is_found_in_the_itsg5_log(tmp_path):
