@@ -29,6 +29,8 @@ from .sources import (
 )
 
 MCAP_NAME = "run.mcap"
+_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+"""Compact JSON; a NaN that slipped through is an error rather than an invalid JSON token."""
 DEFAULT_DIMS = {"length_m": 0.5, "width_m": 0.2, "rear_overhang_m": 0.1}
 """Body of a robot whose scenario entry gives no dimensions (only for drawing it)."""
 NO_CAM_BYTES = ("the traces hold no CAM bytes: /v2x/received carries each reception's decoded fields; an ITS-G5 run "
@@ -103,7 +105,7 @@ def write_mcap(run_dir: Path, out: Path | None = None) -> McapSummary:
                         record.topic, schemas.MESSAGE_ENCODING, schema)
                 sequence = summary.messages.get(record.topic, 0)
                 summary.messages[record.topic] = sequence + 1
-                data = json.dumps(record.message, separators=(",", ":"), allow_nan=False).encode()
+                data = _ENCODE(record.message).encode()
                 writer.add_message(channel, log_time=record.t_ns, data=data, publish_time=record.t_ns,
                                    sequence=sequence)
             writer.add_metadata("coopsim", _metadata(scenario, summary))

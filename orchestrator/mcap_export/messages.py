@@ -9,6 +9,7 @@ estimate (``est_x``, ``est_y``, ``est_yaw``) and ``map -> odom`` is what correct
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,8 +36,10 @@ def base_frame(robot: str) -> str:
     return f"{robot}/base_link"
 
 
+@functools.lru_cache(maxsize=1024)
 def stamp(t_ns: int) -> dict[str, int]:
-    """A Foxglove time from integer nanoseconds (sec, nsec; never a float)."""
+    """A Foxglove time from integer nanoseconds (sec, nsec; never a float). Cached: every message of an instant
+    shares it, and messages are only ever serialised, never changed."""
     sec, nsec = divmod(int(t_ns), NS_PER_S)
     return {"sec": sec, "nsec": nsec}
 
