@@ -5,7 +5,9 @@ generated at a fixed rate and delivered a fixed time later, exactly, so the clas
 can be reproduced without the radio (and rate, delay and loss can be told apart from the channel model).
 ``platooning_message`` adds the sender's desired acceleration (its controller's command, ``u_des``) to each
 delivery, as the platooning beacons of Plexe or the ETSI platooning work carry it; without it ``u_des`` is NaN and
-laws fall back on the measured acceleration.
+laws fall back on the measured acceleration. In a scenario with maneuvers the V2X federate adds each sender's platoon
+fields (``platoon_id``, ``platoon_index``, ``maneuver``, ``maneuver_peer``) to the estimate; they are delivered
+exactly, like the state.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class IdealParams(BaseModel):
     platooning_message: bool = Field(False, description="carry each sender's desired acceleration (u_des)")
 
 _FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
+_PLATOON_FIELDS = ("platoon_id", "platoon_index", "maneuver", "maneuver_peer")
 
 
 class IdealChannel(CommsModel):
@@ -108,7 +111,7 @@ class IdealChannel(CommsModel):
         self._in_flight = [(at, d) for at, d in self._in_flight if at > t_ns]
         if not due:
             return {k: v[:0] for k, v in self._empty(estimate).items()}
-        return {k: np.concatenate([d[k] for d in due]) for k in due[0]}
+        return {k: np.concatenate([d[k] for d in due]) for k in due[0] if all(k in d for d in due)}
 
     def _empty(self, estimate: Mapping[str, np.ndarray]) -> Deliveries:
         out: Deliveries = {k: np.empty(0, np.int64) for k in ("receiver", "sender", "generated_ns", "received_ns")}
@@ -135,6 +138,9 @@ class IdealChannel(CommsModel):
             out[name] = estimate[name][rows]
         desired = estimate.get("u_des") if self.carries_platooning_message else None
         out["u_des"] = desired[rows] if desired is not None else np.full(len(rows), np.nan)
+        for name in _PLATOON_FIELDS:  # only when the estimate has them (scenarios with maneuvers)
+            if name in estimate:
+                out[name] = np.asarray(estimate[name], np.float64)[rows]
         return out
 
     def drain_records(self) -> dict[str, np.ndarray] | None:

@@ -16,6 +16,7 @@ from federates.physics.federate import vehicle_params
 
 from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns
+from .maneuver_plan import maneuver_plan
 from .placement import Track, behind, shift_left
 from .scenario.drivers_block import resolve_drivers
 from .scenario.model import (
@@ -234,11 +235,17 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     step_ns = seconds_to_ns(scenario.step_s)
     command_ports = sorted({r.config["command_source"]["port"] for r in robots if "command_source" in r.config})
     physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics, command_ports=command_ports)
-    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump(), trace=scenario.outputs.trace)
+    plan = maneuver_plan(scenario, robots)
+    v2x_kwargs = {"maneuvers": True} if plan is not None else {}
+    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump(), trace=scenario.outputs.trace,
+                                    **v2x_kwargs)
     # the control federate steps at the greatest common period of all control laws; each law runs at its own
     periods = {seconds_to_ns(r.config["controller"]["period_s"]) for r in robots if "controller" in r.config}
     control_period = math.gcd(seconds_to_ns(scenario.controller.period_s), *periods)
-    control = FEDERATE_KINDS.get("control")("control", control_period)
+    if plan is not None:  # the platoons' blocks run at their own periods too
+        periods |= {seconds_to_ns(block["period_s"]) for block in plan["blocks"].values()}
+        control_period = math.gcd(control_period, *periods)
+    control = FEDERATE_KINDS.get("control")("control", control_period, **({"maneuvers": plan} if plan else {}))
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:
         if extra.remote is not None:

@@ -18,13 +18,25 @@ import numpy as np
 
 from controllers.base import Controller
 from controllers.conversions import integrate_speed, yaw_rate_to_steer
+from controllers.maneuvers.machine import FREE
 from controllers.pipeline import ControlPipeline, block_key
 from federates.control.drivers import Drivers
+from federates.control.maneuvering import ManeuverLayer
 from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
 from federates.physics.federate import vehicle_params
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import CAM_RX, COMMANDS, CONTROL_DIAG, ESTIMATE, RANGE, fields_of
+from orchestrator.core.ports import (
+    CAM_RX,
+    CAM_RX_PLATOONING,
+    COMMANDS,
+    CONTROL_DIAG,
+    ESTIMATE,
+    MANEUVER_EVENT_PORT,
+    PLATOON_STATE,
+    RANGE,
+    fields_of,
+)
 from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 
@@ -53,8 +65,9 @@ class _Group:
 class ControlFederate(Federate):
     """Runs drivers and control pipelines every ``period_ns`` and publishes ``commands`` for all robots."""
 
-    def __init__(self, name: str, period_ns: int) -> None:
+    def __init__(self, name: str, period_ns: int, maneuvers: Mapping[str, Any] | None = None) -> None:
         super().__init__(name)
+        self._plan = maneuvers  # the world's maneuver plan (``federates.control.maneuvering``), None without
         self.period_ns = period_ns
         self.dt = ns_to_seconds(period_ns)
         self._ids = np.empty(0, np.int64)
@@ -79,16 +92,20 @@ class ControlFederate(Federate):
         self._follower_rows = np.empty(0, np.int64)
         self._any_external = False
         self._row_of_id = np.full(1, -1, np.int64)  # robot id -> row (-1: not ours), for the receive kernel
+        self._maneuvers = None if maneuvers is None else ManeuverLayer(maneuvers, self._platoon_law)
+        self._kmax = np.empty(0)  # [1/m] tightest curvature per row (lane steering)
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._drivers = Drivers(self.period_ns, ctx.end_ns)
+        maneuvering = self._maneuvers is not None
+        range_fields = ("range_m", "range_rate_mps", "bearing_rad", *(("target",) if maneuvering else ()))
         return FederateMeta(
             inputs=(
                 Input("estimate", fields=ESTIMATE.fields),
-                Input("cam_rx", queued=True, fields=CAM_RX.fields),
-                Input("range", fields=fields_of(RANGE, ("range_m", "range_rate_mps", "bearing_rad"))),
+                Input("cam_rx", queued=True, fields=(CAM_RX_PLATOONING if maneuvering else CAM_RX).fields),
+                Input("range", fields=fields_of(RANGE, range_fields)),
             ),
-            outputs=(COMMANDS, CONTROL_DIAG),
+            outputs=(COMMANDS, CONTROL_DIAG, *((PLATOON_STATE, MANEUVER_EVENT_PORT) if maneuvering else ())),
             period_ns=self.period_ns,
         )
 
@@ -132,6 +149,9 @@ class ControlFederate(Federate):
         self._checked_ids = None
         self._pred.add(np.array([-1 if s.predecessor is None else s.predecessor for s in robots], np.int64))
         self._leader.add(np.array([-1 if s.leader is None else s.leader for s in robots], np.int64))
+        self._kmax = np.concatenate([self._kmax, [np.tan(p["max_steer_rad"]) / p["wheelbase_m"] for p in params]])
+        if self._maneuvers is not None:
+            self._maneuvers.spawn(robots, [is_external(spec) for spec in robots])
         self._reindex()
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
@@ -152,16 +172,22 @@ class ControlFederate(Federate):
         self._sensing.remove(keep)
         self._pred.remove(keep)
         self._leader.remove(keep)
+        self._kmax = self._kmax[keep]
+        if self._maneuvers is not None:
+            self._maneuvers.despawn(keep)
         self._reindex()
 
     def _group_for(self, spec: RobotSpec) -> str:
         """Key of the group of a follower's controller block, created on first use."""
-        block = spec.config["controller"]
+        return self._group_of_block(spec.config["controller"], spec.name)
+
+    def _group_of_block(self, block: Mapping[str, Any], name: str) -> str:
+        """Key of the group of a controller block, created on first use (``name``: for the message)."""
         key = block_key(block)
         if key not in self._groups:
             period_ns = seconds_to_ns(block.get("period_s", self.dt))
             if period_ns % self.period_ns:
-                raise ValueError(f"robot {spec.name}: controller period {period_ns / 1e9:g} s is not a multiple of "
+                raise ValueError(f"robot {name}: controller period {period_ns / 1e9:g} s is not a multiple of "
                                  f"the control federate's period {self.dt:g} s")
             pipeline = ControlPipeline.from_block(block, period_ns / NS_PER_S)
             self._groups[key] = _Group(pipeline, period_ns, np.empty(0, np.int64))
@@ -174,6 +200,9 @@ class ControlFederate(Federate):
         self._group_rows = [(g, rows_of(self._ids, g.ids)) for g in self._groups.values() if len(g.ids)]
         self._follower_rows = np.sort(np.concatenate([rows for _, rows in self._group_rows] or
                                                      [np.empty(0, np.int64)]))
+        if self._maneuvers is not None:  # robots driven by the maneuver layer integrate their speed too
+            free = np.flatnonzero(self._maneuvers.machine.a["role"] == FREE)
+            self._follower_rows = np.sort(np.concatenate([self._follower_rows, free]))
         self._drivers.reindex(self._ids)
         self._any_external = bool(self._external.any())
 
@@ -186,6 +215,8 @@ class ControlFederate(Federate):
                            for name in RX_FIELDS])
         self._pred.receive(rx, fields, self._row_of_id)
         self._leader.receive(rx, fields, self._row_of_id)
+        if self._maneuvers is not None:
+            self._maneuvers.receive(rx, self._row_of_id)
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         est = inputs["estimate"]
@@ -196,20 +227,35 @@ class ControlFederate(Federate):
             self._receive(rx)
         accel = self._accel_cmd  # held between a law's own steps (zero-order hold)
         yaw_rate = self._yaw_rate_cmd
+        maneuver = None
+        if self._maneuvers is not None:
+            maneuver = self._maneuvers.step(t_ns, est, self._pred, self._leader, self._kmax)
+            self._apply(maneuver.actions)
         self._drivers.step(t_ns, est, self._speed_cmd, yaw_rate, accel)
         sensors = self._sensing.measure(inputs.get("range"), est, self._ids)
         for group, rows in self._group_rows:
             if t_ns % group.period_ns == 0:
+                pred = self._pred.rows(rows)
+                group_sensors = {name: values[rows] for name, values in sensors.items()}
+                if maneuver is not None:
+                    self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"))
                 out = group.pipeline.step(
-                    t_ns / NS_PER_S, {name: est[name][rows] for name in _EGO_FIELDS}, self._pred.rows(rows),
+                    t_ns / NS_PER_S, {name: est[name][rows] for name in _EGO_FIELDS}, pred,
                     self._leader.rows(rows), self._pred.age_s(t_ns, rows), self._leader.age_s(t_ns, rows),
-                    {name: values[rows] for name, values in sensors.items()},
+                    group_sensors,
                 )
                 accel[rows] = out.accel
                 yaw_rate[rows] = out.yaw_rate
                 self._stop[rows] = out.stop
                 self._degraded[rows] = out.degraded
                 self._desired_gap[rows] = out.desired_gap_m
+        if maneuver is not None:  # robots driven here (slot, cruise) and lanes steered here
+            driven = np.isfinite(maneuver.accel)
+            accel[driven] = maneuver.accel[driven]
+            self._stop[driven] = False
+            steered = np.isfinite(maneuver.yaw_rate)
+            yaw_rate[steered] = maneuver.yaw_rate[steered]
+            self._maneuvers.machine.settle_lanes(t_ns / NS_PER_S)
         rows = self._follower_rows  # the speed command integrates the (held) acceleration every step
         follower_speed = integrate_speed(self._speed_cmd[rows], accel[rows], self.dt, self._max_speed[rows])
         self._speed_cmd[rows] = np.where(self._stop[rows], 0.0, follower_speed)
@@ -235,7 +281,69 @@ class ControlFederate(Federate):
                 "pred_v": self._pred.values["v"].copy(),
                 "degraded": self._degraded.astype(np.float64),
             },
+            **self._maneuver_outputs(),
         }
+
+    # -- maneuvers ----------------------------------------------------------------------------------------------
+    def _maneuver_outputs(self) -> dict[str, Any]:
+        if self._maneuvers is None:
+            return {}
+        return {"platoon_state": self._maneuvers.platoon_state(self._ids, self._pred, self._leader),
+                "maneuver_events": self._maneuvers.machine.drain_events()}
+
+    def _platoon_law(self, platoon: int) -> Controller:
+        """The control law of a platoon's followers (its group is created on first use)."""
+        assert self._maneuvers is not None
+        key = self._group_of_block(self._maneuvers.blocks[platoon], f"of platoon {platoon}")
+        return self._groups[key].pipeline.law
+
+    def _apply(self, actions: Sequence[Any]) -> None:
+        """Applies the maneuver layer's changes: whose messages a robot uses, and robots changing role (out of
+        their drive or group to the maneuver layer, or into a platoon's group)."""
+        assert self._maneuvers is not None
+        changed = False
+        for action in actions:
+            row = int(self._row_of_id[action.robot])
+            if action.kind == "pred":
+                self._pred.retarget(row, action.value)
+            elif action.kind == "leader":
+                self._leader.retarget(row, action.value)
+            elif action.kind == "peer":
+                self._maneuvers.peer.retarget(row, action.value)
+            elif action.kind == "free":
+                self._drivers.remove(np.array([action.robot], np.int64))
+                group = self._group_of.pop(action.robot, None)
+                if group is not None:
+                    out = np.flatnonzero(group.ids == action.robot)
+                    group.pipeline.remove_rows(out)
+                    group.ids = np.delete(group.ids, out)
+                changed = True
+            elif action.kind == "follow":
+                key = self._group_of_block(self._maneuvers.blocks[action.value], f"of platoon {action.value}")
+                group = self._groups[key]
+                group.pipeline.add_rows(1)
+                group.ids = np.concatenate([group.ids, np.array([action.robot], np.int64)])
+                self._group_of[action.robot] = group
+                changed = True
+        if changed:
+            self._reindex()
+
+    def _widen_gaps(self, group: _Group, rows: np.ndarray, extra: np.ndarray, pred: dict[str, np.ndarray],
+                    sensors: dict[str, np.ndarray], range_port: Mapping[str, np.ndarray] | None) -> None:
+        """A follower opening (or closing) a gap sees its predecessor ``extra`` [m] closer than it is: laws on the
+        rear-axle pose get the pose moved back along its heading, laws on the range sensor a shorter gap where the
+        sensor sees that predecessor (not a vehicle cutting in)."""
+        if not extra.any():
+            return
+        if getattr(group.pipeline.law, "gap_reference", "axle") == "axle":
+            pred["x"] = pred["x"] - extra * np.cos(pred["yaw"])
+            pred["y"] = pred["y"] - extra * np.sin(pred["yaw"])
+            return
+        target = None
+        if range_port is not None and "target" in range_port and np.array_equal(range_port["id"], self._ids):
+            target = np.asarray(range_port["target"])[rows]
+        mine = np.ones(len(rows), bool) if target is None else target == self._pred.wanted[rows]
+        sensors["gap_m"] = np.where(mine, sensors["gap_m"] - extra, sensors["gap_m"])
 
     # -- lookups by robot id (tools and tests; metrics rebuild laws from the resolved scenario) ------------------
     def law_of(self, robot_id: int) -> Controller | None:

@@ -33,24 +33,37 @@ def receive_kernel(receiver, sender, generated, fields, row_of_id, wanted_sender
             held[f, row] = fields[f, j]
 
 
+PEER_FIELDS = ("maneuver", "maneuver_peer", "platoon_id", "platoon_index", "x", "y", "yaw", "v")
+"""The ``cam_rx`` columns a maneuver partner's message is read for (``Received(PEER_FIELDS)``)."""
+
+
 class Received:
     """Newest received sample per robot row about one other robot; ``wanted`` holds that robot's id per row
-    (-1: none)."""
+    (-1: none). ``fields``: the ``cam_rx`` columns kept (``RX_FIELDS``: what a control law uses)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fields: tuple[str, ...] = RX_FIELDS) -> None:
+        self.fields = fields
         self.wanted = np.empty(0, np.int64)
         self.generated_ns = np.empty(0, np.int64)  # -1: nothing received yet
-        self.held = np.empty((len(RX_FIELDS), 0))  # one row per field, one column per robot
+        self.held = np.empty((len(fields), 0))  # one row per field, one column per robot
         self.values: dict[str, np.ndarray] = {}  # views of ``held`` by field name
         self._views()
 
     def _views(self) -> None:
-        self.values = {name: self.held[f] for f, name in enumerate(RX_FIELDS)}
+        self.values = {name: self.held[f] for f, name in enumerate(self.fields)}
 
     def rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
         """The held samples of some robots, by field name (one gather for all fields)."""
         block = self.held[:, rows]
-        return {name: block[f] for f, name in enumerate(RX_FIELDS)}
+        return {name: block[f] for f, name in enumerate(self.fields)}
+
+    def retarget(self, row: int, sender: int) -> None:
+        """Row ``row`` wants samples from robot ``sender`` from now on (-1: none); what it held is forgotten."""
+        if self.wanted[row] == sender:
+            return
+        self.wanted[row] = sender
+        self.generated_ns[row] = -1
+        self.held[:, row] = np.nan
 
     def age_s(self, t_ns: int, rows: np.ndarray | slice = slice(None), never: float = np.inf) -> np.ndarray:
         """Age [s] at ``t_ns`` of the held samples of ``rows``; ``never`` where nothing was received."""
@@ -62,7 +75,7 @@ class Received:
         n = len(wanted)
         self.wanted = np.concatenate([self.wanted, np.asarray(wanted, np.int64)])
         self.generated_ns = np.concatenate([self.generated_ns, np.full(n, -1, np.int64)])
-        self.held = np.ascontiguousarray(np.hstack([self.held, np.full((len(RX_FIELDS), n), np.nan)]))
+        self.held = np.ascontiguousarray(np.hstack([self.held, np.full((len(self.fields), n), np.nan)]))
         self._views()
 
     def remove(self, keep: np.ndarray) -> None:
@@ -74,7 +87,7 @@ class Received:
 
     def receive(self, rx: Mapping[str, np.ndarray], fields: np.ndarray, row_of_id: np.ndarray) -> None:
         """Takes the deliveries of ``rx`` addressed to each row from the sender it wants (``fields``: the
-        ``RX_FIELDS`` columns of ``rx`` stacked; ``row_of_id``: a robot id's row, -1 when not ours, e.g.
+        ``self.fields`` columns of ``rx`` stacked; ``row_of_id``: a robot id's row, -1 when not ours, e.g.
         ``rows_of(ids, np.arange(max(ids) + 1), missing=-1)`` built once per roster change)."""
         receive_kernel(
             np.asarray(rx["receiver"], np.int64), np.asarray(rx["sender"], np.int64),

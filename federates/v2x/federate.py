@@ -3,7 +3,9 @@
 It reads what each vehicle believes about itself (``estimate``) and what its driver or controller asks of it
 (``commands``, from the previous instant: ``accel`` is the desired acceleration a platooning message carries), and
 publishes the receptions completed by now (``cam_rx``). The applications' interest (each follower's predecessor and
-leader) comes from the robot specs.
+leader) comes from the robot specs; in a scenario with maneuvers it follows the control federate's ``platoon_state``
+(whose messages each robot uses as predecessor, leader and maneuver partner), and the deliveries carry the senders'
+platoon fields (``CAM_RX_PLATOONING``), NaN where the channel model did not carry them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ import numpy as np
 from comms_models import COMMS_MODELS
 from comms_models.base import OUTCOMES, CommsModel, Interest
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import CAM_RX, CHANNEL_LOAD, COMMANDS, ESTIMATE, V2X_EVENTS, V2X_LOG, fields_of
+from orchestrator.core.ports import (
+    CAM_RX,
+    CAM_RX_PLATOONING,
+    CHANNEL_LOAD,
+    COMMANDS,
+    ESTIMATE,
+    PLATOON_MESSAGE_FIELDS,
+    PLATOON_STATE,
+    V2X_EVENTS,
+    V2X_LOG,
+    fields_of,
+)
 from orchestrator.core.robots import RobotSpec, rows_of
 
 
@@ -24,8 +37,11 @@ class V2XFederate(Federate):
     """Steps its channel model every ``step_ns``. When the run records, it also publishes every transmission and
     reception (``v2x``) and the channel load (``channel_load``), which the recorder writes like any port."""
 
-    def __init__(self, name: str, step_ns: int, channel: Mapping[str, Any], trace: bool = True) -> None:
+    def __init__(self, name: str, step_ns: int, channel: Mapping[str, Any], trace: bool = True,
+                 maneuvers: bool = False) -> None:
         super().__init__(name)
+        self.maneuvers = maneuvers  # the platoon fields travel, and the interest follows ``platoon_state``
+        self._listening: tuple[np.ndarray, ...] | None = None  # the platoon_state columns the interest was built from
         self.record = trace
         self.step_ns = step_ns
         self.channel_config = dict(channel)
@@ -44,12 +60,15 @@ class V2XFederate(Federate):
         self.logs_transmissions = bool(getattr(self.model, "logs_every_transmission", False))
         self.record = self.record and ctx.out_dir is not None  # nothing is recorded without a run directory
         self.model.keep_log = self.record
-        outputs: tuple = (CAM_RX,)
+        cam_rx = CAM_RX_PLATOONING if self.maneuvers else CAM_RX
+        outputs: tuple = (cam_rx,)
         if self.record:
             models_load = type(self.model).drain_load is not CommsModel.drain_load
-            outputs = (CAM_RX, V2X_LOG, CHANNEL_LOAD) if models_load else (CAM_RX, V2X_LOG)
-        inputs = (Input("estimate", fields=ESTIMATE.fields),
-                  Input("commands", delayed=True, optional=True, fields=fields_of(COMMANDS, ["accel"])))
+            outputs = (cam_rx, V2X_LOG, CHANNEL_LOAD) if models_load else (cam_rx, V2X_LOG)
+        inputs: tuple = (Input("estimate", fields=ESTIMATE.fields),
+                         Input("commands", delayed=True, optional=True, fields=fields_of(COMMANDS, ["accel"])))
+        if self.maneuvers:
+            inputs += (Input("platoon_state", delayed=True, optional=True, fields=PLATOON_STATE.fields),)
         return FederateMeta(inputs=inputs, outputs=outputs, period_ns=self.step_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
@@ -70,6 +89,30 @@ class V2XFederate(Federate):
         receivers = [r for r, senders in self._pairs.items() for _ in senders]
         senders = [s for r_senders in self._pairs.values() for s in r_senders]
         self._interest = Interest(np.asarray(receivers, np.int64), np.asarray(senders, np.int64))
+        self._listening = None
+
+    def _follow_platoon_state(self, state: Mapping[str, np.ndarray]) -> None:
+        """The interest of a scenario with maneuvers: each live robot's predecessor, leader and maneuver partner as
+        ``platoon_state`` says (rebuilt only when one of them changed)."""
+        columns = (state["id"], state["predecessor"], state["leader"], state["maneuver_peer"])
+        if self._listening is not None and all(np.array_equal(a, b, equal_nan=True) if a.dtype.kind == "f" else
+                                               np.array_equal(a, b) for a, b in zip(columns, self._listening,
+                                                                                    strict=True)):
+            return
+        alive = np.fromiter(self._pairs, np.int64, len(self._pairs))
+        ids = np.asarray(state["id"], np.int64)
+        receivers = np.concatenate([ids, ids, ids])
+        senders = np.concatenate([np.asarray(c, np.float64) for c in columns[1:]])
+        ok = np.isfinite(senders) & np.isin(receivers, alive)
+        ok[ok] &= np.isin(senders[ok].astype(np.int64), alive)
+        pairs = np.unique(np.stack([receivers[ok], senders[ok].astype(np.int64)], axis=1), axis=0)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        known = set(ids.tolist())  # robots the control federate has not published yet keep their spec's pairs
+        extra = [(r, s) for r, ss in self._pairs.items() if r not in known for s in ss]
+        if extra:
+            pairs = np.unique(np.vstack([pairs, np.asarray(extra, np.int64)]), axis=0)
+        self._interest = Interest(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]))
+        self._listening = tuple(np.array(c, copy=True) for c in columns)
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         assert self.model is not None
@@ -80,9 +123,15 @@ class V2XFederate(Federate):
             rows = rows_of(commands["id"], estimate["id"], missing=-1)
             desired = np.where(rows >= 0, np.asarray(commands["accel"])[rows], np.nan)
             estimate = {**estimate, "u_des": desired}
+        if self.maneuvers:
+            estimate = self._with_platoon_fields(estimate, inputs.get("platoon_state"))
         deliveries = self.model.step(t_ns, estimate, self._interest)
         if "u_des" not in deliveries:  # a model that carries no platooning message
             deliveries = {**deliveries, "u_des": np.full(len(deliveries["receiver"]), np.nan)}
+        if self.maneuvers:  # fields a model did not carry are absent (NaN)
+            n = len(deliveries["receiver"])
+            deliveries = {**deliveries, **{name: np.full(n, np.nan) for name in PLATOON_MESSAGE_FIELDS
+                                           if name not in deliveries}}
         if not self.record:  # the model keeps no log then (keep_log): nothing to drain
             return {"cam_rx": deliveries}
         records = self.model.drain_records()
@@ -92,6 +141,18 @@ class V2XFederate(Federate):
         if load is not None:
             out["channel_load"] = load
         return out
+
+    def _with_platoon_fields(self, estimate: Mapping[str, np.ndarray], state: Mapping[str, np.ndarray] | None
+                             ) -> Mapping[str, np.ndarray]:
+        """The estimate with each sender's platoon fields (from the previous instant's ``platoon_state``, NaN for
+        a robot not in it yet); the interest follows it."""
+        if state is None or not len(state["id"]):
+            return estimate
+        self._follow_platoon_state(state)
+        rows = rows_of(state["id"], estimate["id"], missing=-1)
+        found = rows >= 0
+        return {**estimate, **{name: np.where(found, np.asarray(state[name])[np.where(found, rows, 0)], np.nan)
+                               for name in PLATOON_MESSAGE_FIELDS}}
 
     def finalize(self) -> None:
         if self.model is not None:
