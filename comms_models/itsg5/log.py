@@ -30,7 +30,8 @@ class ChannelLog:
         self.counts = dict.fromkeys(OUTCOMES, 0)
         self.interest_counts = dict.fromkeys(OUTCOMES, 0)
         self.pm: dict[str, dict[str, int]] | None = None  # the platooning messages' share of the counts, when sent
-        # (the rows of trace/v2x.parquet have no message-kind column: PM rows are told apart only here)
+        # With PMs, the rows get a "message" column (0 CAM, 1 PM). The v2x port does not declare it, so
+        # trace/v2x.parquet leaves it out: there, PM rows are told apart from CAM rows by nothing.
 
     def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray) -> None:
         """One closed CBR window: ``cbr`` per station row, NaN where a station did not measure the whole window."""
@@ -66,6 +67,7 @@ class ChannelLog:
             "latency_s": (start_ns - generated_ns) / 1e9,
             "rx_power_dbm": np.full(k, np.nan),
             "outcome": np.full(k, _SENT),
+            **self._message(k, pm),
         })
 
     def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray, pm: bool = False) -> None:
@@ -86,6 +88,7 @@ class ChannelLog:
             "latency_s": np.full(k, np.nan),
             "rx_power_dbm": np.full(k, np.nan),
             "outcome": np.full(k, _DCC_DROPPED),
+            **self._message(k, pm),
         })
 
     def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
@@ -115,14 +118,24 @@ class ChannelLog:
             "latency_s": np.where(received, (t_rx[record] - gen) / 1e9, np.nan),
             "rx_power_dbm": power_dbm,
             "outcome": code[record].astype(np.uint8),
+            **self._message(len(gen), None if pm is None else pm[record]),
         })
 
+    def _message(self, k: int, pm: np.ndarray | bool | None) -> dict[str, np.ndarray]:
+        """The "message" column of ``k`` rows (only when PMs are sent)."""
+        if self.pm is None:
+            return {}
+        return {"message": np.broadcast_to(np.asarray(bool(pm) if np.ndim(pm) == 0 else pm, np.uint8), (k,)).copy()}
+
     def drain_records(self) -> dict[str, np.ndarray]:
-        """Rows logged since the last call (see ``CommsModel.drain_records``)."""
+        """Rows logged since the last call (see ``CommsModel.drain_records``); with PMs also ``message``."""
         chunks, self._records = self._records, []
+        columns, dtypes = _RECORD_COLUMNS, _RECORD_DTYPES
+        if self.pm is not None:
+            columns, dtypes = (*columns, "message"), (*dtypes, np.uint8)
         if not chunks:
-            return {name: np.empty(0, dt) for name, dt in zip(_RECORD_COLUMNS, _RECORD_DTYPES, strict=True)}
-        return {name: np.concatenate([c[name] for c in chunks]) for name in _RECORD_COLUMNS}
+            return {name: np.empty(0, dt) for name, dt in zip(columns, dtypes, strict=True)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in columns}
 
     def drain_load(self) -> dict[str, np.ndarray]:
         """Each station's CBR per window since the last call (see ``CommsModel.drain_load``)."""
