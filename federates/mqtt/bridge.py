@@ -7,7 +7,8 @@ import json
 import logging
 import math
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ LOG = logging.getLogger("coopsim.mqtt")
 
 CAM_PORT = "cam_rx"
 _CAM_FIELDS = ("receiver", "sender", "generated_ns", "received_ns", "x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
+_RESEND_S = 1.0  # lock-step after a reconnect: how often a waiting period is published again
 _DUMPS = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 
 
@@ -59,7 +61,11 @@ class MqttBridge(Federate):
         """Rows of the command port (commands the run took)."""
         self.ignored = 0
         """Free mode: commands of robots that were gone when a step took them."""
-        self.published = 0
+        self.resent = 0
+        """Lock-step: times a period was published again because the broker came back while it waited."""
+        self._period: list[tuple[str, str]] = []
+        self._connects = 0  # the link's connection count when the period was published
+        self._resend_at: float | None = None
 
     # -- set-up ------------------------------------------------------------------------------------------------------
     def setup(self, ctx: SetupContext) -> FederateMeta:
@@ -130,9 +136,10 @@ class MqttBridge(Federate):
         driven = self._driven
         if self.lockstep:
             self.inbox.open_period(t_ns)  # before publishing: a fast answer must find the period open
+        self._connects, self._resend_at = self._link.connects, None
         self._publish(t_ns, inputs)
         if self.lockstep:
-            commands = self.inbox.wait_period(driven, self.params.lockstep_timeout_s, driven)
+            commands = self.inbox.wait_period(driven, self.params.lockstep_timeout_s, driven, self._resend)
         else:
             commands = self.inbox.take_free()
             self.ignored += sum(1 for r in commands if r not in driven)
@@ -142,10 +149,13 @@ class MqttBridge(Federate):
 
     def _publish(self, t_ns: int, inputs: Mapping[str, PortData]) -> None:
         t_s = t_ns / NS_PER_S
-        publish, names, n = self._link.publish, self._names, 0
+        names = self._names
+        self._period = []
+        publish = self._publish_kept if self.lockstep else self._link.publish
+
         for port in self.params.ports:
             if port == CAM_PORT:
-                n += self._publish_cams(t_s, inputs.get(CAM_PORT) or ())
+                self._publish_cams(t_s, inputs.get(CAM_PORT) or (), publish)
                 continue
             data = inputs.get(port)
             if data is None or data.get("id") is None:
@@ -159,11 +169,29 @@ class MqttBridge(Federate):
                 if name is not None:
                     values = [t_s, *(column[row] for column in columns.values())]
                     publish(f"{self.prefix}/{name}/{port}", _DUMPS(dict(zip(keys, values, strict=True))))
-                    n += 1
         publish(f"{self.prefix}/clock", _DUMPS({"t": t_s}))  # last: everything about t has been sent
-        self.published += n + 1
 
-    def _publish_cams(self, t_s: float, tables: Sequence[PortData]) -> int:
+    def _resend(self) -> None:
+        """Lock-step, while waiting: once the broker came back since the period was published, publish the period
+        again, and every ``_RESEND_S`` until answered (the commander reconnects on its own schedule: what is sent
+        before it subscribed again goes nowhere)."""
+        link = self._link
+        if link.connects == self._connects or not link.connected:
+            return
+        now = time.monotonic()
+        if self._resend_at is not None and now < self._resend_at:
+            return
+        self._resend_at = now + _RESEND_S
+        self.resent += 1
+        for topic, payload in self._period:
+            link.publish(topic, payload)
+
+    def _publish_kept(self, topic: str, payload: str) -> None:
+        """Lock-step: publish, and keep it to send again if the broker comes back while the period waits."""
+        self._period.append((topic, payload))
+        self._link.publish(topic, payload)
+
+    def _publish_cams(self, t_s: float, tables: Sequence[PortData], publish: Callable[[str, str], None]) -> None:
         """One message per receiving robot: the V2X messages it received since the last period, in order."""
         per_robot: dict[int, list[dict[str, Any]]] = {}
         names = self._names
@@ -180,9 +208,7 @@ class MqttBridge(Federate):
                     "generated_t": cols["generated_ns"][i] / NS_PER_S, "received_t": cols["received_ns"][i] / NS_PER_S,
                     **{k: cols[k][i] for k in ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des") if k in cols}})
         for receiver, messages in per_robot.items():
-            self._link.publish(f"{self.prefix}/{names[receiver]}/{CAM_PORT}",
-                               _DUMPS({"t": t_s, "messages": messages}))
-        return len(per_robot)
+            publish(f"{self.prefix}/{names[receiver]}/{CAM_PORT}", _DUMPS({"t": t_s, "messages": messages}))
 
     # -- end ---------------------------------------------------------------------------------------------------------
     def run_summary(self) -> dict[str, Any]:
@@ -190,10 +216,9 @@ class MqttBridge(Federate):
         link, inbox, malformed = self._link, self.inbox, self.tally.snapshot()
         out: dict[str, Any] = {"mode": self.params.mode, "broker": self.params.broker, "tls": self._tls,
                                "commands": self.commands, "received": inbox.received, "malformed": malformed,
-                               "malformed_total": sum(malformed.values()), "ignored": self.ignored,
-                               "published": self.published}
+                               "malformed_total": sum(malformed.values()), "ignored": self.ignored}
         if link is not None:
-            out["unsent"] = link.unsent
+            out["published"], out["unsent"] = link.sent, link.unsent
             out["connection"] = {"available_at_setup": self.unavailable_at_setup is None, "connects": link.connects,
                                  "disconnects": link.disconnects,
                                  "disconnected_s": round(link.disconnected_s, 3)}
@@ -201,7 +226,7 @@ class MqttBridge(Federate):
                 out["connection"]["setup_error"] = self.unavailable_at_setup
         if self.lockstep:
             trips = np.asarray(inbox.round_trips_s)
-            out["lockstep"] = {"periods": len(trips), "waits": inbox.waits,
+            out["lockstep"] = {"periods": len(trips), "waits": inbox.waits, "resent": self.resent,
                                "round_trip_p50_s": float(np.percentile(trips, 50)) if len(trips) else None,
                                "round_trip_p99_s": float(np.percentile(trips, 99)) if len(trips) else None}
         else:

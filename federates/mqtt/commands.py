@@ -13,7 +13,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ REASONS = ("too_large", "not_json", "not_object", "duplicate_key", "unknown_key"
            "mixed_forms", "nothing_given", "out_of_range", "unknown_robot", "not_driven", "no_stamp", "stale_stamp",
            "future_stamp", "duplicate")
 """Why a command message was ignored (``docs/bridges.md``, MQTT: bad payloads)."""
+_IDLE_S = 0.1  # lock-step: how often a wait looks up from the inbox (e.g. to resend after a reconnect)
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,11 @@ class CommandInbox:
             self._answers = {}
         self._opened = time.monotonic()
 
-    def wait_period(self, robots: Iterable[int], timeout_s: float, topic_of: Mapping[int, str]) -> dict[int, Command]:
+    def wait_period(self, robots: Iterable[int], timeout_s: float, topic_of: Mapping[int, str],
+                    on_idle: Callable[[], None] | None = None) -> dict[int, Command]:
         """Lock-step: block until every robot in ``robots`` answered the open period, else
-        ``LockstepTimeoutError`` naming the missing topics after ``timeout_s`` of wall time."""
+        ``LockstepTimeoutError`` naming the missing topics after ``timeout_s`` of wall time. ``on_idle`` is called
+        about every 0.1 s while waiting (outside the lock)."""
         wanted = set(robots)
         if not wanted:
             return {}
@@ -212,7 +215,13 @@ class CommandInbox:
                     raise LockstepTimeoutError(
                         f"lock-step: no command with \"t\": {t_ns / 1e9:.9f} on {', '.join(missing)} within "
                         f"lockstep_timeout_s = {timeout_s:g} s (ignored so far: {self.tally.snapshot() or 'none'})")
-                self._cond.wait(left)
+                self._cond.wait(min(left, _IDLE_S))
+                if on_idle is not None and not wanted <= self._answers.keys():
+                    self._cond.release()  # the network thread must be able to offer meanwhile
+                    try:
+                        on_idle()
+                    finally:
+                        self._cond.acquire()
             out = {r: self._answers[r] for r in wanted}
         self.round_trips_s.append(time.monotonic() - self._opened)
         return out

@@ -53,6 +53,8 @@ class Link:
         """Successful connections (the first included)."""
         self.disconnects = 0
         """Connections lost while the bridge ran."""
+        self.sent = 0
+        """Messages handed to the connection."""
         self.unsent = 0
         """Messages not published because the broker was away at that moment."""
         self.disconnected_s = 0.0
@@ -170,6 +172,7 @@ class Link:
         if info.rc != self._mqtt.MQTT_ERR_SUCCESS:
             self.unsent += 1
         else:
+            self.sent += 1
             self._last_info = info
 
     def close(self, timeout_s: float) -> None:
