@@ -23,7 +23,7 @@ pytest.importorskip("mcap")
 from mcap.reader import make_reader
 
 from orchestrator.cli import main
-from orchestrator.mcap_export import messages, sources
+from orchestrator.mcap_export import messages, schemas, sources
 from orchestrator.mcap_export.export import write_mcap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,16 +48,16 @@ def run_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 def _read(path: Path) -> tuple[dict[str, str], dict[str, list[tuple[int, int, dict[str, Any]]]], Any]:
     """Topic -> schema name, topic -> [(log_time, publish_time, message)] in file order, and the summary."""
-    schemas: dict[str, str] = {}
+    schema_of: dict[str, str] = {}
     topics: dict[str, list[tuple[int, int, dict[str, Any]]]] = defaultdict(list)
     with path.open("rb") as f:
         reader = make_reader(f)
         summary = reader.get_summary()
         for schema, channel, message in reader.iter_messages(log_time_order=False):
             assert schema.encoding == "jsonschema" and channel.message_encoding == "json"
-            schemas[channel.topic] = schema.name
+            schema_of[channel.topic] = schema.name
             topics[channel.topic].append((message.log_time, message.publish_time, json.loads(message.data)))
-    return schemas, topics, summary
+    return schema_of, topics, summary
 
 
 def _table(run_dir: Path, name: str) -> list[dict[str, Any]]:
@@ -73,13 +73,13 @@ def _num(value: float) -> float | None:
 
 
 def test_topics_carry_the_foxglove_schemas_we_claim(run_dir: Path) -> None:
-    schemas, _, _ = _read(run_dir / "run.mcap")
+    schema_of, _, _ = _read(run_dir / "run.mcap")
     expected = {"/tf": "foxglove.FrameTransforms", "/scene": "foxglove.SceneUpdate",
                 "/v2x/received": "coopsim.V2xReception"}
     for name in NAMES.values():
         expected |= {f"/{name}/pose": "foxglove.PoseInFrame", f"/{name}/odom": "coopsim.Odometry",
                      f"/{name}/range": "coopsim.Range"}
-    assert schemas == expected
+    assert schema_of == expected
 
 
 def test_message_counts_per_topic_match_the_traces(run_dir: Path) -> None:
@@ -309,3 +309,25 @@ def test_a_trace_out_of_time_order_is_named(run_dir: Path, tmp_path: Path, capsy
     err = capsys.readouterr().err
     assert "range.parquet: row 4" in err and "time order" in err
     assert not (copy / "run.mcap").exists() and not list(copy.glob("*.partial"))
+
+
+def test_every_message_fits_its_stored_schema(run_dir: Path) -> None:
+    """The schemas stored in the file are valid JSON Schemas and each message of each topic validates against its
+    own (first 20 per topic); a schema that says ``number`` where a message writes null would fail here."""
+    jsonschema = pytest.importorskip("jsonschema")
+    with (run_dir / "run.mcap").open("rb") as f:
+        reader = make_reader(f)
+        checked: Counter[str] = Counter()
+        for schema, channel, message in reader.iter_messages():
+            if checked[channel.topic] >= 20:
+                continue
+            stored = json.loads(schema.data)
+            jsonschema.Draft202012Validator.check_schema(stored)
+            assert stored["title"] == schema.name
+            jsonschema.validate(json.loads(message.data), stored, cls=jsonschema.Draft202012Validator)
+            checked[channel.topic] += 1
+    assert len(checked) == 3 + 3 * len(NAMES)
+    # a message that breaks the schema is refused: the check can fail
+    bad = {"timestamp": {"sec": 0, "nsec": 0}, "frame_id": "map", "pose": {"position": {"x": "1"}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, json.loads(schemas.schema_bytes(schemas.POSE_IN_FRAME)))
