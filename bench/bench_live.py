@@ -30,12 +30,11 @@ def _timed(scenario: object, out: Path, variant: str) -> float:
         started = time.perf_counter()
         run_scenario(scenario, out)
         return time.perf_counter() - started
-    with LiveServer("127.0.0.1", 0) as server:
-        viewer = None
+    with LiveServer("127.0.0.1", 0) as server, contextlib.ExitStack() as stack:
         if variant == "watched":
             from websockets.sync.client import connect
 
-            viewer = connect(server.url.replace("http://", "ws://") + "ws")
+            viewer = stack.enter_context(connect(server.url.replace("http://", "ws://") + "ws"))
 
             def read() -> None:
                 with contextlib.suppress(Exception):
@@ -47,10 +46,7 @@ def _timed(scenario: object, out: Path, variant: str) -> float:
                 time.sleep(0.01)
         started = time.perf_counter()
         run_scenario(scenario, out, extra_observers=[server.observer()])
-        took = time.perf_counter() - started
-        if viewer is not None:
-            viewer.close()
-    return took
+        return time.perf_counter() - started
 
 
 def main() -> None:
