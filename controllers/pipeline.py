@@ -130,6 +130,14 @@ class ControlPipeline(RowStateMixin):
                 part.remove_rows(rows)
         super().remove_rows(rows)
 
+    def forget_path(self, rows: np.ndarray) -> None:
+        """Forgets the path ``rows`` followed (they follow another vehicle from now on, after a maneuver): their
+        pure pursuit breadcrumbs start again from the new predecessor's messages."""
+        for part in (self.lateral, self.sensed):
+            if part is not None:
+                for name, values in part._state.items():
+                    values[rows] = part._state_fill[name]
+
     # -- one control step ---------------------------------------------------------------------------------------
     def step(
         self, t_s: float, ego: Arrays, pred: Arrays, leader: Arrays, pred_age_s: np.ndarray,

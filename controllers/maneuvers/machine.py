@@ -88,7 +88,8 @@ _ROW_FIELDS: dict[str, tuple[Any, Any]] = {  # per-row arrays: dtype and fill of
     "aux": (np.int64, -1), "aux2": (np.int64, -1), "lane_path": (np.int64, -1), "lane_from": (np.float64, 0.0),
     "lane_to": (np.float64, 0.0), "lane_t0": (np.float64, -np.inf), "lane_on": (np.bool_, False),
     "lane_now": (np.float64, np.nan), "gap_from": (np.float64, 0.0), "gap_to": (np.float64, 0.0),
-    "gap_t0": (np.float64, -np.inf), "gap_lazy": (np.bool_, False), "cruise_v": (np.float64, 0.0),
+    "gap_t0": (np.float64, -np.inf), "gap_lazy": (np.bool_, False), "gap_hold": (np.bool_, False),
+    "cruise_v": (np.float64, 0.0),
     "length": (np.float64, 0.0), "width": (np.float64, 0.0), "rear_overhang": (np.float64, 0.0),
 }
 
@@ -258,7 +259,7 @@ class ManeuverMachine:
                 self.paths[int(path)], ego["x"][rows], ego["y"][rows], ego["yaw"][rows], ego["v"][rows], offset,
                 self.s.lookahead_time_s, self.s.min_lookahead_m, wheel_kmax[rows])
         lane_done = (t >= a["lane_t0"] + self.s.lane_change_s) & \
-            (np.abs(a["lane_now"] - a["lane_to"]) < 0.25 * a["width"])
+            (np.abs(a["lane_now"] - a["lane_to"]) < 0.05 * a["width"])
 
         # slots: joiners and merging leaders driven here
         slotting = (a["role"] == FREE) & (a["front"] >= 0) & np.isin(a["st"], (JOIN_MOVE, LANE_CHANGE, MERGING))
@@ -284,6 +285,7 @@ class ManeuverMachine:
             want = np.array([self._slot_distance(int(a["pid"][r]), np.array([r]), front["v"][[r]],
                                                  dims_of(np.array([pred_wanted[r]])))[0] for r in lazy])
             a["gap_from"][lazy] = np.maximum(0.0, gap - want)
+            a["gap_to"][lazy] = np.where(a["gap_hold"][lazy], a["gap_from"][lazy], 0.0)
             a["gap_t0"][lazy] = t
             a["gap_lazy"][lazy] = False
         extra = self._extra(t)
@@ -477,10 +479,19 @@ class ManeuverMachine:
             self._event(t_ns, row, "lane_change")
         for row in np.flatnonzero(leave & (st == LANE_CHANGE) & lane_done & (a["role"] == FOLLOWER)):
             self._left(int(row), t_ns, t, ego)
-        for row in np.flatnonzero(leave & (st == WATCH) & heard(LEFT, False)):
+        # the vehicle behind follows the leaver's predecessor once the leaver changes lane, keeping the distance it
+        # has (the leaver is still beside it), and closes the gap once the leaver has left
+        for row in np.flatnonzero(leave & (st == WATCH) & heard(LANE_CHANGE, False) & (pred_wanted != a["aux"])):
             row = int(row)
             self._act("pred", row, int(a["aux"][row]))
             self._gap(row, t, 0.0, lazy=True)
+            a["gap_hold"][row] = True
+        for row in np.flatnonzero(leave & (st == WATCH) & heard(LEFT, False)):
+            row = int(row)
+            if pred_wanted[row] != a["aux"][row]:
+                self._act("pred", row, int(a["aux"][row]))
+            a["gap_hold"][row] = False
+            self._gap(row, t, 0.0, lazy=bool(a["gap_lazy"][row]))
             self._set(row, IDLE, t_ns, -1)
 
         # split

@@ -306,6 +306,9 @@ class ControlFederate(Federate):
             row = int(self._row_of_id[action.robot])
             if action.kind == "pred":
                 self._pred.retarget(row, action.value)
+                group = self._group_of.get(action.robot)
+                if group is not None:  # the old predecessor's trail is not the new one's
+                    group.pipeline.forget_path(np.flatnonzero(group.ids == action.robot))
             elif action.kind == "leader":
                 self._leader.retarget(row, action.value)
             elif action.kind == "peer":
