@@ -220,6 +220,9 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
         stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
         series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
         drawn = plot_run(run.out_dir / "plots", run.robots, series, follower_series, metrics["followers"])
+        from .v2x_plots import plot_v2x
+
+        drawn += plot_v2x(run, run.out_dir / "plots")
     if report:
         from .report import write_run_report
 
