@@ -84,7 +84,7 @@ class ManeuverOutput(NamedTuple):
 _ROW_FIELDS: dict[str, tuple[Any, Any]] = {  # per-row arrays: dtype and fill of new rows
     "role": (np.uint8, DRIVER), "pid": (np.int64, -1), "pidx": (np.int64, 0), "st": (np.uint8, IDLE),
     "peer": (np.int64, -1), "req": (np.int64, -1), "rtype": (np.int64, -1), "since": (np.int64, 0),
-    "front": (np.int64, -1),
+    "front": (np.int64, -1), "limit": (np.float64, np.nan),
     "aux": (np.int64, -1), "aux2": (np.int64, -1), "lane_path": (np.int64, -1), "lane_from": (np.float64, 0.0),
     "lane_to": (np.float64, 0.0), "lane_t0": (np.float64, -np.inf), "lane_on": (np.bool_, False),
     "lane_now": (np.float64, np.nan), "gap_from": (np.float64, 0.0), "gap_to": (np.float64, 0.0),
@@ -188,9 +188,11 @@ class ManeuverMachine:
                              MANEUVER_EVENTS.index(event), int(self.a["st"][row]), MANEUVER_REASONS.index(reason)))
 
     # -- helpers ------------------------------------------------------------------------------------------------
-    def _set(self, row: int, state: int, t_ns: int, peer: int | None = None) -> None:
+    def _set(self, row: int, state: int, t_ns: int, peer: int | None = None, limit: float = np.nan) -> None:
+        """Moves ``row`` to ``state`` (``limit``: its timeout [s] when not the state's own)."""
         self.a["st"][row] = state
         self.a["since"][row] = t_ns
+        self.a["limit"][row] = limit
         if peer is not None and peer != self.a["peer"][row]:
             self.a["peer"][row] = peer
             self._actions.append(Action("peer", int(self.ids[row]), int(peer)))
@@ -340,10 +342,11 @@ class ManeuverMachine:
             a["aux"][me] = k  # the position it joins at
             a["front"][me] = self.ids[rows[k - 1]]
             self._act("pred", me, int(self.ids[rows[k - 1]]))
+            reply = self.s.reply_timeout_s
             self._set(me, JOIN_REQUEST, t_ns, lid)
-            self._set(leader, WATCH, t_ns, int(self.ids[me]))
+            self._set(leader, WATCH, t_ns, int(self.ids[me]), reply)
             if k < len(rows):
-                self._set(int(rows[k]), WATCH, t_ns, int(self.ids[me]))
+                self._set(int(rows[k]), WATCH, t_ns, int(self.ids[me]), 2 * reply)
             self._event(t_ns, me, "requested")
         elif r.type == "leave":
             i = int(a["pidx"][me])
@@ -351,7 +354,7 @@ class ManeuverMachine:
                 return self._refuse(r, t_ns, me, "not_applicable")
             a["req"][involved] = r.index
             self._set(me, LEAVE_REQUEST, t_ns, lid)
-            self._set(leader, WATCH, t_ns, int(self.ids[me]))
+            self._set(leader, WATCH, t_ns, int(self.ids[me]), self.s.reply_timeout_s)
             if i + 1 < len(rows):
                 closer = int(rows[i + 1])
                 a["aux"][closer] = pred_wanted[me]
@@ -364,10 +367,10 @@ class ManeuverMachine:
             a["req"][involved] = r.index
             head = int(rows[k])
             self._set(leader, SPLIT_REQUEST, t_ns, int(self.ids[head]))
-            self._set(head, WATCH, t_ns, lid)
+            self._set(head, WATCH, t_ns, lid, self.s.reply_timeout_s)
             for row in rows[k + 1:]:
                 a["aux"][row] = k
-                self._set(int(row), WATCH, t_ns, int(self.ids[head]))
+                self._set(int(row), WATCH, t_ns, int(self.ids[head]), 2 * self.s.reply_timeout_s)
             self._event(t_ns, leader, "requested")
         else:  # merge: ``platoon`` is the rear one
             front_rows = self.members(r.into)
@@ -377,7 +380,7 @@ class ManeuverMachine:
             front_leader = int(front_rows[0])
             a["front"][leader] = self.ids[front_rows[-1]]
             self._set(leader, MERGE_REQUEST, t_ns, int(self.ids[front_leader]))
-            self._set(front_leader, WATCH, t_ns, lid)
+            self._set(front_leader, WATCH, t_ns, lid, self.s.reply_timeout_s)
             for row in rows[1:]:
                 a["aux2"][row] = self.ids[front_leader]
                 self._set(int(row), WATCH, t_ns, lid)
@@ -605,7 +608,8 @@ class ManeuverMachine:
     # -- timeouts and aborts ------------------------------------------------------------------------------------
     def _timeouts(self, t_ns: int) -> None:
         a = self.a
-        late = (t_ns - a["since"]) / 1e9 > self._timeout_s[a["st"]]
+        limit = np.where(np.isnan(a["limit"]), self._timeout_s[a["st"]], a["limit"])
+        late = (t_ns - a["since"]) / 1e9 > limit
         for row in np.flatnonzero(late):
             self._abort(int(row), t_ns, t_ns / 1e9, "timeout", None)
 

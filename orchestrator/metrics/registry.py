@@ -65,8 +65,10 @@ BUILTIN_ORDER = (
     "link",
     "summary",
     "channel",
+    "maneuvers",
 )
-_ELSEWHERE = {"gamma": "orchestrator.metrics.excitation:gamma"}  # built-ins in a module of their own
+_ELSEWHERE = {"gamma": "orchestrator.metrics.excitation:gamma",
+              "maneuvers": "orchestrator.metrics.maneuvers:maneuvers"}  # built-ins in a module of their own
 METRICS = Registry("metric", {name: _ELSEWHERE.get(name, f"{_BUILTIN}:{name}") for name in BUILTIN_ORDER},
                    group="coopsim.metrics")
 

@@ -1,0 +1,105 @@
+"""Maneuver metrics (``metrics.json`` ``maneuvers``), from ``trace/maneuver_events.parquet`` and the vehicles trace.
+
+Per request of the scenario's ``maneuvers`` list: its outcome (completed, aborted, refused, unfinished), the time
+from the request to its completion, and over the maneuver's window (its first to its last event) the smallest
+bumper-to-bumper gap between any two vehicles in one lane, the largest deceleration of the robots taking part and
+of any robot, and the aborts with the state that gave up and why (the literature's measures: Segata et al.,
+Plexe; time to complete, minimum gap, maximum deceleration, failure under loss).
+
+The gap: vehicle j is ahead of i in i's frame (rear-axle points, i's heading) when dx > 0, in i's lane when the
+lateral offset is below half their widths summed; the gap is dx minus i's front length and j's rear overhang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .registry import run_metric
+from .rundata import RunData
+
+
+@run_metric("maneuvers", section="maneuvers")
+def maneuvers(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Each maneuver's outcome, time to complete, smallest gap and largest deceleration, and aborts with reasons."""
+    events = run.trace("maneuver_events")
+    requests = getattr(run.scenario, "maneuvers", None) or []
+    if events is None or not requests:
+        return None
+    names = {r.id: r.name for r in run.robots}
+    motion = _motion(run)
+    entries = []
+    for index, request in enumerate(requests):
+        mine = np.flatnonzero(np.asarray(events["request"]) == index)
+        kinds = events["event"][mine]
+        t_s = np.asarray(events["t_ns"])[mine] / 1e9
+        robots = sorted({int(r) for r in np.asarray(events["robot"])[mine] if r >= 0})
+        entry: dict[str, Any] = {"index": index, "type": request.type, "at_s": request.at_s,
+                                 "robots": [names.get(r, str(r)) for r in robots]}
+        done = np.flatnonzero(kinds == "completed")
+        aborted = np.flatnonzero(kinds == "aborted")
+        if len(done) and not len(aborted):
+            entry["status"] = "completed"
+            entry["time_to_complete_s"] = float(t_s[done[-1]] - request.at_s)
+        elif len(aborted):
+            entry["status"] = "aborted"
+        elif (kinds == "refused").any():
+            entry["status"] = "refused"
+            entry["reason"] = str(events["reason"][mine][np.flatnonzero(kinds == "refused")[0]])
+        else:
+            entry["status"] = "unfinished"
+        entry["aborts"] = [{"robot": names.get(int(events["robot"][mine][k]), ""), "t_s": float(t_s[k]),
+                            "state": str(events["state"][mine][k]), "reason": str(events["reason"][mine][k])}
+                           for k in aborted]
+        if len(mine) and motion is not None:
+            entry.update(_window(motion, float(request.at_s), float(t_s.max()), robots))
+        entries.append(entry)
+    count = {status: sum(e["status"] == status for e in entries)
+             for status in ("completed", "aborted", "refused", "unfinished")}
+    return {"requests": entries, **count}
+
+
+def _motion(run: RunData) -> dict[str, Any] | None:
+    """Every robot's pose and acceleration on one time grid (NaN where a robot is not alive), and its size."""
+    ids = [r.id for r in run.robots]
+    series = run.series(ids, ["x", "y", "yaw", "a"])
+    if not series:
+        return None
+    t_ns = np.unique(np.concatenate([s.t_ns for s in series.values()]))
+    grid = {name: np.full((len(t_ns), len(ids)), np.nan) for name in ("x", "y", "yaw", "a")}
+    for k, rid in enumerate(ids):
+        s = series.get(rid)
+        if s is None:
+            continue
+        rows = np.searchsorted(t_ns, s.t_ns)
+        for name in grid:
+            grid[name][rows, k] = s.cols[name]
+    dims = {key: np.array([float(r.config["dims"][key]) for r in run.robots])
+            for key in ("length_m", "width_m", "rear_overhang_m")}
+    return {"t_s": t_ns / 1e9, "ids": np.asarray(ids, np.int64), **grid, **dims}
+
+
+def _window(m: Mapping[str, Any], start: float, end: float, robots: list[int]) -> dict[str, Any]:
+    """Smallest same-lane gap and largest decelerations over [start, end] s."""
+    rows = (m["t_s"] >= start) & (m["t_s"] <= end)
+    if not rows.any():
+        return {"min_gap_m": None, "max_decel_mps2": None, "max_decel_any_mps2": None}
+    x, y, yaw, a = (m[name][rows] for name in ("x", "y", "yaw", "a"))
+    dx_w = x[:, None, :] - x[:, :, None]  # [t, i, j]: j relative to i
+    dy_w = y[:, None, :] - y[:, :, None]
+    c, s = np.cos(yaw)[:, :, None], np.sin(yaw)[:, :, None]
+    ahead = dx_w * c + dy_w * s
+    side = -dx_w * s + dy_w * c
+    half = (m["width_m"][:, None] + m["width_m"][None, :]) / 2.0
+    gap = ahead - (m["length_m"] - m["rear_overhang_m"])[None, :, None] - m["rear_overhang_m"][None, None, :]
+    same_lane = (ahead > 0) & (np.abs(side) < half[None]) & np.isfinite(gap)
+    gaps = gap[same_lane]
+    taking_part = np.isin(m["ids"], robots)
+    decel = -a
+    return {
+        "min_gap_m": float(gaps.min()) if len(gaps) else None,
+        "max_decel_mps2": float(np.nanmax(decel[:, taking_part])) if taking_part.any() else None,
+        "max_decel_any_mps2": float(np.nanmax(decel)),
+    }
