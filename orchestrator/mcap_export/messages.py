@@ -3,15 +3,17 @@
 Frames follow REP-105 per robot: ``map`` -> ``<robot>/odom`` -> ``<robot>/base_link``. ``base_link`` sits at the
 rear-axle reference point of the trace (x forward, y left, z up, REP-103); ``odom -> base_link`` is the robot's own
 estimate (``est_x``, ``est_y``, ``est_yaw``) and ``map -> odom`` is what corrects it to the ground truth, so
-``base_link`` ends up at the true pose in ``map``, as a localisation stack would place it. A NaN in a float becomes
-``null`` (JSON has no NaN).
+``base_link`` ends up at the true pose in ``map``, as a localisation stack would place it.
+
+JSON has no NaN, and each schema field has one type (``number``), so a field whose value is NaN (no range target, no
+``u_des``) is left out of the message rather than written as ``null``: plots show a gap there.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 NS_PER_S = 1_000_000_000
@@ -44,19 +46,19 @@ def stamp(t_ns: int) -> dict[str, int]:
     return {"sec": sec, "nsec": nsec}
 
 
-def finite_or_none(value: float) -> float | None:
-    """``value`` as a JSON number, or None for NaN or an infinity."""
-    return value if math.isfinite(value) else None
+def finite(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
+    """The (name, value) pairs whose value is finite, as a dict in the given order (the others are left out)."""
+    return {name: value for name, value in pairs if math.isfinite(value)}
 
 
-def vec3(x: float, y: float, z: float = 0.0) -> dict[str, float | None]:
-    """A Vector3 (NaN -> null)."""
-    return {"x": finite_or_none(x), "y": finite_or_none(y), "z": finite_or_none(z)}
+def vec3(x: float, y: float, z: float = 0.0) -> dict[str, float]:
+    """A Vector3 (a NaN component is left out)."""
+    return finite((("x", x), ("y", y), ("z", z)))
 
 
-def yaw_quaternion(yaw: float) -> dict[str, float | None]:
+def yaw_quaternion(yaw: float) -> dict[str, float]:
     """The rotation by ``yaw`` [rad] about z (counter-clockwise, REP-103)."""
-    return {"x": 0.0, "y": 0.0, "z": finite_or_none(math.sin(0.5 * yaw)), "w": finite_or_none(math.cos(0.5 * yaw))}
+    return finite((("x", 0.0), ("y", 0.0), ("z", math.sin(0.5 * yaw)), ("w", math.cos(0.5 * yaw))))
 
 
 def pose(x: float, y: float, yaw: float, z: float = 0.0) -> dict[str, Any]:
@@ -109,9 +111,9 @@ def odometry(t_ns: int, robot: str, est_x: float, est_y: float, est_yaw: float, 
 
 def range_reading(t_ns: int, robot: str, range_m: float, range_rate_mps: float, bearing_rad: float, target_id: int,
                   names: Mapping[int, str]) -> dict[str, Any]:
-    """``coopsim.Range`` of one sample (no target: nulls, id -1, empty name)."""
-    return {"timestamp": stamp(t_ns), "frame_id": base_frame(robot), "range_m": finite_or_none(range_m),
-            "range_rate_mps": finite_or_none(range_rate_mps), "bearing_rad": finite_or_none(bearing_rad),
+    """``coopsim.Range`` of one sample (no target: no range, rate or bearing; id -1, empty name)."""
+    return {"timestamp": stamp(t_ns), "frame_id": base_frame(robot),
+            **finite((("range_m", range_m), ("range_rate_mps", range_rate_mps), ("bearing_rad", bearing_rad))),
             "target_id": int(target_id), "target": names.get(int(target_id), "")}
 
 
@@ -121,12 +123,15 @@ DECODED_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
 
 def reception(t_ns: int, sender: int, receiver: int, generated_ns: int, received_ns: int,
               decoded: Mapping[str, float] | None, names: Mapping[int, str]) -> dict[str, Any]:
-    """``coopsim.V2xReception`` of one received message (``decoded``: None without ``cam_rx``)."""
-    return {"timestamp": stamp(t_ns), "sender": names.get(int(sender), str(sender)), "sender_id": int(sender),
+    """``coopsim.V2xReception`` of one received message (``decoded``: None without ``cam_rx``, and the message
+    then has no ``decoded``)."""
+    out = {"timestamp": stamp(t_ns), "sender": names.get(int(sender), str(sender)), "sender_id": int(sender),
             "receiver": names.get(int(receiver), str(receiver)), "receiver_id": int(receiver),
             "generated": stamp(generated_ns), "received": stamp(received_ns),
-            "latency_s": (int(received_ns) - int(generated_ns)) / NS_PER_S,
-            "decoded": None if decoded is None else {k: finite_or_none(float(decoded[k])) for k in DECODED_FIELDS}}
+            "latency_s": (int(received_ns) - int(generated_ns)) / NS_PER_S}
+    if decoded is not None:
+        out["decoded"] = finite((k, float(decoded[k])) for k in DECODED_FIELDS)
+    return out
 
 
 def scene_entity(t_ns: int, robot: str, robot_id: int, platoon: int, dims: Mapping[str, float]) -> dict[str, Any]:

@@ -8,6 +8,10 @@ of Foxglove's published message reference (https://docs.foxglove.dev/docs/visual
 Primitive lists that coopsim never fills (arrows, spheres, cylinders, lines, triangles, models) are declared as
 arrays of objects and always written empty.
 
+Every field has one JSON type, as in Foxglove's own schemas (a viewer's schema parser may not accept
+``["number", "null"]``); a number that is NaN in the trace is left out of the message instead, which the schemas
+allow (none lists ``required``).
+
 Odometry, ranges and V2X receptions have no Foxglove schema; theirs are coopsim's own (``coopsim.*``), with the unit
 of every number in its description.
 """
@@ -152,7 +156,7 @@ def _odometry() -> dict[str, Any]:
         "timestamp": _time("Simulation time of the sample"),
         "frame_id": {"type": "string", "description": "Frame of the pose: <robot>/odom"},
         "child_frame_id": {"type": "string", "description": "Frame of the twist: <robot>/base_link"},
-        "pose": _pose("Estimated pose (est_x, est_y, est_yaw of the trace); null where the trace has NaN"),
+        "pose": _pose("Estimated pose (est_x, est_y, est_yaw of the trace)"),
         "twist": _obj(None, "Velocity in the child frame", {
             "linear": _vector3("x: estimated forward speed est_v", "m/s"),
             "angular": _vector3("z: yaw rate of the state (the trace holds no estimated yaw rate)", "rad/s"),
@@ -164,23 +168,22 @@ def _range() -> dict[str, Any]:
     return _obj(RANGE, "The forward range sensor's nearest in-path target (trace/range.parquet)", {
         "timestamp": _time("Simulation time of the sample"),
         "frame_id": {"type": "string", "description": "<robot>/base_link"},
-        "range_m": {"type": ["number", "null"], "description": "[m] distance to the target; null: no target"},
-        "range_rate_mps": {"type": ["number", "null"], "description": "[m/s] rate of change of the range"},
-        "bearing_rad": {"type": ["number", "null"], "description": "[rad] bearing of the target, counter-clockwise"},
+        "range_m": _num("[m] distance to the target; absent: no target"),
+        "range_rate_mps": _num("[m/s] rate of change of the range; absent: no target"),
+        "bearing_rad": _num("[rad] bearing of the target, counter-clockwise; absent: no target"),
         "target_id": {"type": "integer", "description": "robot id of the target; -1: none"},
         "target": {"type": "string", "description": "name of the target robot; empty: none"},
     })
 
 
 def _v2x_reception() -> dict[str, Any]:
-    decoded = _obj(None, "The sender's state as the receiver decoded it (SI, map frame); null when the run did not "
-                   "record trace/cam_rx.parquet", {
+    decoded = _obj(None, "The sender's state as the receiver decoded it (SI, map frame); absent when the run did "
+                   "not record trace/cam_rx.parquet", {
                        "x": _num("[m]"), "y": _num("[m]"), "yaw": _num("[rad]"), "v": _num("[m/s]"),
                        "a": _num("[m/s^2]"), "yaw_rate": _num("[rad/s]"),
-                       "u_des": {"type": ["number", "null"],
-                                 "description": "[m/s^2] desired acceleration, where a platooning message carried it"},
+                       "u_des": _num("[m/s^2] desired acceleration, where a platooning message carried it "
+                                     "(absent otherwise)"),
                    })
-    decoded["type"] = ["object", "null"]
     return _obj(V2X_RECEPTION, "One V2X message received by one robot. The traces hold no CAM bytes: the frames "
                 "an ITS-G5 run sent are in the run directory's v2x.pcap", {
                     "timestamp": _time("Simulation time at which the receiver got the message"),

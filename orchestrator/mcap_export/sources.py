@@ -157,8 +157,8 @@ CAM_RX_COLUMNS = ("t_ns", "receiver", "sender", "generated_ns", "received_ns", *
 
 
 def cam_rx_records(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:
-    """``/v2x/received`` for each row of ``trace/cam_rx.parquet`` (decoded fields included; one the file lacks is
-    null). The log time is the row's ``t_ns``, the instant the receiver was handed the message."""
+    """``/v2x/received`` for each row of ``trace/cam_rx.parquet`` (decoded fields included; one the file lacks
+    is left out). The log time is the row's ``t_ns``, the instant the receiver was handed the message."""
     return in_time_order(_cam_rx(path, robots))
 
 
@@ -180,7 +180,7 @@ V2X_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "outcome")
 
 def v2x_log_records(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:
     """``/v2x/received`` from the channel log when the run has no ``cam_rx`` trace: each "rx" row whose outcome is
-    "received", with ``decoded`` null (the log holds no decoded fields). The log's rows are each at their own
+    "received", without ``decoded`` (the log holds no decoded fields). The log's rows are each at their own
     time, which may lie up to a step behind the row before: they are put in order (``in_time_order``)."""
     return in_time_order(_v2x_received(path, robots))
 
