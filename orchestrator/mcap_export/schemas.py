@@ -122,7 +122,8 @@ def _text() -> dict[str, Any]:
 
 
 def _scene_update() -> dict[str, Any]:
-    unused = {"type": "object", "description": "not used by coopsim (always an empty list)"}
+    # a viewer derives message paths from the schema and walks every object's "properties": give it an empty one
+    unused = {"type": "object", "description": "not used by coopsim (always an empty list)", "properties": {}}
     entity = _obj("foxglove.SceneEntity", "A visual element in a 3D scene", {
         "timestamp": _time("Timestamp of the entity"),
         "frame_id": {"type": "string", "description": "Frame of reference"},

@@ -333,3 +333,43 @@ def test_every_message_fits_its_stored_schema(run_dir: Path) -> None:
     bad = {"timestamp": {"sec": 0, "nsec": 0}, "frame_id": "map", "pose": {"position": {"x": "1"}}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, json.loads(schemas.schema_bytes(schemas.POSE_IN_FRAME)))
+
+
+_FIELD_TYPES = {"boolean", "string", "number", "integer", "object", "array"}
+
+
+def _walk_like_a_viewer(schema: dict[str, Any], where: str) -> int:
+    """The rules a viewer's JSON-schema reader applies when it derives message paths (Lichtblick's
+    ``parseJsonSchema``: every object has ``properties``; every field one type of ``_FIELD_TYPES``, array items
+    too); returns the number of fields seen."""
+    assert schema.get("type") == "object", where
+    assert isinstance(schema.get("properties"), dict), f"{where}: an object needs 'properties'"
+    seen = 0
+    for name, field in schema["properties"].items():
+        kind = field.get("type")
+        assert isinstance(kind, str) and kind in _FIELD_TYPES, \
+            f"{where}.{name}: one type of {sorted(_FIELD_TYPES)}, got {kind!r}"
+        seen += 1
+        if kind == "object":
+            seen += _walk_like_a_viewer(field, f"{where}.{name}")
+        elif kind == "array":
+            item = field["items"].get("type")
+            assert isinstance(item, str) and item in _FIELD_TYPES - {"array"}, f"{where}.{name}[]: got {item!r}"
+            if item == "object":
+                seen += _walk_like_a_viewer(field["items"], f"{where}.{name}[]")
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(schemas.SCHEMAS))
+def test_each_schema_is_one_a_viewer_can_read(name: str) -> None:
+    stored = json.loads(schemas.schema_bytes(name))
+    assert stored["title"] == name
+    assert _walk_like_a_viewer(stored, name) > 3
+
+
+def test_the_viewer_rules_refuse_a_nullable_field() -> None:
+    with pytest.raises(AssertionError, match="one type"):
+        _walk_like_a_viewer({"type": "object", "properties": {"r": {"type": ["number", "null"]}}}, "x")
+    with pytest.raises(AssertionError, match="needs 'properties'"):
+        _walk_like_a_viewer({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object"}}}},
+                            "x")
