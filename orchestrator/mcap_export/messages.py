@@ -117,8 +117,10 @@ def range_reading(t_ns: int, robot: str, range_m: float, range_rate_mps: float, 
             "target_id": int(target_id), "target": names.get(int(target_id), "")}
 
 
-DECODED_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
-"""Fields of ``cam_rx`` copied into a reception's ``decoded``."""
+DECODED_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des", "platoon_id", "platoon_index", "maneuver",
+                  "maneuver_peer")
+"""Fields of ``cam_rx`` copied into a reception's ``decoded`` (the platoon fields only exist in runs with maneuvers;
+a field a run does not have, or that is NaN, is left out)."""
 
 
 def reception(t_ns: int, sender: int, receiver: int, generated_ns: int, received_ns: int,

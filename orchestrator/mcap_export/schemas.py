@@ -184,6 +184,10 @@ def _v2x_reception() -> dict[str, Any]:
                        "a": _num("[m/s^2]"), "yaw_rate": _num("[rad/s]"),
                        "u_des": _num("[m/s^2] desired acceleration, where a platooning message carried it "
                                      "(absent otherwise)"),
+                       "platoon_id": _num("[-] the sender's platoon (runs with maneuvers)"),
+                       "platoon_index": _num("[-] the sender's position in it, 0: leader (runs with maneuvers)"),
+                       "maneuver": _num("[-] the sender's maneuver state code (runs with maneuvers)"),
+                       "maneuver_peer": _num("robot id of the sender's maneuver partner (runs with maneuvers)"),
                    })
     return _obj(V2X_RECEPTION, "One V2X message received by one robot. The traces hold no CAM bytes: the frames "
                 "an ITS-G5 run sent are in the run directory's v2x.pcap", {
