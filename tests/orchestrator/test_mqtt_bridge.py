@@ -73,6 +73,23 @@ def run_with(client: subprocess.Popen, sc, out: Path):
     return result
 
 
+def wait_for_clock(port: int, t_s: float, timeout_s: float = 60.0) -> None:
+    """Block until the bridge publishes ``coopsim/clock`` with t >= ``t_s`` (a listener of its own)."""
+    import paho.mqtt.client as mqtt
+
+    reached = threading.Event()
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"clock-watch-{time.monotonic_ns()}")
+    client.on_connect = lambda c, *args: c.subscribe("coopsim/clock", qos=0)
+    client.on_message = lambda c, u, m: reached.set() if json.loads(m.payload)["t"] >= t_s - 1e-9 else None
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    try:
+        assert reached.wait(timeout_s), f"the clock did not reach {t_s} s within {timeout_s} s"
+    finally:
+        client.disconnect()
+        client.loop_stop()
+
+
 # -- state and received messages out ---------------------------------------------------------------------------------
 def _subscribe(port: int, end_s: float, ready: threading.Event, got: list) -> None:
     import aiomqtt
@@ -309,8 +326,8 @@ def test_the_bridge_reconnects_after_the_broker_dies_and_comes_back(tmp_path):
         commander = start(COMMANDER, server.port, "robot0", 0.0, 1.0, 1.0, end, tmp_path / "sent.json")
         outage: dict[str, float] = {}
 
-        def kill_and_restart() -> None:  # in wall time: under pacing about the same as simulation time
-            time.sleep(2.5)
+        def kill_and_restart() -> None:  # once the run is well under way, however long its set-up took
+            wait_for_clock(server.port, 2.5)
             server.kill()
             outage["down"] = time.monotonic()
             time.sleep(2.0)
@@ -377,8 +394,8 @@ def test_lockstep_rides_out_a_broker_restart_and_stays_bit_identical(tmp_path):
     try:
         calm, _ = _profile_run(tmp_path, server.port, "calm", params, ["robot0"], end=4.0)
         assert calm.ok, calm.error
-        chaos = threading.Thread(target=lambda: (time.sleep(1.5), server.kill(), time.sleep(1.0), server.start()),
-                                 daemon=True)
+        chaos = threading.Thread(target=lambda: (wait_for_clock(server.port, 1.5), server.kill(), time.sleep(1.0),
+                                                 server.start()), daemon=True)
         chaos.start()  # paced, so the broker dies mid-run
         stormy, _ = _profile_run(tmp_path, server.port, "stormy", params, ["robot0"],
                                     ("execution={realtime: 1.0}",), end=4.0)
