@@ -13,6 +13,7 @@ FEDERATE_KINDS = Registry(
         "mqtt": "federates.mqtt_bridge:MqttBridge",
         "fmu": "federates.fmu_federate:FmuFederate",
         "can": "federates.can_bridge:CanBridge",
+        "sumo": "federates.sumo.federate:SumoFederate",
     },
     group="coopsim.federates",
     base="orchestrator.core.federate:Federate",

@@ -255,7 +255,10 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
                                                    connect_timeout_s=extra.connect_timeout_s,
                                                    call_timeout_s=extra.call_timeout_s)
         else:
-            federates[extra.name] = FEDERATE_KINDS.get(extra.type)(extra.name, **extra.params)
+            cls = FEDERATE_KINDS.get(extra.type)
+            # a kind that reads files named in the scenario (SUMO) resolves them against the scenario's directory
+            where = {"scenario_dir": extra.scenario_dir} if getattr(cls, "reads_scenario_files", False) else {}
+            federates[extra.name] = cls(extra.name, **extra.params, **where)
     for name, fed in federates.items():
         scheduler.add(fed, trusted=name in ("physics", "v2x", "control"))  # built-ins: ports checked per roster change
     for spec in robots:

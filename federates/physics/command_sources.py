@@ -82,7 +82,8 @@ class CommandSources:
     def add(self, robots: Sequence[RobotSpec], params: Sequence[Mapping[str, Any]], t_ns: int,
             speed: np.ndarray) -> None:
         """Rows for newly spawned robots (``speed``: their initial speeds)."""
-        sources = [r.config.get("command_source") for r in robots]
+        # a posed robot (``posed_by``) names its pose source but takes no commands from it
+        sources = [None if "posed_by" in r.config else r.config.get("command_source") for r in robots]
         port = [self.ports.index(s["port"]) if s else -1 for s in sources]
         self.port = np.concatenate([self.port, np.asarray(port, np.int64)])
         self.timeout_ns = np.concatenate([self.timeout_ns, np.array(

@@ -56,6 +56,7 @@ from .collisions import CollisionError, ContactMonitor
 from .command_sources import NO_EVENTS, CommandSources
 from .config import PhysicsConfig
 from .models import VEHICLE_MODELS
+from .poses import POSES, PoseInbox
 from .presets import preset
 from .range_scan import RangeSensor
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
@@ -103,6 +104,8 @@ class PhysicsFederate(Federate):
         self._bodies = ContactMonitor()  # body geometry per row and the pairs in contact
         self.collisions: list[tuple[int, int, int]] = []
         """Every new contact of the run: ``(t_ns, id_a, id_b)``."""
+        self.poses = PoseInbox()
+        """Poses of externally posed robots (``poses``) waiting for the time they are valid."""
         self._seed = 0
         self._odometry: DeadReckoning | None = None
         self._imu: Imu | None = None
@@ -137,8 +140,10 @@ class PhysicsFederate(Federate):
         external = tuple(Input(name, delayed=True, queued=True,
                                fields=port(name, EXTERNAL_COMMAND_FIELDS, index="event").fields)
                          for name in self.sources.ports)  # act from the next step, like ``commands``
+        # poses of externally driven robots (a traffic simulator): optional, taken like external commands
+        posed = Input(POSES.name, delayed=True, queued=True, fields=POSES.fields, optional=True)
         return FederateMeta(
-            inputs=(Input("commands", delayed=True, fields=COMMANDS.fields), *external),
+            inputs=(Input("commands", delayed=True, fields=COMMANDS.fields), *external, posed),
             outputs=(STATE, ESTIMATE, RANGE, COLLISIONS, *((COMMAND_EVENT_PORT,) if external else ())),
             period_ns=self.step_ns,
         )
@@ -308,6 +313,8 @@ class PhysicsFederate(Federate):
                     rows = self._group_rows[key]
                     if len(rows):
                         group.step({k: np.ascontiguousarray(commands[k][rows]) for k in COMMAND_FIELDS})
+        self.poses.receive(inputs.get(POSES.name) or ())
+        self.poses.apply(t_ns, self._ids, self._groups, self._group_rows)
         self._stepped_once = True
         state = self._state()
         self._check_finite(state, t_ns)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from ..core.scenario_dir import current_scenario_dir
 from .base import Strict
 
 
@@ -21,6 +23,13 @@ class ExtraFederate(Strict):
     )
     connect_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the remote host at setup [s]")
     call_timeout_s: float = Field(60.0, gt=0, description="how long to wait for each answer of a remote host [s]")
+    _scenario_dir: Path | None = PrivateAttr(default_factory=current_scenario_dir)  # where the file was read
+
+    @property
+    def scenario_dir(self) -> Path | None:
+        """The directory of the scenario file that declared this federate (None: no file; then the working
+        directory), which its relative file names are resolved against."""
+        return self._scenario_dir
 
     @field_validator("remote")
     @classmethod

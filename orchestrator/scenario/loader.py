@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..core.scenario_dir import scenario_directory
 from .checks import check_plugins, law_params
 from .errors import Problem, ScenarioError, format_path
 from .locate import problems_of
@@ -50,7 +51,12 @@ def read_scenario_text(path: str | Path, source: str | None = None) -> str:
 
 
 def parse_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
-    """Validate scenario text (see ``load_scenario``)."""
+    """Validate scenario text (see ``load_scenario``); relative file names in it are the source file's neighbours."""
+    with scenario_directory(None if source.startswith("<") else Path(source).parent):
+        return _parse_scenario(text, source, overrides)
+
+
+def _parse_scenario(text: str, source: str, overrides: Iterable[str]) -> Scenario:
     try:
         data, lines = load_with_lines(text)
     except YamlInputError as exc:

@@ -7,6 +7,7 @@ The expected names are written out here on purpose: a registration removed by mi
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from comms_models import COMMS_MODELS
@@ -23,7 +24,7 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "vehicle_models": (VEHICLE_MODELS, ("dynamic", "kinematic", "unicycle")),
     "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
                                    "weave")),
-    "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "v2x")),
+    "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "sumo", "v2x")),
     "tyre_models": (TYRE_REGISTRY, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
     "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "gamma", "l2_norms", "lateral_deviation",
                           "leader_path", "link", "min_gap", "min_ttc", "spacing_error", "string_stability",
@@ -45,6 +46,8 @@ FEDERATE_FACTORIES: dict[str, Callable[[str], Any]] = {
     "v2x": lambda name: FEDERATE_KINDS.get("v2x")(name, STEP_NS, {"type": "ideal"}),
     "control": lambda name: FEDERATE_KINDS.get("control")(name, 2 * STEP_NS),
     "can": lambda name: FEDERATE_KINDS.get("can")(name),  # python-can's in-process virtual bus by default
+    "sumo": lambda name: FEDERATE_KINDS.get("sumo")(  # libsumo in process, on the shipped motorway
+        name, net="sumo/highway.net.xml", scenario_dir=Path(__file__).resolve().parents[2] / "scenarios"),
 }
 """How to build each federate kind that needs no outside service (a plug-in kind taking only a name needs none)."""
 

@@ -1,0 +1,63 @@
+"""A body whose pose comes from outside (a traffic simulator, a replayed recording): the physics federate does not
+integrate it, it teleports it to each pose it is given (``federates.physics.poses``).
+
+Between two poses (a pose source slower than the physics step) the body moves on at its last speed and yaw rate
+(the arc at constant v and w), so it does not stand still and jump; the next pose snaps it back. Commands are
+ignored: nobody drives this body but its pose source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .base import VehicleModel
+
+POSED_MODEL = "federates.physics.models.posed:PosedBody"
+"""The ``vehicle.model`` of an externally posed robot (looked up as a ``package.module:Class`` path)."""
+
+_STATE = ("x", "y", "yaw", "v", "a", "yaw_rate", "steer")
+
+
+class PosedBody(VehicleModel):
+    """Externally posed bodies for N robots (see the module docstring)."""
+
+    def __init__(self, dt: float) -> None:
+        super().__init__(dt)
+        self._s = {name: np.empty(0) for name in _STATE}
+
+    def add(self, params: Sequence[Mapping[str, Any]], initial: Mapping[str, np.ndarray]) -> None:
+        """Append robots at their initial ``x, y, yaw, v`` (vehicle parameters are not used)."""
+        n = len(params)
+        new = {"x": initial["x"], "y": initial["y"], "yaw": initial["yaw"], "v": initial["v"],
+               "a": np.zeros(n), "yaw_rate": np.zeros(n), "steer": np.zeros(n)}
+        for name in _STATE:
+            self._s[name] = np.concatenate([self._s[name], np.asarray(new[name], dtype=np.float64)])
+
+    def remove(self, rows: np.ndarray) -> None:
+        """Delete robots at ``rows``."""
+        for name in _STATE:
+            self._s[name] = np.delete(self._s[name], rows)
+
+    def step(self, commands: Mapping[str, np.ndarray]) -> None:
+        """Move on for ``dt`` along the arc of the last speed and yaw rate (commands are ignored)."""
+        s, dt = self._s, self.dt
+        v, w, yaw = s["v"], s["yaw_rate"], s["yaw"]
+        dth = w * dt
+        turning = np.abs(dth) > 1e-9
+        safe_w = np.where(turning, w, 1.0)
+        s["x"] += np.where(turning, v / safe_w * (np.sin(yaw + dth) - np.sin(yaw)), v * dt * np.cos(yaw))
+        s["y"] += np.where(turning, v / safe_w * (np.cos(yaw) - np.cos(yaw + dth)), v * dt * np.sin(yaw))
+        s["yaw"] = np.arctan2(np.sin(yaw + dth), np.cos(yaw + dth))
+
+    def set_pose(self, rows: np.ndarray, pose: Mapping[str, np.ndarray]) -> None:
+        """Teleport the robots at ``rows`` (of this group) to ``pose`` (``x, y, yaw, v, a, yaw_rate`` arrays)."""
+        for name in ("x", "y", "yaw", "v", "a", "yaw_rate"):
+            self._s[name][rows] = pose[name]
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """``x, y, yaw, v, a, yaw_rate, steer`` (steer is always 0)."""
+        return self._s

@@ -1,0 +1,90 @@
+"""Parameters of the SUMO federate (``type: sumo``) and the rule for the files a scenario names.
+
+Relative file names are resolved against the scenario file's directory and must stay inside it (a symlink or
+``..`` that leads out is refused); an absolute name is accepted only with ``allow_absolute_paths: true``. Only
+network and route files are read, and every SUMO option coopsim passes is fixed here (``backend.sumo_options``),
+so a scenario cannot make SUMO write files anywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from orchestrator.core.scenario_dir import current_scenario_dir
+
+MAX_ROBOT_ID = 2**32 - 1
+"""Robot ids are station ids: 32-bit."""
+
+
+class SumoParams(BaseModel):
+    """``params`` of a ``type: sumo`` federate."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # first, so that the file fields are checked knowing it
+    allow_absolute_paths: bool = Field(False, description="accept absolute file names (outside the scenario's "
+                                       "directory)")
+    net: str = Field(description="SUMO network (.net.xml), relative to the scenario file")
+    routes: list[str] = Field(default_factory=list, description="route files (.rou.xml: vTypes, routes, flows)")
+    backend: Literal["libsumo", "traci"] = Field(
+        "libsumo", description="libsumo: SUMO inside this process; traci: a headless sumo process over TraCI")
+    period_s: float = Field(0.1, gt=0, description="SUMO's step length [s]: a multiple of the scenario's step_s")
+    id_base: int = Field(1_000_000, ge=1, le=MAX_ROBOT_ID,
+                         description="robot id of the first SUMO vehicle; the next ones count up in departure order")
+    offset_m: tuple[float, float] = Field((0.0, 0.0), description="[m] where the local origin lies in the network's "
+                                          "own coordinates (the net's location offset already removed)")
+    mirror: bool = Field(True, description="put coopsim's own robots into SUMO every step, so its traffic reacts "
+                         "to them")
+    rear_overhang_share: float = Field(0.2, ge=0, lt=1, description="rear overhang of a SUMO vehicle as a share of "
+                                       "its length (SUMO has none): where its rear axle lies")
+    collision_action: Literal["warn", "none"] = Field(
+        "warn", description="what SUMO does on a collision (coopsim's physics counts contacts itself); vehicles are "
+        "never removed or teleported, so a robot does not jump")
+    fcd_output: bool = Field(False, description="SUMO writes its floating car data to <run dir>/<name>.fcd.xml")
+
+    @field_validator("period_s")
+    @classmethod
+    def _whole_milliseconds(cls, value: float) -> float:
+        if abs(value * 1000 - round(value * 1000)) > 1e-9:
+            raise ValueError(f"SUMO counts time in milliseconds: period_s must be a whole number of ms, got {value}")
+        return value
+
+    @field_validator("net")
+    @classmethod
+    def _net_exists(cls, value: str, info: ValidationInfo) -> str:
+        """Checked where the scenario is validated (its directory is known then)."""
+        resolve_input(value, "net", current_scenario_dir(), bool(info.data.get("allow_absolute_paths")))
+        return value
+
+    @field_validator("routes")
+    @classmethod
+    def _routes_exist(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        for k, name in enumerate(value):
+            resolve_input(name, f"routes[{k}]", current_scenario_dir(), bool(info.data.get("allow_absolute_paths")))
+        return value
+
+
+class FileRefusedError(ValueError):
+    """A file name the scenario may not use, or that does not exist."""
+
+
+def resolve_input(name: str, field: str, base: Path | None, allow_absolute: bool) -> Path:
+    """The file ``name`` of field ``field``: relative to ``base`` (the scenario's directory; None: the working
+    directory) and inside it, or absolute when allowed; it must be a readable file."""
+    root = (base or Path.cwd()).resolve()
+    given = Path(name)
+    if given.is_absolute():
+        if not allow_absolute:
+            raise FileRefusedError(f"'{name}' is an absolute path; name it relative to the scenario file or set "
+                              "allow_absolute_paths: true")
+        path = given.resolve()
+    else:
+        path = (root / given).resolve()
+        if not path.is_relative_to(root):
+            raise FileRefusedError(f"{field} '{name}' lies outside the scenario's directory {root}")
+    if not path.is_file():
+        raise FileRefusedError(f"no {field} file '{name}' (looked for {path})")
+    return path
