@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..core.timebase import seconds_to_ns
 from . import schemas
 from .extra import MISSING_MESSAGE, mcap_available
 from .sources import (
@@ -60,15 +61,18 @@ def robot_infos(run_dir: Path) -> tuple[dict[int, RobotInfo], Any]:
     return infos, run.scenario
 
 
-def _records(trace: Path, robots: dict[int, RobotInfo], summary: McapSummary) -> Iterator[Record]:
+def _records(trace: Path, robots: dict[int, RobotInfo], step_s: float, summary: McapSummary) -> Iterator[Record]:
+    # an event row lies at most a step behind the row before it (see sources.REORDER_WINDOW_NS): two steps of
+    # reordering window keep every file in order and hold only a few steps of receptions
+    window_ns = 2 * seconds_to_ns(step_s)
     sources = [vehicle_records(trace / "vehicles.parquet", robots)]
     if (trace / "range.parquet").is_file():
         sources.append(range_records(trace / "range.parquet", robots))
     if (trace / "cam_rx.parquet").is_file():
-        sources.append(cam_rx_records(trace / "cam_rx.parquet", robots))
+        sources.append(cam_rx_records(trace / "cam_rx.parquet", robots, window_ns))
         summary.receptions_from = "cam_rx"
     elif (trace / "v2x.parquet").is_file():
-        sources.append(v2x_log_records(trace / "v2x.parquet", robots))
+        sources.append(v2x_log_records(trace / "v2x.parquet", robots, window_ns))
         summary.receptions_from = "v2x"
     return heapq.merge(*sources, key=lambda record: record.t_ns)
 
@@ -94,7 +98,7 @@ def write_mcap(run_dir: Path, out: Path | None = None) -> McapSummary:
             writer.start(profile="", library=f"coopsim {__version__}")
             schema_ids: dict[str, int] = {}
             channel_ids: dict[str, int] = {}
-            for record in _records(trace, robots, summary):
+            for record in _records(trace, robots, scenario.step_s, summary):
                 channel = channel_ids.get(record.topic)
                 if channel is None:  # registered at first use: a topic without messages has no channel
                     schema = schema_ids.get(record.schema)

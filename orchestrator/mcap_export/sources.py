@@ -62,9 +62,9 @@ def _check_order(path: Path, row: int, t_ns: int, last: int) -> None:
 
 
 REORDER_WINDOW_NS = 1_000_000_000
-"""How far back in time an event row may lie behind an earlier row of its file and still be put in order. The V2X
-log holds events at their own times, written at the end of the step they fall in, so a row can be up to a step
-behind the one before it."""
+"""Default of how far back in time an event row may lie behind an earlier row of its file and still be put in
+order. The V2X log holds events at their own times, published at the end of the step they fall in, so a row can
+be up to a step behind the one before it: the export passes two steps of the scenario."""
 
 
 def in_time_order(records: Iterator[Record], window_ns: int = REORDER_WINDOW_NS) -> Iterator[Record]:
@@ -156,10 +156,11 @@ RECEPTIONS_TOPIC = "/v2x/received"
 CAM_RX_COLUMNS = ("t_ns", "receiver", "sender", "generated_ns", "received_ns", *msg.DECODED_FIELDS)
 
 
-def cam_rx_records(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:
+def cam_rx_records(path: Path, robots: Mapping[int, RobotInfo], window_ns: int = REORDER_WINDOW_NS
+                   ) -> Iterator[Record]:
     """``/v2x/received`` for each row of ``trace/cam_rx.parquet`` (decoded fields included; one the file lacks
     is left out). The log time is the row's ``t_ns``, the instant the receiver was handed the message."""
-    return in_time_order(_cam_rx(path, robots))
+    return in_time_order(_cam_rx(path, robots), window_ns)
 
 
 def _cam_rx(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:
@@ -178,11 +179,12 @@ def _cam_rx(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:
 V2X_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "outcome")
 
 
-def v2x_log_records(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:
+def v2x_log_records(path: Path, robots: Mapping[int, RobotInfo], window_ns: int = REORDER_WINDOW_NS
+                    ) -> Iterator[Record]:
     """``/v2x/received`` from the channel log when the run has no ``cam_rx`` trace: each "rx" row whose outcome is
     "received", without ``decoded`` (the log holds no decoded fields). The log's rows are each at their own
     time, which may lie up to a step behind the row before: they are put in order (``in_time_order``)."""
-    return in_time_order(_v2x_received(path, robots))
+    return in_time_order(_v2x_received(path, robots), window_ns)
 
 
 def _v2x_received(path: Path, robots: Mapping[int, RobotInfo]) -> Iterator[Record]:

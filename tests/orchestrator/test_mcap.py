@@ -374,3 +374,16 @@ def test_the_viewer_rules_refuse_a_nullable_field() -> None:
     with pytest.raises(AssertionError, match="needs 'properties'"):
         _walk_like_a_viewer({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object"}}}},
                             "x")
+
+
+def test_event_rows_a_little_behind_are_put_in_order_within_the_window() -> None:
+    def rec(t: int, tag: str) -> sources.Record:
+        return sources.Record(t, "/x", "s", {"tag": tag})
+
+    rows = [rec(10, "a"), rec(8, "b"), rec(10, "c"), rec(25, "d"), rec(21, "e"), rec(40, "f")]
+    out = list(sources.in_time_order(iter(rows), window_ns=5))
+    assert [(r.t_ns, r.message["tag"]) for r in out] == [(8, "b"), (10, "a"), (10, "c"), (21, "e"), (25, "d"),
+                                                         (40, "f")]
+    # a row further behind than the window comes out where it arrived (the file stays valid, this one out of order)
+    late = list(sources.in_time_order(iter([rec(0, "a"), rec(100, "b"), rec(200, "d"), rec(50, "c")]), window_ns=10))
+    assert [r.t_ns for r in late] == [0, 100, 50, 200]
