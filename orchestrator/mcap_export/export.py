@@ -21,6 +21,7 @@ from ..core.timebase import seconds_to_ns
 from . import schemas
 from .extra import MISSING_MESSAGE, mcap_available
 from .sources import (
+    DEFAULT_DIMS,
     Record,
     RobotInfo,
     cam_rx_records,
@@ -32,8 +33,6 @@ from .sources import (
 MCAP_NAME = "run.mcap"
 _ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 """Compact JSON; a NaN that slipped through is an error rather than an invalid JSON token."""
-DEFAULT_DIMS = {"length_m": 0.5, "width_m": 0.2, "rear_overhang_m": 0.1}
-"""Body of a robot whose scenario entry gives no dimensions (only for drawing it)."""
 NO_CAM_BYTES = ("the traces hold no CAM bytes: /v2x/received carries each reception's decoded fields; an ITS-G5 run "
                 "writes the frames it sent to v2x.pcap")
 

@@ -43,6 +43,10 @@ class RobotInfo:
     dims: Mapping[str, float]
 
 
+DEFAULT_DIMS = {"length_m": 0.5, "width_m": 0.2, "rear_overhang_m": 0.1}
+"""Body of a robot whose scenario entry gives no dimensions, or that the scenario does not list (only to draw it)."""
+
+
 class TraceOrderError(ValueError):
     """A trace's rows are not in time order."""
 
@@ -131,8 +135,7 @@ def _info(robots: Mapping[int, RobotInfo], rid: int) -> RobotInfo:
     """A robot of the scenario; one the trace has but the scenario does not (a plug-in's) is named by its id."""
     info = robots.get(int(rid))
     if info is None:
-        return RobotInfo(int(rid), f"robot_id_{int(rid)}", 0,
-                         {"length_m": 0.5, "width_m": 0.2, "rear_overhang_m": 0.1})
+        return RobotInfo(int(rid), f"robot_id_{int(rid)}", 0, DEFAULT_DIMS)
     return info
 
 
