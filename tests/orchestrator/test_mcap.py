@@ -387,3 +387,18 @@ def test_event_rows_a_little_behind_are_put_in_order_within_the_window() -> None
     # a row further behind than the window comes out where it arrived (the file stays valid, this one out of order)
     late = list(sources.in_time_order(iter([rec(0, "a"), rec(100, "b"), rec(200, "d"), rec(50, "c")]), window_ns=10))
     assert [r.t_ns for r in late] == [0, 100, 50, 200]
+
+
+def test_a_despawned_robot_leaves_the_scene_and_the_transforms(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    _run(out, "--set", "outputs.mcap=true", "--set", "vehicles.overrides.robot3.despawn_at_s=2.0")
+    _, topics, _ = _read(out / "run.mcap")
+    scenes = [(t, [e["id"] for e in m["entities"]], m["deletions"]) for t, _, m in topics["/scene"]]
+    assert scenes == [(0, ["robot0", "robot1", "robot2", "robot3"], []),
+                      (2_000_000_000, ["robot0", "robot1", "robot2"],
+                       [{"timestamp": {"sec": 2, "nsec": 0}, "type": 0, "id": "robot3"}])]
+    last_pose = topics["/robot3/pose"][-1][0]
+    assert last_pose < 2_000_000_000 <= topics["/robot2/pose"][-1][0]
+    for t, _, message in topics["/tf"]:
+        children = {tf["child_frame_id"] for tf in message["transforms"]}
+        assert ("robot3/base_link" in children) == (t <= last_pose)
