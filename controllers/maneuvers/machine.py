@@ -89,6 +89,7 @@ _ROW_FIELDS: dict[str, tuple[Any, Any]] = {  # per-row arrays: dtype and fill of
     "lane_to": (np.float64, 0.0), "lane_t0": (np.float64, -np.inf), "lane_on": (np.bool_, False),
     "lane_now": (np.float64, np.nan), "gap_from": (np.float64, 0.0), "gap_to": (np.float64, 0.0),
     "gap_t0": (np.float64, -np.inf), "gap_lazy": (np.bool_, False), "gap_hold": (np.bool_, False),
+    "gap_wait": (np.int64, -1), "gap_T": (np.float64, 1.0),
     "cruise_v": (np.float64, 0.0),
     "length": (np.float64, 0.0), "width": (np.float64, 0.0), "rear_overhang": (np.float64, 0.0),
 }
@@ -122,7 +123,7 @@ class ManeuverMachine:
                              (MERGING, s.move_timeout_s), (GAP_OPENING, s.gap_open_s + s.move_timeout_s),
                              (GAP_OPEN, s.move_timeout_s + 2 * s.lane_change_s + s.reply_timeout_s),
                              (LANE_CHANGE, 2 * s.lane_change_s + s.reply_timeout_s),
-                             (SPLITTING, s.gap_open_s + s.reply_timeout_s)):
+                             (SPLITTING, s.gap_open_s + s.move_timeout_s)):
             self._timeout_s[state] = limit
 
     # -- rows ---------------------------------------------------------------------------------------------------
@@ -200,17 +201,24 @@ class ManeuverMachine:
     def _act(self, kind: str, row: int, value: int) -> None:
         self._actions.append(Action(kind, int(self.ids[row]), int(value)))
 
-    def _gap(self, row: int, t: float, to: float, lazy: bool = False) -> None:
-        """Starts a gap ramp from the present extra distance to ``to`` [m] (``lazy``: from the excess the robot
-        finds once it has data from its new predecessor)."""
-        self.a["gap_from"][row] = self._extra(t)[row]
-        self.a["gap_to"][row] = to
-        self.a["gap_t0"][row] = t
-        self.a["gap_lazy"][row] = lazy
+    def _gap(self, row: int, t: float, to: float, wait: int = -1) -> None:
+        """Starts a gap ramp from the present extra distance to ``to`` [m] (``wait``: from the excess the robot
+        finds once it has data from its new predecessor, robot ``wait``). The ramp takes ``gap_open_s``, longer
+        for a change of more than ``gap_rate_mps`` times that."""
+        a = self.a
+        a["gap_from"][row] = self._extra(t)[row]
+        a["gap_to"][row] = to
+        a["gap_t0"][row] = t
+        a["gap_lazy"][row] = wait >= 0
+        a["gap_wait"][row] = wait
+        a["gap_T"][row] = self._ramp_s(abs(to - a["gap_from"][row]))
+
+    def _ramp_s(self, change: np.ndarray | float) -> np.ndarray:
+        return np.maximum(self.s.gap_open_s, np.abs(change) / self.s.gap_rate_mps)
 
     def _extra(self, t: float) -> np.ndarray:
         a = self.a
-        q = quintic((t - a["gap_t0"]) / self.s.gap_open_s)
+        q = quintic((t - a["gap_t0"]) / a["gap_T"])
         return a["gap_from"] + (a["gap_to"] - a["gap_from"]) * q
 
     def _lane(self, row: int, t: float, path: int, to: float, start: float | None = None) -> None:
@@ -281,7 +289,7 @@ class ManeuverMachine:
         self._timeouts(t_ns)
 
         # lazy gap ramps: start from the excess distance to the new predecessor, once it is known
-        lazy = np.flatnonzero(a["gap_lazy"] & np.isfinite(front["x"]))
+        lazy = np.flatnonzero(a["gap_lazy"] & np.isfinite(front["x"]) & (pred_wanted == a["gap_wait"]))
         if len(lazy):
             gap = np.hypot(front["x"][lazy] - ego["x"][lazy], front["y"][lazy] - ego["y"][lazy])
             want = np.array([self._slot_distance(int(a["pid"][r]), np.array([r]), front["v"][[r]],
@@ -289,6 +297,7 @@ class ManeuverMachine:
             a["gap_from"][lazy] = np.maximum(0.0, gap - want)
             a["gap_to"][lazy] = np.where(a["gap_hold"][lazy], a["gap_from"][lazy], 0.0)
             a["gap_t0"][lazy] = t
+            a["gap_T"][lazy] = self._ramp_s(a["gap_from"][lazy] - a["gap_to"][lazy])
             a["gap_lazy"][lazy] = False
         extra = self._extra(t)
         extra = np.where(a["gap_lazy"], 0.0, extra)
@@ -329,7 +338,7 @@ class ManeuverMachine:
             involved = np.concatenate([involved, [me]])
         if not len(rows) or (r.type == "merge" and not len(self.members(r.into))):
             return self._refuse(r, t_ns, -1, "not_applicable")
-        if (a["st"][involved] != IDLE).any() or (a["gap_t0"][involved] + self.s.gap_open_s > t).any():
+        if (a["st"][involved] != IDLE).any() or (a["gap_t0"][involved] + a["gap_T"][involved] > t).any():
             return self._refuse(r, t_ns, int(rows[0]), "busy")
         a["rtype"][involved] = MANEUVER_TYPES.index(r.type)
         leader = int(rows[0])
@@ -395,7 +404,7 @@ class ManeuverMachine:
         st = a["st"].copy()  # every row moves at most one state per step
         m_state = np.nan_to_num(msg["maneuver"], nan=-1.0)
         to_me = msg["maneuver_peer"] == self.ids
-        gap_done = t >= a["gap_t0"] + self.s.gap_open_s
+        gap_done = t >= a["gap_t0"] + a["gap_T"]
         types = a["rtype"]
         join, leave, split, merge = (types == k for k in range(4))
 
@@ -487,14 +496,14 @@ class ManeuverMachine:
         for row in np.flatnonzero(leave & (st == WATCH) & heard(LANE_CHANGE, False) & (pred_wanted != a["aux"])):
             row = int(row)
             self._act("pred", row, int(a["aux"][row]))
-            self._gap(row, t, 0.0, lazy=True)
+            self._gap(row, t, 0.0, wait=int(a["aux"][row]))
             a["gap_hold"][row] = True
         for row in np.flatnonzero(leave & (st == WATCH) & heard(LEFT, False)):
             row = int(row)
             if pred_wanted[row] != a["aux"][row]:
                 self._act("pred", row, int(a["aux"][row]))
             a["gap_hold"][row] = False
-            self._gap(row, t, 0.0, lazy=bool(a["gap_lazy"][row]))
+            self._gap(row, t, 0.0, wait=int(a["aux"][row]) if a["gap_lazy"][row] else -1)
             self._set(row, IDLE, t_ns, -1)
 
         # split

@@ -238,7 +238,8 @@ class ControlFederate(Federate):
                 pred = self._pred.rows(rows)
                 group_sensors = {name: values[rows] for name, values in sensors.items()}
                 if maneuver is not None:
-                    self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"))
+                    self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"),
+                                     est)
                 out = group.pipeline.step(
                     t_ns / NS_PER_S, {name: est[name][rows] for name in _EGO_FIELDS}, pred,
                     self._leader.rows(rows), self._pred.age_s(t_ns, rows), self._leader.age_s(t_ns, rows),
@@ -332,29 +333,29 @@ class ControlFederate(Federate):
             self._reindex()
 
     def _widen_gaps(self, group: _Group, rows: np.ndarray, extra: np.ndarray, pred: dict[str, np.ndarray],
-                    sensors: dict[str, np.ndarray], range_port: Mapping[str, np.ndarray] | None) -> None:
-        """A follower opening (or closing) a gap sees its predecessor ``extra`` [m] closer than it is: laws on the
-        rear-axle pose get the pose moved back along its heading, laws on the range sensor a shorter gap where the
-        sensor sees that predecessor (not a vehicle cutting in)."""
-        if not extra.any():
-            return
+                    sensors: dict[str, np.ndarray], range_port: Mapping[str, np.ndarray] | None,
+                    ego: Mapping[str, np.ndarray]) -> None:
+        """Gaps in a scenario with maneuvers. A follower opening (or closing) a gap sees its predecessor ``extra``
+        [m] closer than it is: laws on the rear-axle pose get the pose moved back along its heading, laws on the
+        range sensor a shorter gap where the sensor sees that predecessor (not a vehicle cutting in). A follower
+        whose range sensor sees nothing (a new predecessor beyond its range after a leave) takes the gap from its
+        predecessor's messages (rear axle to rear axle, less the two overhangs)."""
+        assert self._maneuvers is not None
         if getattr(group.pipeline.law, "gap_reference", "axle") == "axle":
-            pred["x"] = pred["x"] - extra * np.cos(pred["yaw"])
-            pred["y"] = pred["y"] - extra * np.sin(pred["yaw"])
+            if extra.any():
+                pred["x"] = pred["x"] - extra * np.cos(pred["yaw"])
+                pred["y"] = pred["y"] - extra * np.sin(pred["yaw"])
             return
+        wanted = self._pred.wanted[rows]
         target = None
         if range_port is not None and "target" in range_port and np.array_equal(range_port["id"], self._ids):
             target = np.asarray(range_port["target"])[rows]
-        mine = np.ones(len(rows), bool) if target is None else target == self._pred.wanted[rows]
-        sensors["gap_m"] = np.where(mine, sensors["gap_m"] - extra, sensors["gap_m"])
-
-    # -- lookups by robot id (tools and tests; metrics rebuild laws from the resolved scenario) ------------------
-    def law_of(self, robot_id: int) -> Controller | None:
-        """The control law instance a follower runs (None for leaders)."""
-        group = self._group_of.get(robot_id)
-        return None if group is None else group.pipeline.law
-
-    def gap_reference(self, robot_id: int) -> str:
-        """How a follower's law measures its gap: "axle" (rear axle to rear axle) or "bumper"."""
-        law = self.law_of(robot_id)
-        return "axle" if law is None else getattr(law, "gap_reference", "axle")
+        sensed = sensors["gap_m"]
+        heard = np.hypot(pred["x"] - ego["x"][rows], pred["y"] - ego["y"][rows]) \
+            - self._maneuvers.rear_overhang(wanted) - self._sensing.sensor_offset[rows]
+        blind = np.isnan(sensed) & np.isfinite(heard) & (wanted >= 0)
+        mine = blind | (np.ones(len(rows), bool) if target is None else target == wanted)
+        gap = np.where(blind, heard, sensed)
+        sensors["gap_m"] = np.where(mine, gap - extra, gap)
+        if blind.any():
+            sensors["gap_rate_mps"] = np.where(blind, pred["v"] - ego["v"][rows], sensors["gap_rate_mps"])

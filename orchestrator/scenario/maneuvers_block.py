@@ -67,6 +67,8 @@ class ManeuverSettings(Strict):
                                   "slot, or a gap opening, before the maneuver is aborted")
     gap_open_s: float = Field(6.0, gt=0, le=1000, description="[s] a gap opens (or closes) over this time, as a "
                               "fifth-order ramp of the extra distance")
+    gap_rate_mps: float = Field(3.0, gt=0, le=100, description="[m/s] a gap changing by more than this times "
+                                "gap_open_s takes longer: change / gap_rate_mps (the mean relative speed)")
     lane_change_s: float = Field(4.0, gt=0, le=1000, description="[s] a lane change: the lateral offset moves "
                                  "along a fifth-order ramp over this time")
     hold_s: float = Field(1.0, gt=0, le=1000, description="[s] a final state (joined, left, aborted) is sent this "
