@@ -4,13 +4,13 @@ command topics; log-in, TLS, a broker that never comes, and one that dies and co
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -92,20 +92,28 @@ def wait_for_clock(port: int, t_s: float, timeout_s: float = 60.0) -> None:
 
 # -- state and received messages out ---------------------------------------------------------------------------------
 def _subscribe(port: int, end_s: float, ready: threading.Event, got: list) -> None:
-    import aiomqtt
+    """Collect every ``coopsim/#`` message (QoS 1) until the clock reaches ``end_s``."""
+    import paho.mqtt.client as mqtt
 
-    async def listen() -> None:
-        async with aiomqtt.Client("127.0.0.1", port, identifier="test-listener") as client:
-            await client.subscribe("coopsim/#", qos=1)
-            ready.set()
-            async with asyncio.timeout(60):
-                async for message in client.messages:
-                    payload = json.loads(message.payload)
-                    got.append((str(message.topic), payload))
-                    if str(message.topic) == "coopsim/clock" and payload["t"] >= end_s - 1e-9:
-                        return
+    done = threading.Event()
 
-    asyncio.run(listen())
+    def on_message(c: Any, userdata: Any, message: Any) -> None:
+        payload = json.loads(message.payload)
+        got.append((message.topic, payload))
+        if message.topic == "coopsim/clock" and payload["t"] >= end_s - 1e-9:
+            done.set()
+
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="test-listener")
+    client.on_message = on_message
+    client.on_subscribe = lambda *args: ready.set()
+    client.connect("127.0.0.1", port)
+    client.subscribe("coopsim/#", qos=1)
+    client.loop_start()
+    try:
+        done.wait(60)
+    finally:
+        client.disconnect()
+        client.loop_stop()
 
 
 def test_robots_and_their_received_cams_reach_an_mqtt_subscriber_as_json(tmp_path, broker):
