@@ -103,8 +103,8 @@ class ChannelLog:
             self.interest_counts[OUTCOMES[c]] += int(cnt)
         if self.pm is not None and pm is not None:
             for scope, mask in (("all", pm), ("interest", pm & interest)):
-                for c, cnt in zip(*np.unique(code[mask], return_counts=True), strict=True):
-                    self.pm[scope][OUTCOMES[c]] += int(cnt)
+                for c, cnt in enumerate(np.bincount(code[mask], minlength=len(OUTCOMES)).tolist()):
+                    self.pm[scope][OUTCOMES[c]] += cnt
         if not self.keep:
             return
         gen = generated_ns[record]

@@ -454,10 +454,14 @@ class ItsG5Channel(CommsModel):
         backoff = KeyedDraws(self._pm_mac_key, senders, None, gen).integers(0, self.cfg.mac.cw + 1, size=k)
         air = np.where(with_peer, self.pm_airtime_ns[True], self.pm_airtime_ns[False])
         self._queue(t_ns, rows, ax.KIND_PM, frames, ready, backoff, air, np.zeros(k, bool), content)
-        lat, lon = self.projection.to_geodetic(x[rows], y[rows])  # the GeoNetworking header's position vector
-        etsi = to_etsi({"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows], "v": v[rows]})
         sizes = np.where(with_peer, self.wire.pm_bytes.get(True, 0), self.wire.pm_bytes.get(False, 0))
-        self.wire.encode_pm(t_ns, senders, frames, si_vals, etsi, sizes)
+
+        def position(picked: np.ndarray) -> dict[str, np.ndarray]:
+            # the GeoNetworking header's position vector, only for the PMs the wire encodes
+            lat, lon = self.projection.to_geodetic(x[rows[picked]], y[rows[picked]])
+            return to_etsi({"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows[picked]], "v": v[rows[picked]]})
+
+        self.wire.encode_pm(t_ns, senders, frames, si_vals, position, sizes)
 
     def _content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
                  yaw: np.ndarray, v: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

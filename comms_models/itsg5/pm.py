@@ -139,6 +139,10 @@ class PmReceptions:
     def _pairs(self, receiver: np.ndarray, sender: np.ndarray) -> np.ndarray:
         """Pair indices of the rows, new pairs added (nothing held)."""
         keys = (np.asarray(receiver, np.int64) << 32) | np.asarray(sender, np.int64)
+        if len(self.keys):
+            at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+            if (self.keys[at] == keys).all():  # the usual step: no new pair
+                return at
         new = np.setdiff1d(keys, self.keys)
         if len(new):
             merged = np.concatenate([self.keys, new])

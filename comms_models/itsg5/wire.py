@@ -7,6 +7,7 @@ part only proves the two agree and writes what Wireshark dissects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +78,10 @@ class CamWire:
                 self._pending[int(frames[i])] = (data, fields | {"station": station})
 
     def encode_pm(self, t_ns: int, stations: np.ndarray, frames: np.ndarray, si_vals: dict[str, np.ndarray],
-                  position: dict[str, np.ndarray], sizes: np.ndarray) -> None:
-        """The PMs generated at ``t_ns`` (``si_vals``: ``platooning.SI_KEYS`` columns; ``position``: the senders'
-        latitude, longitude, speed and heading in ETSI units for the GeoNetworking header; ``sizes``: the bytes
-        the airtime assumed): a keyed sample is decoded again, the capture budget is shared with the CAMs."""
+                  position: Callable[[np.ndarray], dict[str, np.ndarray]], sizes: np.ndarray) -> None:
+        """The PMs generated at ``t_ns`` (``si_vals``: ``platooning.SI_KEYS`` columns; ``position(indices)``: those
+        senders' latitude, longitude, speed and heading in ETSI units for the GeoNetworking header; ``sizes``: the
+        bytes the airtime assumed): a keyed sample is decoded again, the capture budget is shared with the CAMs."""
         assert self.pm_codec is not None
         n = len(stations)
         rate = self.cfg.codec_sample_rate
@@ -95,6 +96,7 @@ class CamWire:
         if len(todo) == 0:
             return
         wire = to_wire({key: val[todo] for key, val in si_vals.items()})
+        head_of = position(todo)
         gdt = generation_delta_time(t_ns, self.cfg.start_utc_s)
         for j, i in enumerate(todo.tolist()):
             fields = {key: int(col[j]) for key, col in wire.items()}
@@ -111,7 +113,7 @@ class CamWire:
                                        f"values: {bad}")
                 self.pm_checked += 1
             if capture[i]:
-                head = {key: int(position[key][i]) for key in ("latitude", "longitude", "speed", "heading")}
+                head = {key: int(head_of[key][j]) for key in ("latitude", "longitude", "speed", "heading")}
                 head["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + t_ns // 1_000_000))
                 self._pending[int(frames[i])] = (data, head | {"station": station, "port": BTP_PORT_PM})
 
