@@ -41,9 +41,13 @@ def run_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     """A 3 s platoon run with run.mcap; the itsg5 one has two platoons of two (platoon.size=2) and robots that
     estimate their pose from odometry (so odom differs from the truth and map -> odom is not the identity)."""
     out = tmp_path_factory.mktemp(f"mcap-{request.param}") / "run"
-    extra = ["--set", "platoon.size=2", "--set", "physics.estimate=odometry"] if request.param == "itsg5" else []
-    _run(out, "--set", "outputs.mcap=true", "--set", f"channel.type={request.param}", *extra)
+    _run(out, *_variant(request.param))
     return out
+
+
+def _variant(channel: str) -> list[str]:
+    extra = ["--set", "platoon.size=2", "--set", "physics.estimate=odometry"] if channel == "itsg5" else []
+    return ["--set", "outputs.mcap=true", "--set", f"channel.type={channel}", *extra]
 
 
 def _read(path: Path) -> tuple[dict[str, str], dict[str, list[tuple[int, int, dict[str, Any]]]], Any]:
@@ -402,3 +406,9 @@ def test_a_despawned_robot_leaves_the_scene_and_the_transforms(tmp_path: Path) -
     for t, _, message in topics["/tf"]:
         children = {tf["child_frame_id"] for tf in message["transforms"]}
         assert ("robot3/base_link" in children) == (t <= last_pose)
+
+
+def test_the_same_scenario_and_seed_run_again_give_the_same_file(run_dir: Path, tmp_path: Path) -> None:
+    channel = "itsg5" if "itsg5" in run_dir.parent.name else "ideal"
+    _run(tmp_path / "again", *_variant(channel))
+    assert (tmp_path / "again" / "run.mcap").read_bytes() == (run_dir / "run.mcap").read_bytes()
