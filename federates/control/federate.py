@@ -359,3 +359,14 @@ class ControlFederate(Federate):
         sensors["gap_m"] = np.where(mine, gap - extra, gap)
         if blind.any():
             sensors["gap_rate_mps"] = np.where(blind, pred["v"] - ego["v"][rows], sensors["gap_rate_mps"])
+
+    # -- lookups by robot id (tools and tests; metrics rebuild laws from the resolved scenario) ------------------
+    def law_of(self, robot_id: int) -> Controller | None:
+        """The control law instance a follower runs (None for leaders)."""
+        group = self._group_of.get(robot_id)
+        return None if group is None else group.pipeline.law
+
+    def gap_reference(self, robot_id: int) -> str:
+        """How a follower's law measures its gap: "axle" (rear axle to rear axle) or "bumper"."""
+        law = self.law_of(robot_id)
+        return "axle" if law is None else getattr(law, "gap_reference", "axle")
