@@ -23,6 +23,15 @@ def _drawn(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[Ro
     return [r for r in robots if r.id in series][:MAX_ROBOTS_DRAWN]
 
 
+def palette(n: int) -> list[Any]:
+    """``n`` distinct colours: matplotlib's ten up to ten lines, then tab20, then a continuous map (the default
+    cycle repeats after ten, so robot 11 would look like robot 1)."""
+    if n <= 10:
+        return list(plt.rcParams["axes.prop_cycle"].by_key()["color"])[:max(n, 1)]
+    cmap = plt.get_cmap("tab20" if n <= 20 else "turbo")
+    return [cmap(j if n <= 20 else j / (n - 1)) for j in range(n)]
+
+
 def plot_run(
     out_dir: Path,
     robots: Sequence[RobotSpec],
@@ -36,10 +45,11 @@ def plot_run(
     drawn = _drawn(robots, series)
     paths = []
 
+    colors = palette(len(drawn))
     fig, ax = plt.subplots(figsize=(7, 5))
-    for r in drawn:
+    for r, color in zip(drawn, colors, strict=False):
         s = series[r.id]
-        ax.plot(s.cols["x"], s.cols["y"], lw=1.2, label=r.name)
+        ax.plot(s.cols["x"], s.cols["y"], lw=1.2, color=color, label=r.name)
     ax.set_xlabel("x east [m]")
     ax.set_ylabel("y north [m]")
     ax.set_aspect("equal", adjustable="datalim")
@@ -49,9 +59,9 @@ def plot_run(
     paths.append(_save(fig, out_dir / "trajectories.png"))
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for r in drawn:
+    for r, color in zip(drawn, colors, strict=False):
         s = series[r.id]
-        ax.plot(s.t_ns / 1e9, s.cols["v"], lw=1.2, label=r.name)
+        ax.plot(s.t_ns / 1e9, s.cols["v"], lw=1.2, color=color, label=r.name)
     ax.set_xlabel("time [s]")
     ax.set_ylabel("speed [m/s]")
     ax.set_title("Speeds")
@@ -60,12 +70,14 @@ def plot_run(
     paths.append(_save(fig, out_dir / "speeds.png"))
 
     fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    for name in list(follower_series)[:MAX_ROBOTS_DRAWN]:
+    names = list(follower_series)[:MAX_ROBOTS_DRAWN]
+    for name, color in zip(names, palette(len(names)), strict=False):
         fs = follower_series[name]
-        axes[0].plot(fs["t_s"], fs["spacing_error_m"], lw=1.2, label=name)
-        axes[1].plot(fs["t_s"], fs["lateral_m"], lw=1.2, label=name)
+        axes[0].plot(fs["t_s"], fs["spacing_error_m"], lw=1.2, color=color, label=name)
+        axes[1].plot(fs["t_s"], fs["lateral_m"], lw=1.2, color=color, label=name)
     axes[0].set_ylabel("spacing error [m]")
-    axes[0].set_title("Spacing error (gap - desired gap) and lateral deviation from the predecessor's path")
+    axes[0].set_title("Spacing error: gap - desired gap (gaps while degraded to ACC are left out)", fontsize=10)
+    axes[1].set_title("Lateral deviation from the predecessor's path", fontsize=10)
     axes[1].set_ylabel("lateral deviation [m]")
     axes[1].set_xlabel("time [s]")
     for ax in axes:

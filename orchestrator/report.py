@@ -66,8 +66,39 @@ def page(title: str, sections: Iterable[tuple[str, str]], meta: str = "", banner
     return "".join(parts)
 
 
-def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path]) -> Path:
-    """report.html of one run."""
+PLATOON_KEYS = ("spacing_error_rms_m", "spacing_error_max_m", "min_gap_m", "l2_ratio_spacing_error", "pdr",
+                "collisions")
+
+
+def platoon_table(robots: Sequence[Any], followers: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per platoon, named with its law(s) and follower count: the worst follower of each of ``PLATOON_KEYS``, so a
+    page can answer "PATH vs look-ahead CACC" platoon by platoon."""
+    from .metrics.worst import worst_over_followers
+
+    groups: dict[int, dict[str, Mapping[str, Any]]] = {}
+    laws: dict[int, set[str]] = {}
+    for r in robots:
+        if r.name in followers:
+            groups.setdefault(r.platoon, {})[r.name] = followers[r.name]
+            laws.setdefault(r.platoon, set()).add(str((r.config.get("controller") or {}).get("type", "external")))
+    return {f"platoon {platoon} ({', '.join(sorted(laws[platoon]))}, {len(members)} followers)":
+            {k: worst_over_followers(members, k) for k in PLATOON_KEYS} for platoon, members in groups.items()}
+
+
+def flat(block: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested block as dotted keys (``interest_outcomes.received``): tables show values, never dict literals."""
+    out: dict[str, Any] = {}
+    for key, value in block.items():
+        if isinstance(value, Mapping):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path],
+                     robots: Sequence[Any] = ()) -> Path:
+    """report.html of one run (``robots``: the run's RobotSpecs, for the per-platoon table)."""
     from .metrics import report_columns
 
     followers = metrics.get("followers", {})
@@ -81,13 +112,17 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
         f"coopsim {run_info.get('coopsim_version')} · trace digest <code>{str(run_info.get('digest'))[:16]}</code>"
     )
     sections = [("Followers", table(followers, columns))]
+    if robots and len({r.platoon for r in robots}) > 1:
+        sections.insert(0, ("Per platoon (worst follower)", table(platoon_table(robots, followers), PLATOON_KEYS,
+                                                                   first="platoon")))
     notes = run_info.get("notes") or []
     if notes:
         items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
         sections.insert(0, ("What linear theory predicts", f"<ul class='bad'>{items}</ul>"))
     channel = metrics.get("channel")
     if channel:
-        sections.append(("Channel", table({"run": channel}, list(channel), first="")))
+        values = flat(channel)
+        sections.append(("Channel", table({k: {"value": v} for k, v in values.items()}, ["value"], first="metric")))
     sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots]
     path = out_dir / "report.html"
     path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta, outcome_banner(run_info)),

@@ -226,7 +226,7 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     if report:
         from .report import write_run_report
 
-        write_run_report(run.out_dir, run_info, metrics, drawn)
+        write_run_report(run.out_dir, run_info, metrics, drawn, run.robots)
     return metrics
 
 

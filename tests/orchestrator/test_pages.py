@@ -1,0 +1,84 @@
+"""The pages people look at, rendered in a real headless Chromium: the comparison of a 12-robot, 2-platoon run,
+its ITS-G5 run report and a sweep page show every platoon, draw non-empty latency curves, never scroll sideways
+and print values, not dict literals."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from orchestrator.batch import compare
+from orchestrator.batch.sweep import sweep
+from orchestrator.scenario import parse_scenario
+
+from .test_live_view import CHROMIUM, chromium
+from .test_resolved import REPO
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)")
+PLATOON = REPO / "scenarios" / "platoon.yaml"
+TWO_PLATOONS = ["duration_s=15", "vehicles.count=12", "platoon.size=6"]
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("pages")
+    compare(parse_scenario(PLATOON.read_text(), overrides=TWO_PLATOONS), "channel", ["ideal", "itsg5"], out / "cmp",
+            jobs=2)
+    sweep(PLATOON, [("controller.time_gap_s", [0.5, 1.0])], out / "sweep", overrides=["duration_s=5"], jobs=2)
+    return {"comparison": out / "cmp" / "comparison.html", "report": out / "cmp" / "itsg5" / "report.html",
+            "sweep": out / "sweep" / "sweep.html"}
+
+
+def _look(page: Path, profile: Path) -> dict:
+    """What Chromium shows of ``page``: widths, headings, table cells, and the embedded images."""
+    with chromium(page.as_uri(), profile) as tab:
+        deadline = time.monotonic() + 60
+        while tab.evaluate("document.URL + ' ' + document.readyState") != f"{page.as_uri()} complete":
+            assert time.monotonic() < deadline, f"{page} did not load"
+            time.sleep(0.1)
+        return tab.evaluate("""({
+            scroll: document.documentElement.scrollWidth, view: window.innerWidth,
+            headings: [...document.querySelectorAll('h2')].map(h => h.textContent),
+            cells: [...document.querySelectorAll('td')].map(td => td.textContent),
+            text: document.body.innerText,
+            images: [...document.querySelectorAll('img')].map(i => ({alt: i.alt, w: i.naturalWidth, src: i.src}))
+        })""")
+
+
+def _coloured_pixels(src: str, rgb: tuple[int, int, int]) -> int:
+    """Pixels of an embedded PNG within a small distance of ``rgb`` (a plotted line's colour)."""
+    data = base64.b64decode(src.split(",", 1)[1])
+    pixels = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), np.int32)
+    return int(np.count_nonzero(np.abs(pixels - np.asarray(rgb)).sum(axis=2) < 40))
+
+
+@pytest.mark.parametrize("name", ["comparison", "report", "sweep"])
+def test_the_page_fits_the_window_and_shows_values_not_dicts(pages, tmp_path, name):
+    seen = _look(pages[name], tmp_path / "profile")
+    assert seen["scroll"] <= seen["view"], f"{name} scrolls sideways: {seen['scroll']} > {seen['view']}"
+    assert seen["images"] and all(i["w"] > 0 for i in seen["images"])
+    assert not [c for c in seen["cells"] if "{" in c or "}" in c]
+
+
+def test_the_comparison_shows_every_platoon_and_its_latency_curves(pages, tmp_path):
+    seen = _look(pages["comparison"], tmp_path / "profile")
+    assert "platoon 0 (ela_cacc, 5 followers)" in seen["text"] and "platoon 1 (ela_cacc, 5 followers)" in seen["text"]
+    assert "Showing 6 of 10 links: the first 3 of each platoon, 2 of 2 platoons" in seen["text"]
+    curves = next(i for i in seen["images"] if i["alt"] == "latency_interval_histograms")
+    # both variants drew their curves: matplotlib's first two colours, blue (ideal) and orange (ITS-G5)
+    assert _coloured_pixels(curves["src"], (31, 119, 180)) > 300
+    assert _coloured_pixels(curves["src"], (255, 127, 14)) > 300
+
+
+def test_the_run_report_has_a_table_per_platoon_and_flat_channel_values(pages, tmp_path):
+    seen = _look(pages["report"], tmp_path / "profile")
+    assert "Per platoon (worst follower)" in seen["headings"]
+    assert "platoon 0 (ela_cacc, 5 followers)" in seen["text"] and "platoon 1 (ela_cacc, 5 followers)" in seen["text"]
+    assert "interest_outcomes.received" in seen["text"]
+    assert {"V2x pdr distance", "V2x latency", "V2x over time"} <= set(seen["headings"])
