@@ -52,7 +52,7 @@ from .params import SumoParams, resolve_input
 
 TRAFFIC_EVENTS = ("departed", "arrived")
 TRAFFIC = port("traffic", {"t_ns": ("int64", "ns"), "robot": ("int64", "robot id"),
-                           "event": ("uint8", "-", TRAFFIC_EVENTS)}, index="event",
+                           "event": ("uint8", "-", TRAFFIC_EVENTS), "sumo_id": ("str", "-")}, index="event",
                doc="SUMO vehicles that became robots (departed) and left (arrived)")
 
 MIRROR_PREFIX = "coopsim."
@@ -101,6 +101,7 @@ class SumoFederate(Federate):
         self._in_sumo: set[str] = set()
         self._routes_by_edge: dict[str, str] = {}
         self._vtypes: dict[tuple[float, float], str] = {}
+        self._startup_events: PortData | None = None
         self.departed = 0
         self.arrived = 0
 
@@ -117,6 +118,11 @@ class SumoFederate(Federate):
         seed = int(stream(ctx.seed, self.name, "sumo").integers(0, 2**31 - 1))
         args = backend.sumo_options(self.net, self.routes, p.period_s, seed, p.collision_action, fcd)
         self._sumo = backend.start(p.backend, args)
+        # SUMO's state after a step is labelled with the time the step started (fcd-output, getDepartedIDList):
+        # one step now gives its state at 0 (the vehicles departing at 0, spawned at 0 at their SUMO pose), so the
+        # step made at instant t gives its state at t + period, which is published for then
+        self._sumo.simulationStep()
+        self._startup_events = self._collect(0)[TRAFFIC.name]  # published with the first step's
         inputs = (Input(STATE.name, fields=fields_of(STATE, ("x", "y", "yaw", "v"))),) if p.mirror else ()
         return FederateMeta(inputs=inputs, outputs=(POSES, TRAFFIC), period_ns=self.period_ns)
 
@@ -170,7 +176,11 @@ class SumoFederate(Federate):
         if self.params.mirror:
             self._mirror(inputs.get(STATE.name))
         self._sumo.simulationStep()
-        return self._collect(t_ns + self.period_ns)
+        out = self._collect(t_ns + self.period_ns)
+        if self._startup_events is not None:
+            first, self._startup_events = self._startup_events, None
+            out[TRAFFIC.name] = {k: np.concatenate([first[k], v]) for k, v in out[TRAFFIC.name].items()}
+        return out
 
     def _mirror(self, state: PortData | None) -> None:
         """Put every mirrored robot where it will be at the end of SUMO's next step."""
@@ -221,6 +231,7 @@ class SumoFederate(Federate):
         assert ctx is not None
         events_robot: list[int] = []
         events_code: list[int] = []
+        events_vid: list[str] = []
         for vid in sumo.simulation.getArrivedIDList():
             if vid.startswith(MIRROR_PREFIX):
                 self._in_sumo.discard(vid)  # it drove off its edge's end: inserted again if still on the network
@@ -233,6 +244,7 @@ class SumoFederate(Federate):
             ctx.request_despawn(robot, t_ns)
             events_robot.append(robot)
             events_code.append(1)
+            events_vid.append(vid)
             self.arrived += 1
         new = [vid for vid in sumo.simulation.getDepartedIDList() if not vid.startswith(MIRROR_PREFIX)]
         for vid in new:
@@ -269,9 +281,10 @@ class SumoFederate(Federate):
                                              t_ns), t_ns)
                 events_robot.append(robot)
                 events_code.append(0)
+                events_vid.append(vid)
                 self.departed += 1
         events = {"t_ns": np.full(len(events_robot), t_ns, np.int64), "robot": np.array(events_robot, np.int64),
-                  "event": np.array(events_code, np.uint8)}
+                  "event": np.array(events_code, np.uint8), "sumo_id": np.array(events_vid, dtype=object)}
         return {POSES.name: poses, TRAFFIC.name: events}
 
     def _spec(self, vid: str, robot: int, initial: dict[str, float], t_ns: int) -> RobotSpec:
