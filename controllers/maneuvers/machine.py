@@ -183,7 +183,7 @@ class ManeuverMachine:
             out[name] = np.asarray(cols[k], dtype)
         return out
 
-    def _event(self, t_ns: int, row: int, event: str, reason: str = "") -> None:
+    def _event(self, t_ns: int, row: int, event: str, reason: str = "none") -> None:
         req = int(self.a["req"][row])
         self._events.append((t_ns, req, int(self.ids[row]), int(self.a["peer"][row]), self._type_of.get(req, 0),
                              MANEUVER_EVENTS.index(event), int(self.a["st"][row]), MANEUVER_REASONS.index(reason)))

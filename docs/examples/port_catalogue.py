@@ -13,17 +13,20 @@ from federates import FEDERATE_KINDS
 from federates.physics.config import PhysicsConfig
 from orchestrator.core.federate import FederateMeta, SetupContext
 from orchestrator.core.ports import BUILTIN_PORTS, FieldSpec
+from orchestrator.scenario.maneuvers_block import ManeuverSettings
 
 STEP_NS = 10_000_000
 
 
 def builtin_metas() -> dict[str, FederateMeta]:
     """What the physics, v2x and control federates declare at setup (v2x with an ITS-G5 channel and a run
-    directory, as in a recorded run: every port)."""
+    directory, as in a recorded run, and both as in a scenario with maneuvers: every port)."""
+    no_maneuvers = {"requests": [], "settings": ManeuverSettings().model_dump(), "paths": [], "lanes": {},
+                    "blocks": {}}
     federates = {
         "physics": FEDERATE_KINDS.get("physics")("physics", STEP_NS, PhysicsConfig()),
-        "v2x": FEDERATE_KINDS.get("v2x")("v2x", STEP_NS, {"type": "itsg5"}),
-        "control": FEDERATE_KINDS.get("control")("control", 2 * STEP_NS),
+        "v2x": FEDERATE_KINDS.get("v2x")("v2x", STEP_NS, {"type": "itsg5"}, maneuvers=True),
+        "control": FEDERATE_KINDS.get("control")("control", 2 * STEP_NS, maneuvers=no_maneuvers),
     }
     metas = {}
     with tempfile.TemporaryDirectory() as out_dir:

@@ -219,7 +219,7 @@ partner's message) is sent as "idle"."""
 MANEUVER_TYPES = ("join", "leave", "split", "merge")
 MANEUVER_EVENTS = ("requested", "accepted", "gap_opening", "gap_open", "lane_change", "completed", "aborted",
                    "refused")
-MANEUVER_REASONS = ("", "timeout", "partner_aborted", "busy", "not_applicable")
+MANEUVER_REASONS = ("none", "timeout", "partner_aborted", "busy", "not_applicable")
 MANEUVER_EVENT_FIELDS: dict[str, Any] = {
     "t_ns": ("int64", "ns"),
     "request": ("int64", "-"),
@@ -271,7 +271,8 @@ COMMANDS = port("commands", COMMAND_FIELDS, doc="what each robot's driver or con
 CONTROL_DIAG = port("control_diag", DIAGNOSTIC_FIELDS, doc="what each follower's law used, for the trace")
 RANGE = port("range", RANGE_FIELDS, doc="forward range sensor")
 COLLISIONS = port("collisions", COLLISION_FIELDS, index="event", doc="new contacts between vehicle bodies")
-CAM_RX = port("cam_rx", DELIVERY_FIELDS, index="event", doc="received CAMs, decoded to SI in the local frame")
+CAM_RX = port("cam_rx", DELIVERY_FIELDS, index="event", doc="received CAMs, decoded to SI in the local frame (in a "
+              "scenario with maneuvers also the sender's platoon_id, platoon_index, maneuver and maneuver_peer)")
 CAM_RX_PLATOONING = port("cam_rx", {**DELIVERY_FIELDS, **PLATOON_MESSAGE_FIELDS}, index="event",
                          doc="received messages with their platoon fields (scenarios with maneuvers)")
 PLATOON_STATE = port("platoon_state", PLATOON_STATE_FIELDS, doc="each robot's platoon, position, maneuver state and "
