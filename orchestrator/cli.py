@@ -163,7 +163,8 @@ def _parser() -> argparse.ArgumentParser:
 
     add_host_arguments(host)
 
-    demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5, report included")
+    demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5 vs ITS-G5 with prediction, "
+                                       "report included")
     demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
     return parser
 
@@ -419,13 +420,13 @@ def _demo(out: Path, console: Console, err: Console) -> int:
     scenario = load_scenario(scenario_path)
     from comms_models import COMMS_MODELS
 
-    channels = ["ideal", "itsg5"]
+    variants = ["ideal", "itsg5", "itsg5_predicted"]  # the standard's CAMs as they are, and predicted
     try:
         COMMS_MODELS.get("itsg5")
     except ImportError:
         err.print("the itsg5 channel model is not available; comparing ideal only")
-        channels = ["ideal"]
-    result = compare(scenario, "channel", channels, out, source=str(scenario_path), console=err)
+        variants = ["ideal"]
+    result = compare(scenario, "story", variants, out, source=str(scenario_path), console=err)
     _print_comparison(result, console)
     console.print(f"report: {out / 'comparison.html'}")
     return EXIT_OK if result["ok"] else EXIT_FAILED

@@ -43,7 +43,13 @@ FIDELITIES: dict[str, dict[str, str]] = {
     # the physical robot: dynamic single track with tyres, odometry-based estimate, ITS-G5 CAMs
     "full": {"model": "dynamic", "physics.estimate": "odometry", "channel.type": "itsg5"},
 }
-OPTIONS = {"channel": "--channels", "fidelity": "--fidelity"}
+# the demo's story: what the standard's generation rules cost, and how much of it prediction wins back
+STORY: dict[str, dict[str, str]] = {
+    "ideal": {"channel.type": "ideal", "controller.predict": "none"},
+    "itsg5": {"channel.type": "itsg5", "controller.predict": "none"},
+    "itsg5_predicted": {"channel.type": "itsg5", "controller.predict": "ctrv"},
+}
+OPTIONS = {"channel": "--channels", "fidelity": "--fidelity", "story": "coopsim demo"}
 
 
 def variant_overrides(base: Scenario, kind: str, name: str) -> list[str]:
@@ -52,6 +58,12 @@ def variant_overrides(base: Scenario, kind: str, name: str) -> list[str]:
     same way, the estimate and prediction, and the vehicle model of every robot."""
     if kind == "channel":
         return point_overrides({"channel.type": name}, base.channel.type)
+    if kind == "story":
+        if name not in STORY:
+            raise ValueError(f"unknown variant '{name}'; allowed: {', '.join(STORY)}")
+        settings = STORY[name]
+        return [*point_overrides({"channel.type": settings["channel.type"]}, base.channel.type),
+                f"controller.predict={settings['controller.predict']}"]
     try:
         settings = FIDELITIES[name]
     except KeyError:
@@ -106,7 +118,7 @@ def compare(
     text, source = scenario_text(scenario, source)
     if kind not in OPTIONS:
         raise ValueError(f"unknown comparison '{kind}'; allowed: {', '.join(OPTIONS)}")
-    allowed = COMMS_MODELS.names() if kind == "channel" else list(FIDELITIES)
+    allowed = COMMS_MODELS.names() if kind == "channel" else list(STORY) if kind == "story" else list(FIDELITIES)
     names = list(dict.fromkeys(names))
     unknown = [name for name in names if name not in allowed]
     if unknown or not names:
@@ -176,5 +188,5 @@ def differences(summary: dict[str, dict[str, Any]], variants: list[str]) -> dict
     return diffs
 
 
-__all__ = ["FIDELITIES", "SUMMARY_KEYS", "compare", "differences", "summarise", "variant_overrides",
+__all__ = ["FIDELITIES", "STORY", "SUMMARY_KEYS", "compare", "differences", "summarise", "variant_overrides",
            "with_channel", "with_fidelity", "with_variant"]
