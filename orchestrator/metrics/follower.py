@@ -114,6 +114,9 @@ def _views(run: RunData, robots: list[RobotSpec], series: dict[int, Series],
         if robot.predecessor is None or robot.id not in series or robot.predecessor not in series:
             continue
         me, pred = series[robot.id], series[robot.predecessor]
+        keep = following(run, robot, me.t_ns)
+        if keep is not None:  # maneuvers: only while it follows its scenario predecessor, both idle
+            me = Series(me.t_ns[keep], {name: values[keep] for name, values in me.cols.items()})
         _, im, ip = aligned(me, pred)
         if len(im) == 0:
             continue
@@ -130,6 +133,34 @@ def _views(run: RunData, robots: list[RobotSpec], series: dict[int, Series],
             tail,
             norms, entries, series.get(robot.leader) if robot.leader is not None else None,
         )
+
+
+def following(run: RunData, robot: RobotSpec, t_ns: np.ndarray) -> np.ndarray | None:
+    """In a run with maneuvers (``trace/platoon_state.parquet``), whether ``robot`` follows the predecessor the
+    scenario gave it at each of ``t_ns``, with neither of them in a maneuver: the samples its follower metrics
+    (which compare it with that predecessor) mean something for. None for a run without maneuvers."""
+    states = run.cache.get("platoon_state")
+    if states is None:
+        table = run.trace("platoon_state")
+        if table is None:
+            return None
+        robot_col = np.asarray(table["robot"])
+        order = np.lexsort((np.asarray(table["t_ns"]), robot_col))
+        states = {}
+        for rid in np.unique(robot_col):
+            rows = order[robot_col[order] == rid]
+            states[int(rid)] = (np.asarray(table["t_ns"])[rows], np.asarray(table["predecessor"])[rows],
+                                np.asarray(table["maneuver"])[rows])
+        run.cache["platoon_state"] = states
+    if robot.id not in states or robot.predecessor not in states:
+        return np.zeros(len(t_ns), bool)
+
+    def at(rid: int, column: int) -> np.ndarray:
+        t, *cols = states[rid]
+        k = np.clip(np.searchsorted(t, t_ns, side="right") - 1, 0, len(t) - 1)
+        return np.where(t[k] <= t_ns, cols[column][k], np.nan)
+
+    return (at(robot.id, 0) == robot.predecessor) & (at(robot.id, 1) == 0) & (at(robot.predecessor, 1) == 0)
 
 
 def start_chain(by_id: Mapping[int, RobotSpec], robot: RobotSpec, ahead: int) -> list[tuple[float, float, float]]:
