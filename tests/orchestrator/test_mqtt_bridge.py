@@ -412,7 +412,10 @@ def test_lockstep_rides_out_a_broker_restart_and_stays_bit_identical(tmp_path):
         server.stop()
     assert stormy.ok, stormy.error
     summary = stormy.run_info["federates"]["mqtt"]
-    assert summary["connection"]["disconnects"] == 1 and summary["lockstep"]["resent"] >= 1
+    assert summary["connection"]["disconnects"] == 1
+    # a period published while the broker was away could only be answered because it went out again (one sent into
+    # the dying connection at QoS 1 the client itself sends again after the reconnect, so that timing needs no resend)
+    assert summary["unsent"] == 0 or summary["lockstep"]["resent"] >= 1
     assert summary["commands"] == round(4.0 / 0.05) + 1  # every period got its answer, none was skipped
     assert set(summary["malformed"]) <= {"stale_stamp", "duplicate"}  # answers to resent periods, if any
     assert stormy.run_info["digest"] == calm.run_info["digest"]  # the outage changed nothing but wall time
