@@ -97,7 +97,7 @@ def test_each_platoon_has_its_own_law_and_validate_says_so():
                            str(REPO / "scenarios" / "two_platoons.yaml")], cwd=REPO, capture_output=True, text=True,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
-    assert "12 robots in 2 platoons" in proc.stdout
+    assert "13 robots in 3 platoons" in proc.stdout  # the two platoons and the joiner
     assert "controller acc (5 robots), controller ela_cacc (5 robots)" in proc.stdout
     robots = expand_robots(load_scenario(REPO / "scenarios" / "two_platoons.yaml"))
     assert {r.config["controller"]["type"] for r in robots if r.platoon == 0 and "controller" in r.config} == {"acc"}
