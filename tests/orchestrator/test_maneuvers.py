@@ -11,10 +11,11 @@ import sys
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from orchestrator.metrics.rundata import file_digest
 from orchestrator.runner import run_scenario
-from orchestrator.scenario import parse_scenario
+from orchestrator.scenario import load_scenario, parse_scenario
 
 GAP_FLOOR_M = 8.0
 """No two cars in one lane come closer than this while a maneuver runs (the CACC gap at 25 m/s is 17 m)."""
@@ -200,3 +201,14 @@ def test_bad_requests_are_errors_at_their_lines(tmp_path, request_text, line, me
     lineno = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if request_text in text)
     assert f"bad.yaml:{lineno}: {line}" in done.stderr
     assert message in done.stderr
+
+
+def test_the_resolved_scenario_reruns_the_maneuvers(tmp_path):
+    first = run_scenario(parse_scenario(scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1}]",
+                                                      duration=5.0)), tmp_path / "first")
+    resolved = tmp_path / "first" / "scenario.resolved.yaml"
+    data = yaml.safe_load(resolved.read_text())
+    assert data["maneuvers"][0]["type"] == "join" and data["maneuvers"][0]["position"] is None
+    assert data["maneuver_settings"]["reply_timeout_s"] == 3.0  # the timing the run used, written out in full
+    again = run_scenario(load_scenario(resolved), tmp_path / "again")
+    assert again.run_info["digest"] == first.run_info["digest"]

@@ -15,7 +15,9 @@ from orchestrator.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted(p.name for p in (REPO / "scenarios").glob("*.yaml"))
-SHORT = ["duration_s=3", "outputs.plots=false", "outputs.report=false"]
+SHORT = ["duration_s=3", "outputs.plots=false", "outputs.report=false", "maneuvers=[]"]
+"""A short run of any shipped scenario (its maneuver requests, later than 3 s, would be errors: at or after the end;
+tests/orchestrator/test_maneuvers.py reruns a resolved scenario with maneuvers)."""
 
 
 @pytest.mark.parametrize("name", SHIPPED)
