@@ -19,6 +19,7 @@ from __future__ import annotations
 import hmac
 import http
 import threading
+import time
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
@@ -108,8 +109,9 @@ class LiveServer:
         """Stop serving; connected viewers first get up to ``linger_s`` to receive the final frame."""
         if self._server is None:
             return
-        if self.watchers.watched:
-            self._final_sent.wait(linger_s)
+        deadline = time.monotonic() + linger_s
+        while self.watchers.watched and not self._final_sent.wait(0.05) and time.monotonic() < deadline:
+            pass  # a viewer that left stops counting within a quarter second
         self.mailbox.close()
         with self._cond:
             self._closing = True
@@ -158,8 +160,10 @@ class LiveServer:
         try:
             while True:
                 with self._cond:
-                    self._cond.wait_for(lambda seen=sent_seq: self._closing or self._frame_seq != seen, timeout=1.0)
+                    self._cond.wait_for(lambda seen=sent_seq: self._closing or self._frame_seq != seen, timeout=0.25)
                     if self._closing:
+                        return
+                    if connection.close_code is not None:  # the viewer left: stop counting it as watching
                         return
                     seq, frame, roster = self._frame_seq, self._frame, self._roster_msg
                 if roster is not None and roster[0] != sent_roster:
