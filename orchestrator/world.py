@@ -257,7 +257,9 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
         else:
             cls = FEDERATE_KINDS.get(extra.type)
             # a kind that reads files named in the scenario (SUMO) resolves them against the scenario's directory
-            where = {"scenario_dir": extra.scenario_dir} if getattr(cls, "reads_scenario_files", False) else {}
+            # and places what they describe at the scenario's origin
+            where = {"scenario_dir": extra.scenario_dir, "scenario_origin": (scenario.origin.lat_deg,
+                     scenario.origin.lon_deg)} if getattr(cls, "reads_scenario_files", False) else {}
             federates[extra.name] = cls(extra.name, **extra.params, **where)
     for name, fed in federates.items():
         scheduler.add(fed, trusted=name in ("physics", "v2x", "control"))  # built-ins: ports checked per roster change

@@ -72,10 +72,13 @@ class SumoFederate(Federate):
 
     Params = SumoParams
     reads_scenario_files = True
-    """Built with ``scenario_dir``: the directory its relative file names are resolved against."""
+    """Built with ``scenario_dir`` (the directory its relative file names are resolved against) and
+    ``scenario_origin`` (the local frame's WGS84 origin)."""
 
-    def __init__(self, name: str, scenario_dir: Path | None = None, **params: Any) -> None:
+    def __init__(self, name: str, scenario_dir: Path | None = None,
+                 scenario_origin: tuple[float, float] | None = None, **params: Any) -> None:
         super().__init__(name)
+        self.scenario_origin = scenario_origin  # WGS84 (lat, lon) of the local frame: places geo-referenced nets
         with scenario_directory(scenario_dir):
             self.params = SumoParams(**params)
         p = self.params
@@ -109,7 +112,7 @@ class SumoFederate(Federate):
     def setup(self, ctx: SetupContext) -> FederateMeta:
         p = self.params
         self._ctx = ctx
-        self._frame = Frame.of(read_location(self.net), p.offset_m)
+        self._frame = Frame.of(read_location(self.net), p.offset_m, self.scenario_origin)
         fcd = None
         if ctx.out_dir is not None:
             self._keep_inputs(Path(ctx.out_dir))

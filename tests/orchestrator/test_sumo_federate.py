@@ -226,3 +226,47 @@ def test_a_bad_net_path_is_exit_2_naming_the_field(tmp_path, net, message):
     assert proc.returncode == 2, proc.stderr
     assert "federates[0].params.net" in proc.stderr and message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_geo_referenced_net_is_placed_at_the_scenario_origin(tmp_path):
+    """A UTM net built by netconvert from WGS84 nodes: SUMO's vehicles land on the road as the scenario's local
+    frame (tangent plane at its origin) has it, headings turned by the meridian convergence (1.2 deg here), and
+    the platoon car placed on that road in the local frame is on SUMO's lane."""
+    from comms_models.itsg5.geo import LocalProjection
+
+    a, b = (51.4934, 7.4100), (51.5000, 7.4400)  # (lat, lon) of the road's ends, zone 32 (central meridian 9 E)
+    (tmp_path / "geo.nod.xml").write_text(f'<nodes><node id="a" x="{a[1]}" y="{a[0]}"/>'
+                                          f'<node id="b" x="{b[1]}" y="{b[0]}"/></nodes>')
+    (tmp_path / "geo.edg.xml").write_text('<edges><edge id="road" from="a" to="b" numLanes="1" speed="30" '
+                                          'spreadType="center"/></edges>')
+    netconvert = Path(sys.executable).parent / "netconvert"
+    subprocess.run([str(netconvert), "--node-files", "geo.nod.xml", "--edge-files", "geo.edg.xml", "-o",
+                    "geo.net.xml", "--proj.utm", "true"], cwd=tmp_path, check=True, capture_output=True, timeout=60)
+    scenario = write_scenario(tmp_path, """<routes><route id="r" edges="road"/>
+        <vehicle id="geo" route="r" depart="0" departPos="20" departSpeed="20"/></routes>""", count=1,
+                              speed=10.0, duration=4.0)
+    end = np.array(LocalProjection(*a).to_local(b[0], b[1]))
+    direction = end / np.linalg.norm(end)
+    data = yaml.safe_load(scenario.read_text())
+    data["origin"] = {"lat_deg": a[0], "lon_deg": a[1]}
+    data["federates"][0]["params"]["net"] = "geo.net.xml"
+    start = 300.0 * direction
+    data["vehicles"]["overrides"] = {"car0": {"initial": {"x": float(start[0]), "y": float(start[1]),
+                                                          "yaw": float(np.arctan2(direction[1], direction[0]))}}}
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "run"
+    run(scenario, out)
+    rows = trace(out, "vehicles")
+    mine = rows["robot"] == 1_000_000
+    assert mine.sum() > 300
+    across = rows["x"][mine] * direction[1] - rows["y"][mine] * direction[0]  # signed distance from the road
+    np.testing.assert_allclose(across, 0.0, atol=0.01)
+    np.testing.assert_allclose(rows["yaw"][mine], np.arctan2(direction[1], direction[0]), atol=2e-4)
+    along = rows["x"][mine] * direction[0] + rows["y"][mine] * direction[1]
+    assert 15.0 < along.min() < 20.0 and along.max() > 90.0  # 20 m in at 20 m/s: the rear axle 3.7 m behind
+    mirrored = fcd(out)["coopsim.car0"]
+    assert {lane for *_, lane in mirrored.values()} == {"road_0"}
+    lane_end = np.array([2098.15, 689.14])  # the lane's shape in the net (from its start at 0, 0)
+    xy = np.array([v[:2] for v in mirrored.values()])
+    unit = lane_end / np.linalg.norm(lane_end)
+    np.testing.assert_allclose(unit[0] * xy[:, 1] - unit[1] * xy[:, 0], 0.0, atol=0.02)  # on the lane's line
