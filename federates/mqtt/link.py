@@ -60,6 +60,7 @@ class Link:
         self.disconnected_s = 0.0
         self._down_since: float | None = None
         self._closing = False
+        self._closed_unanswered = 0  # connections the broker closed before any CONNACK, at set-up
         client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=True,
                              protocol=mqtt.MQTTv311)
         if creds.username is not None:
@@ -101,6 +102,8 @@ class Link:
     def _disconnect_cb(self, client: Any, userdata: Any, flags: Any, reason: Any, properties: Any) -> None:
         was = self._connected.is_set()
         self._connected.clear()
+        if not was and self.connects == 0:
+            self._closed_unanswered += 1
         if was and not self._closing:
             self.disconnects += 1
             self._down_since = time.monotonic()
@@ -147,8 +150,13 @@ class Link:
                                                  f"{self._refused}{hint}")
             if time.monotonic() >= deadline:
                 self.stop()
+                hint = ""
+                if self._closed_unanswered:  # e.g. a TLS client certificate missing: TLS 1.3 says so only later
+                    hint = (f" (it closed the connection {self._closed_unanswered} time(s) without answering: does "
+                            "it require TLS (tls:) or a client certificate (tls.cert_file), or is it no MQTT "
+                            "broker?)")
                 raise BrokerUnavailableError(f"cannot connect to the MQTT broker at {self.where}: no answer to "
-                                             f"CONNECT within connect_timeout_s = {p.connect_timeout_s:g} s")
+                                             f"CONNECT within connect_timeout_s = {p.connect_timeout_s:g} s{hint}")
 
     def start_in_background(self) -> None:
         """Keep trying to connect in the network thread (``on_broker_unavailable: continue``)."""

@@ -29,7 +29,8 @@ def wait_listening(port: int, timeout_s: float = 20.0) -> None:
 
 
 def make_certificates(where: Path) -> dict[str, Path]:
-    """A CA and a server certificate for 127.0.0.1 signed by it (PEM files in ``where``)."""
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, both signed by it (PEM files in
+    ``where``)."""
     where.mkdir(parents=True, exist_ok=True)
     ca_key, ca, key, csr, cert = (where / n for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
     ext = where / "san.cnf"
@@ -43,14 +44,19 @@ def make_certificates(where: Path) -> dict[str, Path]:
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", "/CN=127.0.0.1")
     openssl("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial", "-out",
             str(cert), "-days", "2", "-extfile", str(ext))
-    return {"ca": ca, "cert": cert, "key": key}
+    client_key, client_csr, client_cert = (where / n for n in ("client.key", "client.csr", "client.pem"))
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(client_key), "-out", str(client_csr), "-subj",
+            "/CN=coopsim bridge")
+    openssl("x509", "-req", "-in", str(client_csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+            "-out", str(client_cert), "-days", "2")
+    return {"ca": ca, "cert": cert, "key": key, "client_cert": client_cert, "client_key": client_key}
 
 
 class Broker:
     """mosquitto on ``port`` (a free one by default) with the given extra configuration lines."""
 
     def __init__(self, workdir: Path, users: dict[str, str] | None = None, tls: dict[str, Path] | None = None,
-                 port: int | None = None) -> None:
+                 port: int | None = None, require_certificate: bool = False) -> None:
         self.port = port or free_port()
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
@@ -69,6 +75,8 @@ class Broker:
         lines.append("set_tcp_nodelay true")  # as docs/bridges.md advises for lock-step: no 40 ms Nagle waits
         if tls:
             lines += [f"cafile {tls['ca']}", f"certfile {tls['cert']}", f"keyfile {tls['key']}"]
+            if require_certificate:  # clients must show a certificate signed by the CA
+                lines.append("require_certificate true")
         self.config = workdir / "mosquitto.conf"
         self.config.write_text("\n".join(lines) + "\n")
         self.proc: subprocess.Popen | None = None

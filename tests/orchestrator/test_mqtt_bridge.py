@@ -287,7 +287,7 @@ def test_a_password_in_the_scenario_is_an_error_naming_the_field():
     assert "hunter2" not in message
 
 
-def test_tls_with_the_brokers_ca_connects_and_without_it_is_refused(tmp_path):
+def test_tls_with_the_brokers_ca_connects_and_without_it_is_refused(tmp_path, monkeypatch):
     certs = make_certificates(tmp_path / "certs")
     server = Broker(tmp_path / "broker", tls=certs).start()
     try:
@@ -301,6 +301,26 @@ def test_tls_with_the_brokers_ca_connects_and_without_it_is_refused(tmp_path):
                in str(bad.error)
         plain = run_scenario(scenario(0.5, _bare(server.port, connect_timeout_s=2)), tmp_path / "plain")
         assert not plain.ok and f"127.0.0.1:{server.port}" in str(plain.error)  # no TLS to a TLS listener
+        monkeypatch.setenv("COOPSIM_MQTT_CA_FILE", str(certs["ca"]))  # the same from the environment
+        env = run_scenario(scenario(0.5, _bare(server.port)), tmp_path / "env")
+        assert env.ok and env.run_info["federates"]["mqtt"]["tls"] is True, env.error
+    finally:
+        server.stop()
+
+
+def test_a_broker_that_requires_client_certificates_takes_the_bridges(tmp_path):
+    certs = make_certificates(tmp_path / "certs")
+    server = Broker(tmp_path / "broker", tls=certs, require_certificate=True).start()
+    try:
+        tls = {"ca_file": str(certs["ca"]), "cert_file": str(certs["client_cert"]),
+               "key_file": str(certs["client_key"])}
+        ok = run_scenario(scenario(0.5, _bare(server.port, tls=tls)), tmp_path / "ok")
+        assert ok.ok, ok.error
+        assert ok.run_info["federates"]["mqtt"]["connection"]["connects"] == 1
+        bare = {"ca_file": str(certs["ca"])}
+        refused = run_scenario(scenario(0.5, _bare(server.port, tls=bare, connect_timeout_s=2)), tmp_path / "no")
+        assert not refused.ok and f"MQTT broker at 127.0.0.1:{server.port}" in str(refused.error)
+        assert "or a client certificate (tls.cert_file)" in str(refused.error)
     finally:
         server.stop()
 
