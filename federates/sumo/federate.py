@@ -71,6 +71,8 @@ class SumoFederate(Federate):
     """Steps SUMO in lock-step with the scheduler (see the module docstring)."""
 
     Params = SumoParams
+    period_multiple_of_step = True
+    """Validation refuses a ``period_s`` that is not a whole number of the scenario's steps."""
     reads_scenario_files = True
     """Built with ``scenario_dir`` (the directory its relative file names are resolved against) and
     ``scenario_origin`` (the local frame's WGS84 origin)."""

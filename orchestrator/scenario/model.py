@@ -266,6 +266,27 @@ def _period_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
         elif value > duration:
             problems.append((loc, f"must not exceed duration_s ({duration:g} s): a step or period longer than the "
                                   f"run never comes round, got {value:g}", value))
+    return problems + _lockstep_problems(scenario)
+
+
+def _lockstep_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
+    """A federate kind that steps in lock-step with physics (``period_multiple_of_step``: SUMO) has a period that
+    is a whole number of steps."""
+    from federates import FEDERATE_KINDS
+
+    problems: list[tuple[Loc, str, Any]] = []
+    for i, extra in enumerate(scenario.federates):
+        period = extra.params.get("period_s")
+        if extra.remote is not None or not isinstance(period, int | float) or isinstance(period, bool):
+            continue
+        try:
+            lockstep = getattr(FEDERATE_KINDS.get(extra.type), "period_multiple_of_step", False)
+        except Exception:  # an unknown or broken kind is reported at its type
+            continue
+        steps = period / scenario.step_s
+        if lockstep and (round(steps) < 1 or abs(steps - round(steps)) > 1e-9 * steps):
+            problems.append((("federates", i, "params", "period_s"), f"must be a whole number of steps (step_s = "
+                             f"{scenario.step_s:g} s), got {period:g}", period))
     return problems
 
 

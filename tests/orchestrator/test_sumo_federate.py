@@ -270,3 +270,45 @@ def test_a_geo_referenced_net_is_placed_at_the_scenario_origin(tmp_path):
     xy = np.array([v[:2] for v in mirrored.values()])
     unit = lane_end / np.linalg.norm(lane_end)
     np.testing.assert_allclose(unit[0] * xy[:, 1] - unit[1] * xy[:, 0], 0.0, atol=0.02)  # on the lane's line
+
+
+def test_a_sumo_period_off_the_step_grid_is_refused(tmp_path):
+    scenario = write_scenario(tmp_path, PASSING)
+    proc = subprocess.run([sys.executable, "-m", "orchestrator.cli", "validate", str(scenario), "--set",
+                           "federates[0].params.period_s=0.015"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert "federates[0].params.period_s: must be a whole number of steps (step_s = 0.01 s), got 0.015" in proc.stderr
+
+
+def test_physics_poses_a_robot_at_the_time_its_pose_is_valid_and_moves_it_on_in_between():
+    """The physics side on its own: a pose published early waits for its time; between poses the body moves on
+    along its last arc; a robot of another model ignores pose rows."""
+    from federates.physics.config import PhysicsConfig
+    from federates.physics.federate import PhysicsFederate
+    from federates.physics.models.posed import POSED_MODEL
+    from orchestrator.core.federate import SetupContext
+    from orchestrator.core.robots import RobotSpec
+
+    physics = PhysicsFederate("physics", 10_000_000, PhysicsConfig())
+    physics.setup(SetupContext(seed=1, end_ns=10**9))
+    posed = RobotSpec(7, "posed", config={"vehicle": {"model": POSED_MODEL, "preset": "g35_sedan"},
+                                          "initial": {"x": 0.0, "y": 0.0, "yaw": 0.0, "v": 0.0}, "posed_by": "s"})
+    driven = RobotSpec(8, "driven", config={"vehicle": {"model": "kinematic", "preset": "g35_sedan"},
+                                            "initial": {"x": 0.0, "y": 50.0, "yaw": 0.0, "v": 0.0}})
+    physics.spawn([posed, driven])
+
+    def pose(t_ns, robot, x, v, yaw_rate=0.0):
+        return {"t_ns": np.array([t_ns]), "robot": np.array([robot]), "x": np.array([x]), "y": np.array([1.0]),
+                "yaw": np.array([0.0]), "v": np.array([v]), "a": np.array([0.0]), "yaw_rate": np.array([yaw_rate])}
+
+    state = physics.step(0, {"poses": [pose(20_000_000, 7, 5.0, 10.0), pose(20_000_000, 8, 99.0, 1.0)]})["state"]
+    assert state["x"][0] == 0.0 and state["x"][1] == 0.0  # not due yet
+    state = physics.step(10_000_000, {"poses": []})["state"]
+    assert state["x"][0] == 0.0
+    state = physics.step(20_000_000, {"poses": []})["state"]
+    assert (state["x"][0], state["y"][0], state["v"][0]) == (5.0, 1.0, 10.0)
+    assert state["x"][1] == 0.0 and state["y"][1] == 50.0  # the kinematic robot is not posed
+    assert physics.poses.applied == 1 and physics.poses.ignored == 1
+    state = physics.step(30_000_000, {"poses": []})["state"]
+    assert state["x"][0] == pytest.approx(5.1, abs=1e-12)  # 10 m/s for 10 ms
