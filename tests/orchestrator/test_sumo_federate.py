@@ -155,6 +155,8 @@ def test_the_platoon_is_mirrored_into_sumo_where_it_is(tmp_path):
 
 
 def test_a_sumo_car_behind_a_slow_platoon_car_brakes(tmp_path):
+    """With the platoon car mirrored, SUMO's car brakes behind it; without, it drives through it: a collision, and
+    the range sensor of the platoon car sees it ahead."""
     speeds = {}
     for mirror in (True, False):
         out = tmp_path / f"mirror_{mirror}"
@@ -172,6 +174,17 @@ def test_a_sumo_car_behind_a_slow_platoon_car_brakes(tmp_path):
             assert pq.read_table(out / "trace" / "collisions.parquet").num_rows == 0
         else:
             assert gap < 0  # SUMO never knew of the platoon car: it drove through it
+            # ... which coopsim counts as a collision, and then the platoon car's range sensor sees it ahead
+            hits = trace(out, "collisions")
+            assert (1, 1_000_000) in set(zip(hits["a"].tolist(), hits["b"].tolist(), strict=True))
+            ranges = trace(out, "range")
+            seen = (ranges["robot"] == 1) & (ranges["target"] == 1_000_000)
+            assert seen.sum() >= 50  # 50 m of range at 20 m/s closing: about 2.5 s
+            car = preset("passenger_car")
+            at = np.isin(rows["t_ns"], ranges["t_ns"][seen])
+            gap_true = (rows["x"][chaser & at] - REAR_SHARE * 4.6) - (rows["x"][leader & at] + car["length_m"]
+                                                                       - car["rear_overhang_m"])
+            np.testing.assert_allclose(ranges["range_m"][seen], gap_true, atol=0.6)  # noise 0.1 m std
     assert speeds[True].min() < 11.0 and speeds[False].min() > 29.0
 
 
