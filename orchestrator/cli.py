@@ -129,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
                           "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
     cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
     cmp_.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: one per core)")
+    from .batch.cli import add_scheduler_argument
+
+    add_scheduler_argument(cmp_)
     cmp_.add_argument("--quiet", action="store_true", help="no progress output")
 
     val = sub.add_parser("validate", help="check a scenario without running it")
@@ -254,17 +257,22 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err, args.strict, live)
     if args.command == "compare":
         from .batch import compare
+        from .batch.dask_runner import ClusterError
 
         out = args.out or Path("runs") / f"{scenario.name}-compare"
         # every variant is built from the file and --set like `coopsim run` builds a scenario
         common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario), "overrides": args.overrides,
-                  "console": None if args.quiet else err}
-        if args.fidelity:
-            fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
-            result = compare(args.scenario, "fidelity", fidelities, out, **common)
-        else:
-            channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
-            result = compare(args.scenario, "channel", channels, out, **common)
+                  "console": None if args.quiet else err, "scheduler": args.scheduler}
+        try:
+            if args.fidelity:
+                fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
+                result = compare(args.scenario, "fidelity", fidelities, out, **common)
+            else:
+                channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
+                result = compare(args.scenario, "channel", channels, out, **common)
+        except ClusterError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
         _print_comparison(result, console)
         console.print(f"report: {out / 'comparison.html'}")
         return EXIT_OK if result["ok"] else EXIT_FAILED

@@ -10,6 +10,7 @@ from typing import Any
 from ..scenario import Problem, ScenarioError, parse_scenario
 from .aggregate import sort_key
 from .criteria import CHOICES, parse_criterion
+from .dask_runner import ClusterError
 from .grid import parse_param, scenario_text
 from .outputs import label, number, status_text
 from .sweep import DEFAULT_METRICS, sweep
@@ -31,6 +32,7 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                    help="override a field for every point (repeatable)")
     p.add_argument("--jobs", type=int, default=0, help="parallel processes (default: one per core)")
+    add_scheduler_argument(p)
     p.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-sweep)")
     p.add_argument("--tolerance", type=float, default=0.0,
                    help="string stability: the criterion's worst ratio <= 1 + tolerance (default: %(default)s)")
@@ -44,6 +46,14 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "swept parameter whose values are all numbers)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
+
+
+def add_scheduler_argument(parser: argparse.ArgumentParser) -> None:
+    """``--scheduler``, shared by ``sweep`` and ``compare``."""
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the points on a Dask cluster: tcp://host:8786 (a running 'dask scheduler'), or "
+                             "'local' for worker processes on this machine; each run's files come back into "
+                             "--out (docs/cluster.md; needs coopsim[cluster]). Default: local processes (--jobs)")
 
 
 def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
@@ -67,9 +77,12 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
         result = sweep(args.scenario, params, out, metrics=metrics, seeds=args.seeds, seed=args.seed,
                        overrides=args.overrides, jobs=args.jobs, tolerance=args.tolerance,
                        stable_param=args.stable_param, criterion=criterion, source=source,
-                       console=None if args.quiet else err)
+                       console=None if args.quiet else err, scheduler=args.scheduler)
     except ScenarioError as exc:
         print(f"error: invalid scenario\n{exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print_sweep_summary(result, console)
     console.print(f"report: {out / 'sweep.html'}  (table: {out / 'sweep.csv'}, data: {out / 'sweep.json'})",
@@ -122,4 +135,4 @@ def print_sweep_summary(result: dict[str, Any], console: Any) -> None:
         console.print(result["criterion"]["excitation"], highlight=False, markup=False)
 
 
-__all__ = ["add_sweep_parser", "print_sweep_summary", "run_sweep_command"]
+__all__ = ["add_scheduler_argument", "add_sweep_parser", "print_sweep_summary", "run_sweep_command"]

@@ -107,12 +107,14 @@ def compare(
     source: str | None = None,
     console: Any = None,
     overrides: list[str] | tuple[str, ...] = (),
+    scheduler: str | None = None,
 ) -> dict[str, Any]:
     """Run ``scenario`` (a validated Scenario, a file path, or YAML text) once per channel model
     (``kind="channel"``) or per fidelity (``kind="fidelity"``, see ``FIDELITIES``), on the same seed (``seed``
     replaces the scenario's), in parallel processes, and write comparison.json/.html into ``out``. ``overrides``
     are ``--set`` strings applied before each variant's. A variant whose run fails is reported with its error and
-    the others still run. Returns what comparison.json holds."""
+    the others still run. ``scheduler``: run on a Dask cluster as ``sweep`` does. Returns what comparison.json
+    holds."""
     from comms_models import COMMS_MODELS
 
     text, source = scenario_text(scenario, source)
@@ -133,7 +135,11 @@ def compare(
     out.mkdir(parents=True, exist_ok=True)
     tasks = [Task(i, 0, sc, out / p.name, sc.seed, source) for i, (p, sc) in enumerate(zip(points, scenarios,
                                                                                           strict=True))]
-    records = {r["point"]: r for r in execute(tasks, jobs, lambda r: _say(console, names[r["point"]], r))}
+    notify = None if console is None else (lambda m: console.print(m, highlight=False, markup=False))
+    records = {r["point"]: r for r in execute(tasks, jobs, lambda r: _say(console, names[r["point"]], r),
+                                              scheduler=scheduler, partial=out / "comparison.partial.json",
+                                              notify=notify)}
+    (out / "comparison.partial.json").unlink(missing_ok=True)
     runs = {}
     for i, name in enumerate(names):
         run, metrics = run_outputs(records[i])

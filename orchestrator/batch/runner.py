@@ -1,4 +1,5 @@
-"""Running the points of a batch: one run directory per point and seed, in parallel processes.
+"""Running the points of a batch: one run directory per point and seed, in parallel processes or on a Dask
+cluster (``dask_runner``).
 
 A run never stops the batch: a run whose federate fails is recorded with the error from its ``run.json``, and
 an exception anywhere in a run (or a worker process that dies) is recorded with its type and message, while the
@@ -8,6 +9,7 @@ leaves for anyone, rather than passed between processes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import traceback
@@ -63,10 +65,14 @@ def run_task(task: Task) -> Record:
     return record
 
 
-def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], None] | None = None) -> list[Record]:
-    """Run every task, ``jobs`` processes at a time (0: one per core; one task or one job runs in this process).
-    ``on_done`` sees each record as its run ends. Returns the records in completion order."""
-    workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
+def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], None] | None = None, *,
+            scheduler: str | None = None, partial: Path | None = None,
+            notify: Callable[[str], None] | None = None) -> list[Record]:
+    """Run every task, ``jobs`` processes at a time (0: one per core; one task or one job runs in this process),
+    or on the Dask cluster at ``scheduler`` (``tcp://host:port``, or ``local``; ``dask_runner``). ``on_done``
+    sees each record as its run ends, ``notify`` the cluster's messages (retries). Returns the records in
+    completion order. On an interrupt (Ctrl-C) the queued runs are not started, the finished ones keep their run
+    directories and, with ``partial``, their records are written there as JSON before the interrupt goes on."""
     records: list[Record] = []
 
     def done(record: Record) -> None:
@@ -74,10 +80,26 @@ def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], No
         if on_done is not None:
             on_done(record)
 
+    try:
+        if scheduler is not None:
+            from .dask_runner import execute_on_cluster
+
+            execute_on_cluster(tasks, scheduler, jobs, done, notify)
+        else:
+            _execute_locally(tasks, jobs, done)
+    except KeyboardInterrupt:
+        if partial is not None:
+            write_partial(partial, records, len(tasks))
+        raise
+    return records
+
+
+def _execute_locally(tasks: Sequence[Task], jobs: int, done: Callable[[Record], None]) -> None:
+    workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
     if workers == 1:
         for task in tasks:
             done(run_task(task))
-        return records
+        return
     pool = ProcessPoolExecutor(max_workers=workers)
     try:
         futures: dict[Future[Record], Task] = {pool.submit(run_task, t): t for t in tasks}
@@ -94,7 +116,22 @@ def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], No
         pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, do not start the queued runs
         raise
     pool.shutdown()
-    return records
+
+
+def write_partial(path: Path, records: Sequence[Record], total: int) -> None:
+    """The records of the runs that finished before an interrupt, as JSON at ``path``: ``interrupted``, ``total``
+    (tasks in the batch), ``finished`` (records in completion order, ``dir`` relative to the file's directory
+    when inside it)."""
+    path = Path(path)
+    finished = []
+    for record in records:
+        entry = dict(record)
+        with contextlib.suppress(ValueError):  # a run directory elsewhere keeps its full path
+            entry["dir"] = Path(entry["dir"]).relative_to(path.parent).as_posix()
+        finished.append(entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"interrupted": True, "total": total, "finished": finished}, indent=2,
+                               default=str), encoding="utf-8")
 
 
 def by_point(records: Sequence[Record], points: int) -> list[list[Record]]:
@@ -125,4 +162,4 @@ def run_outputs(record: Record) -> tuple[dict[str, Any], dict[str, Any]]:
     return run, metrics
 
 
-__all__ = ["Record", "Task", "by_point", "execute", "read_json", "run_outputs", "run_task"]
+__all__ = ["Record", "Task", "by_point", "execute", "read_json", "run_outputs", "run_task", "write_partial"]

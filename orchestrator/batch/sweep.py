@@ -37,6 +37,7 @@ def sweep(
     criterion: Criterion = DEFAULT,
     source: str | None = None,
     console: Any = None,
+    scheduler: str | None = None,
 ) -> dict[str, Any]:
     """Run ``scenario`` (a file path, YAML text when the string has a newline, or a validated Scenario) at every
     point of the grid of ``params`` ([(path, [values])]) and write sweep.json, sweep.csv and sweep.html into ``out``.
@@ -45,8 +46,9 @@ def sweep(
     ``seeds=N`` each point runs seeds seed .. seed+N-1 and the metrics are the mean (and sample std) over them.
     ``overrides`` are ``--set`` strings applied before the parameters. Every point is validated first: a bad path
     or value raises ScenarioError before any run. A point whose run fails is recorded with its error and the
-    sweep goes on. String stability is judged by ``criterion`` (``criteria.py``). Returns what sweep.json
-    holds."""
+    sweep goes on. String stability is judged by ``criterion`` (``criteria.py``). ``scheduler``: run the points
+    on a Dask cluster (``tcp://host:port`` or ``local``, see ``dask_runner``) instead of local processes; an
+    interrupt leaves ``sweep.partial.json`` with the runs that finished. Returns what sweep.json holds."""
     text, source = scenario_text(scenario, source)
     params = [(str(p), list(v)) for p, v in params]
     if not params:
@@ -81,7 +83,9 @@ def sweep(
         if console is not None:
             _say(console, record, points[record["point"]].name, finished[0], len(tasks))
 
-    records = execute(tasks, jobs, report)
+    notify = None if console is None else (lambda m: console.print(m, highlight=False, markup=False))
+    records = execute(tasks, jobs, report, scheduler=scheduler, partial=out / "sweep.partial.json", notify=notify)
+    (out / "sweep.partial.json").unlink(missing_ok=True)  # an earlier interrupted sweep's record is stale now
     available: set[str] = set()
     result_points = []
     for point, runs in zip(points, by_point(records, len(points)), strict=True):

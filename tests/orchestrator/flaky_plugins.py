@@ -1,0 +1,32 @@
+"""A federate that fails on purpose, for the batch retry tests (``type: tests.orchestrator.flaky_plugins:Flaky``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
+from orchestrator.core.timebase import seconds_to_ns
+
+
+class Flaky(Federate):
+    """Reads the state and raises at t = 1 s: never (``mode: ok``), on the first attempt only (``once``: the first
+    attempt leaves the file ``marker``, a later one finds it), or every time (``always``)."""
+
+    def __init__(self, name: str, mode: str = "ok", marker: str = "") -> None:
+        super().__init__(name)
+        self.mode = mode
+        self.marker = Path(marker)
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("state"),), period_ns=seconds_to_ns(0.1))
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        if t_ns < seconds_to_ns(1.0) or self.mode == "ok":
+            return {}
+        if self.mode == "once":
+            if self.marker.exists():
+                return {}
+            self.marker.write_text("failed once")
+        raise RuntimeError(f"flaky federate failed ({self.mode})")

@@ -1,0 +1,187 @@
+"""Sweeps and comparisons on a Dask cluster: a real ``dask scheduler`` and two ``dask worker`` processes on
+loopback, started here and stopped by pid. The cluster must give what local processes give, retry a failing point
+once, and keep what finished when the batch is interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from orchestrator.batch import add_sweep_parser, compare, run_sweep_command
+from orchestrator.batch.dask_runner import ClusterError
+from orchestrator.batch.runner import Task, execute
+from orchestrator.scenario import parse_scenario
+from tests.orchestrator.processes import free_port, stop
+
+REPO = Path(__file__).resolve().parents[2]
+PLATOON = REPO / "scenarios" / "platoon.yaml"
+QUIET = ["--set", "duration_s=3", "--set", "outputs.plots=false", "--set", "outputs.report=false"]
+GRID = ["--param", "controller.time_gap_s=0.8,1.0,1.2,1.4"]
+
+
+def _dask(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("dask")), *args]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A scheduler on 127.0.0.1 (a free port, no dashboard) and two single-threaded workers; its address."""
+    from distributed import Client
+
+    logs = tmp_path_factory.mktemp("dask")
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # the workers import the test plug-ins
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str, argv: list[str]) -> None:
+        with (logs / f"{name}.log").open("w") as log:
+            procs.append(subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+    try:
+        start("scheduler", _dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"))
+        for k in range(2):
+            start(f"worker{k}", _dask("worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
+                                      "--no-dashboard", "--memory-limit", "0", "--name", f"w{k}"))
+        deadline = time.monotonic() + 60
+        while True:  # the scheduler may not listen yet
+            try:
+                with Client(address, timeout=5) as client:
+                    client.wait_for_workers(2, timeout=60)
+                break
+            except (OSError, TimeoutError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield address
+    finally:
+        for proc in reversed(procs):  # workers first, then the scheduler
+            stop(proc)
+    assert all(p.poll() is not None for p in procs)
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``coopsim sweep`` in this process; its exit code, summary and progress (stderr)."""
+    parser = argparse.ArgumentParser()
+    add_sweep_parser(parser.add_subparsers(dest="command"))
+    out = io.StringIO()
+    capsys.readouterr()
+    code = run_sweep_command(parser.parse_args(["sweep", *argv]), Console(file=out, width=200))
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+def without_wall_times(value: Any) -> Any:
+    """sweep.json with the wall-clock times removed (the only values a cluster may change)."""
+    if isinstance(value, dict):
+        return {k: without_wall_times(v) for k, v in value.items() if k != "wall_time_s"}
+    if isinstance(value, list):
+        return [without_wall_times(v) for v in value]
+    return value
+
+
+def test_a_sweep_on_the_cluster_equals_the_local_one(tmp_path, cluster, capsys):
+    code, _, _ = cli(capsys, str(PLATOON), *GRID, *QUIET, "--jobs", "2", "--quiet", "--out", str(tmp_path / "local"))
+    assert code == 0
+    code, _, _ = cli(capsys, str(PLATOON), *GRID, *QUIET, "--scheduler", cluster, "--quiet",
+                     "--out", str(tmp_path / "dask"))
+    assert code == 0
+    local = json.loads((tmp_path / "local" / "sweep.json").read_text())
+    remote = json.loads((tmp_path / "dask" / "sweep.json").read_text())
+    digests = [[r["digest"] for r in p["runs"]] for p in local["points"]]
+    assert len(digests) == 4 and all(len(d) == 1 and len(d[0]) == 64 for d in digests)
+    assert len({d[0] for d in digests}) == 4  # four different points, four different traces
+    assert [[r["digest"] for r in p["runs"]] for p in remote["points"]] == digests
+    assert without_wall_times(remote) == without_wall_times(local)
+    # every run directory came back from the workers with the same files
+    for point in local["points"]:
+        here = sorted(p.relative_to(tmp_path / "local").as_posix() for p in (tmp_path / "local" / point["dir"])
+                      .rglob("*") if p.is_file())
+        there = sorted(p.relative_to(tmp_path / "dask").as_posix() for p in (tmp_path / "dask" / point["dir"])
+                       .rglob("*") if p.is_file())
+        assert here == there and any(f.endswith("trace/vehicles.parquet") for f in here)
+    assert not (tmp_path / "dask" / "sweep.partial.json").exists()
+
+
+def flaky(marker: Path) -> list[str]:
+    entry = {"name": "flaky", "type": "tests.orchestrator.flaky_plugins:Flaky", "params": {"marker": str(marker)}}
+    return ["--set", f"federates={json.dumps([entry])}", "--param", "federates[0].params.mode=ok,once,always"]
+
+
+def test_a_failing_point_is_retried_once_then_reported_and_the_others_complete(tmp_path, cluster, capsys):
+    code, _, err = cli(capsys, str(PLATOON), *QUIET, *flaky(tmp_path / "marker"), "--scheduler", cluster,
+                         "--out", str(tmp_path / "dask"))
+    assert code == 1  # a point failed
+    result = json.loads((tmp_path / "dask" / "sweep.json").read_text())
+    runs = {p["params"]["federates[0].params.mode"]: p["runs"][0] for p in result["points"]}
+    assert runs["ok"]["status"] == "ok" and "attempts" not in runs["ok"]
+    # failed on its first attempt (the marker says so), succeeded on the second
+    assert (tmp_path / "marker").read_text() == "failed once"
+    assert runs["once"]["status"] == "ok" and runs["once"]["attempts"] == 2
+    assert runs["always"]["status"] == "failed" and runs["always"]["attempts"] == 2
+    assert runs["always"]["error"]["federate"] == "flaky"
+    assert "flaky federate failed (always)" in runs["always"]["error"]["message"]
+    # the point that recovered gives the trace of a run that never failed
+    assert runs["once"]["digest"] == runs["ok"]["digest"]
+    assert "retrying point 1" in err and "retrying point 2" in err and "[3/3]" in err
+    assert (tmp_path / "dask" / "mode=always" / "trace" / "vehicles.parquet").is_file()  # kept up to the failure
+
+
+def tasks_of(tmp_path: Path, n: int) -> list[Task]:
+    text = PLATOON.read_text()
+    out = []
+    for i in range(n):
+        sc = parse_scenario(text, str(PLATOON), [*QUIET[1::2], f"controller.time_gap_s={0.8 + 0.2 * i}"])
+        out.append(Task(i, 0, sc, tmp_path / f"p{i}", sc.seed, str(PLATOON)))
+    return out
+
+
+@pytest.mark.parametrize("where", ["local", "dask"])
+def test_an_interrupt_keeps_the_finished_runs_and_writes_a_partial_record(tmp_path, cluster, where):
+    """Ctrl-C after the first run ends (raised from the progress callback, where a real one would land): the
+    finished run keeps its directory, the partial record names it, and the interrupt goes on."""
+    seen: list[dict] = []
+
+    def on_done(record: dict) -> None:
+        seen.append(record)
+        raise KeyboardInterrupt
+
+    partial = tmp_path / "sweep.partial.json"
+    with pytest.raises(KeyboardInterrupt):
+        execute(tasks_of(tmp_path, 4), 2, on_done, scheduler=cluster if where == "dask" else None, partial=partial)
+    record = json.loads(partial.read_text())
+    assert record["interrupted"] is True and record["total"] == 4 and len(record["finished"]) == 1
+    first = record["finished"][0]
+    assert first["status"] == "ok" and first["dir"] == f"p{first['point']}" == Path(seen[0]["dir"]).name
+    assert (tmp_path / first["dir"] / "run.json").is_file()
+    assert json.loads((tmp_path / first["dir"] / "run.json").read_text())["digest"] == first["digest"]
+
+
+def test_compare_runs_on_the_cluster_with_the_local_digests(tmp_path, cluster):
+    common = {"overrides": QUIET[1::2], "source": str(PLATOON)}
+    local = compare(PLATOON, "channel", ["ideal", "itsg5"], tmp_path / "local", jobs=2, **common)
+    remote = compare(PLATOON, "channel", ["ideal", "itsg5"], tmp_path / "dask", scheduler=cluster, **common)
+    assert remote["ok"] and local["ok"]
+    digests = {name: r["run"]["digest"] for name, r in local["runs"].items()}
+    assert {name: r["run"]["digest"] for name, r in remote["runs"].items()} == digests
+    assert digests["ideal"] != digests["itsg5"]
+    assert remote["summary"] == local["summary"]
+
+
+def test_a_scheduler_that_does_not_answer_is_a_clear_error_before_any_run(tmp_path, capsys):
+    code, _, err = cli(capsys, str(PLATOON), *GRID, *QUIET, "--scheduler", f"tcp://127.0.0.1:{free_port()}",
+                       "--out", str(tmp_path / "x"))
+    assert code == 2 and "--scheduler tcp://127.0.0.1:" in err and "no Dask scheduler answers" in err
+    assert not list((tmp_path / "x").glob("*/run.json"))
+    with pytest.raises(ClusterError, match="tcp://host:8786"):
+        execute(tasks_of(tmp_path, 1), scheduler="127.0.0.1:8786")
