@@ -441,7 +441,7 @@ class ItsG5Channel(CommsModel):
         # the leader's desired acceleration: a leader's own, else the newest one received from the leader
         desired = estimate.get("u_des")
         own = np.asarray(desired, np.float64)[rows] if desired is not None else np.full(k, np.nan)
-        leader = self._leader_of[rows]
+        leader = _platoon_leaders(estimate, self._ids, rows, self._leader_of[rows])
         relayed = self.pm_rx.newest_u_des(senders, np.maximum(leader, 0), t_ns)
         u_leader = np.where(leader == -1, own, np.where(leader >= 0, relayed, np.nan))
         si_vals, content = pm_content(estimate, rows, u_leader)
@@ -581,3 +581,24 @@ def _leaders(ids: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray) -> np.ndar
     rr, ss = r_rows[roots][::-1], s_rows[roots][::-1]
     out[rr] = ids[ss]
     return out
+
+
+def _platoon_leaders(estimate: Mapping[str, np.ndarray], ids: np.ndarray, rows: np.ndarray,
+                     by_interest: np.ndarray) -> np.ndarray:
+    """The leader of each station of ``rows`` (an id; -1: it leads; -2: unknown). Where the estimate has a platoon
+    (``platoon_id`` and ``platoon_index``, as in runs with maneuvers): the station of that platoon at index 0;
+    elsewhere ``by_interest`` (``_leaders``)."""
+    pid, pidx = estimate.get("platoon_id"), estimate.get("platoon_index")
+    if pid is None or pidx is None:
+        return by_interest
+    pid, pidx = np.asarray(pid, np.float64), np.asarray(pidx, np.float64)
+    heads = np.flatnonzero((pidx == 0) & np.isfinite(pid))
+    order = np.argsort(pid[heads], kind="stable")
+    head_pid, head_id = pid[heads][order], ids[heads][order]
+    mine = pid[rows]
+    at = np.minimum(np.searchsorted(head_pid, mine), max(len(head_pid) - 1, 0))
+    found = np.isfinite(mine) & (len(head_pid) > 0)
+    found &= (head_pid[at] == mine) if len(head_pid) else False
+    in_platoon = np.isfinite(mine) & np.isfinite(pidx[rows])
+    by_platoon = np.where(pidx[rows] == 0, -1, np.where(found, head_id[at] if len(head_id) else -2, -2))
+    return np.where(in_platoon, by_platoon, by_interest).astype(np.int64)

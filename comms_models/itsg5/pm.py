@@ -4,9 +4,9 @@ the PMs a receiver got become the platooning columns of its deliveries.
 Sending: every ``1 / rate_hz`` from the station's start (its CA service start), on the channel-step grid without
 drift. A PM carries the sender's desired acceleration (``estimate["u_des"]``, its controller's previous command),
 its speed, the ``platoon_id`` / ``platoon_index`` / ``maneuver`` / ``maneuver_peer`` columns of the estimate when
-present (else "unavailable") and its platoon leader's desired acceleration: its own for a station that follows
-nobody, else the newest one it received over PMs from the leader it listens to (relayed, "unavailable" when older
-than ``max_age_s``).
+present (else "unavailable") and its platoon leader's desired acceleration: its own for a leader (index 0 of its
+platoon, or, without platoon columns, a station that listens to nobody), else the newest one it received over PMs
+from its leader (relayed, "unavailable" when older than ``max_age_s``).
 
 Receiving (``PmReceptions.merge``, one compiled pass over the receptions due, in arrival order), per (receiver,
 sender) pair:

@@ -14,7 +14,7 @@ import pytest
 
 from comms_models.base import Interest, with_names
 from comms_models.itsg5.codec import generation_delta_time
-from comms_models.itsg5.model import ItsG5Channel
+from comms_models.itsg5.model import ItsG5Channel, _platoon_leaders
 from comms_models.itsg5.platooning import (
     ACCEL_UNAVAILABLE,
     BTP_PORT_PM,
@@ -311,6 +311,18 @@ def test_stale_pm_fields_are_not_attached_to_a_cam():
     assert np.isnan(out["u_des"]).all()  # 602 ms old: not attached
     out = pm.merge(row(1, 90 * MS, 703 * MS, nan6 | pm_cols), ())
     assert len(out["receiver"]) == 0  # older than the newest PM
+
+
+def test_the_leader_whose_acceleration_a_pm_relays():
+    ids = np.array([10, 11, 12, 13, 14])
+    by_interest = np.array([-1, 10, -2, -1, 12])  # what the interest pairs say (-1 leads, -2 unknown)
+    est = {"platoon_id": np.array([1.0, 1.0, 2.0, 2.0, np.nan]),
+           "platoon_index": np.array([0.0, 1.0, 1.0, 0.0, np.nan])}
+    # the platoon's index-0 station where the estimate has a platoon, the interest elsewhere
+    assert _platoon_leaders(est, ids, np.arange(5), by_interest).tolist() == [-1, 10, 13, -1, 12]
+    est["platoon_index"] = np.array([1.0, 2.0, 1.0, 1.0, np.nan])  # no station at index 0: unknown
+    assert _platoon_leaders(est, ids, np.arange(5), by_interest).tolist() == [-2, -2, -2, -2, 12]
+    assert _platoon_leaders({}, ids, np.arange(5), by_interest).tolist() == by_interest.tolist()
 
 
 # -- (4) the capture -------------------------------------------------------------------------------------------------
