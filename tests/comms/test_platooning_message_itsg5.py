@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from comms_models.base import Interest, with_names
+from comms_models.itsg5 import access as ax
 from comms_models.itsg5.codec import generation_delta_time
 from comms_models.itsg5.model import ItsG5Channel, _platoon_leaders
 from comms_models.itsg5.platooning import (
@@ -311,6 +312,28 @@ def test_stale_pm_fields_are_not_attached_to_a_cam():
     assert np.isnan(out["u_des"]).all()  # 602 ms old: not attached
     out = pm.merge(row(1, 90 * MS, 703 * MS, nan6 | pm_cols), ())
     assert len(out["receiver"]) == 0  # older than the newest PM
+
+
+def test_a_station_leaving_takes_its_queued_pms_with_it():
+    # 25 Hz PMs without DCC keep a PM waiting behind a CAM now and then; station 1 leaves mid-run
+    sim = Stations({"platooning_message": {"rate_hz": 25.0}, "dcc": {"mode": "off"}}, [40.0, 20.0, 0.0], v=20.0)
+    t_ms = 0
+    while not sim.ch._si[1, ax.S_NEXT]:  # until station 1 has a frame waiting behind another
+        sim.run(10, start_ms=t_ms)
+        t_ms += 10
+        assert t_ms < 3000
+    gone_ns = t_ms * MS
+    sim.ch.despawn([1])
+    sim.interest = Interest(np.array([2], np.int64), np.array([0], np.int64))
+    est = sim.estimate
+    sim.estimate = lambda t_ns: {k: v[[0, 2]] for k, v in est(t_ns).items()}  # the rows of the stations left
+    sim.run(1000, start_ms=t_ms)
+    trace = sim.trace()
+    late = trace["t_ns"] >= gone_ns
+    assert not ((trace["sender"] == 1) & (trace["event"] == "tx") & late).any()
+    rx = {k: np.concatenate([d[k] for d in sim.rx[t_ms // 10 + 1:]]) for k in sim.rx[0]}
+    assert set(rx["sender"].tolist()) == {0} and np.isfinite(rx["u_des"]).mean() > 0.9
+    assert not np.isin(sim.ch.pm_rx.keys >> 32, [1]).any() and not np.isin(sim.ch.pm_rx.keys & 0xFFFFFFFF, [1]).any()
 
 
 def test_the_leader_whose_acceleration_a_pm_relays():
