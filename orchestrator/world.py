@@ -227,6 +227,18 @@ def _overlap_problems(robots: list[RobotSpec], plans: list[RobotPlan]) -> list[t
     return []
 
 
+def _built_in(scenario: Scenario, kind: str, **params: Any) -> Any:
+    """The built-in federate ``kind`` (named like its kind), in this process, or hosted by the ``coopsim host``
+    at ``execution.remote.<kind>`` (its parameters sent as plain data, built there the same way)."""
+    address = scenario.execution.remote.get(kind)
+    if address is None:
+        return FEDERATE_KINDS.get(kind)(kind, **params)
+    from federates.remote.client import RemoteFederate
+
+    plain = {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in params.items()}
+    return RemoteFederate(kind, address, kind, plain)
+
+
 def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None) -> World:
     """Robots, federates and a scheduler with the robots' spawns and despawns queued."""
     seed = scenario.seed if seed is None else seed
@@ -234,18 +246,18 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
     step_ns = seconds_to_ns(scenario.step_s)
     command_ports = sorted({r.config["command_source"]["port"] for r in robots if "command_source" in r.config})
-    physics = FEDERATE_KINDS.get("physics")("physics", step_ns, scenario.physics, command_ports=command_ports)
+    physics = _built_in(scenario, "physics", step_ns=step_ns, config=scenario.physics, command_ports=command_ports)
     plan = maneuver_plan(scenario, robots)
     v2x_kwargs = {"maneuvers": True} if plan is not None else {}
-    v2x = FEDERATE_KINDS.get("v2x")("v2x", step_ns, scenario.channel.model_dump(), trace=scenario.outputs.trace,
-                                    **v2x_kwargs)
+    v2x = _built_in(scenario, "v2x", step_ns=step_ns, channel=scenario.channel.model_dump(),
+                    trace=scenario.outputs.trace, **v2x_kwargs)
     # the control federate steps at the greatest common period of all control laws; each law runs at its own
     periods = {seconds_to_ns(r.config["controller"]["period_s"]) for r in robots if "controller" in r.config}
     control_period = math.gcd(seconds_to_ns(scenario.controller.period_s), *periods)
     if plan is not None:  # the platoons' blocks run at their own periods too
         periods |= {seconds_to_ns(block["period_s"]) for block in plan["blocks"].values()}
         control_period = math.gcd(control_period, *periods)
-    control = FEDERATE_KINDS.get("control")("control", control_period, **({"maneuvers": plan} if plan else {}))
+    control = _built_in(scenario, "control", period_ns=control_period, **({"maneuvers": plan} if plan else {}))
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:
         if extra.remote is not None:
@@ -262,7 +274,8 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
                      scenario.origin.lon_deg)} if getattr(cls, "reads_scenario_files", False) else {}
             federates[extra.name] = cls(extra.name, **extra.params, **where)
     for name, fed in federates.items():
-        scheduler.add(fed, trusted=name in ("physics", "v2x", "control"))  # built-ins: ports checked per roster change
+        # built-ins: ports checked per roster change; a hosted one's answers are checked every step
+        scheduler.add(fed, trusted=name in ("physics", "v2x", "control") and name not in scenario.execution.remote)
     for spec in robots:
         scheduler.schedule_spawn(spec, spec.spawn_ns)
         if spec.despawn_ns is not None:

@@ -85,11 +85,12 @@ def group_key(config: Mapping[str, Any]) -> GroupKey:
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
 
-    def __init__(self, name: str, step_ns: int, config: PhysicsConfig | None = None,
+    def __init__(self, name: str, step_ns: int, config: PhysicsConfig | Mapping[str, Any] | None = None,
                  command_ports: Sequence[str] = ()) -> None:
         super().__init__(name)
         self.step_ns = step_ns
-        self.config = config or PhysicsConfig()
+        # a hosted physics federate gets its configuration as plain data (``execution.remote``)
+        self.config = PhysicsConfig.model_validate(config) if isinstance(config, Mapping) else config or PhysicsConfig()
         self.dt = ns_to_seconds(step_ns)
         self.sources = CommandSources(command_ports, self.dt)
         """The robots external sources drive (``command_sources``): their last commands and silences."""

@@ -153,12 +153,24 @@ class Outputs(Strict):
 
 
 class Execution(Strict):
-    """How the run is paced."""
+    """How the run is paced, and where the built-in federates run."""
 
     realtime: float | None = Field(None, gt=0, le=1000, description="pace simulation time to the wall clock at this "
                                    "factor (1.0: real time); unpaced (as fast as possible) when absent")
     late_warning_s: float = Field(0.05, gt=0, description="[s] lateness behind the wall clock that warns that the "
                                   "run cannot keep up")
+    remote: dict[Literal["physics", "v2x", "control"], str] = Field(
+        default_factory=dict, description="host:port of a 'coopsim host' that runs this built-in federate instead "
+        "of this process (one container per federate); the traces are the same")
+
+    @field_validator("remote")
+    @classmethod
+    def _host_ports(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, address in value.items():
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"remote.{name} must be 'host:port' with a port in 1-65535, got '{address}'")
+        return value
 
 
 class Scenario(Strict):
