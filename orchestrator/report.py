@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
@@ -96,9 +98,39 @@ def flat(block: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+MAX_CHART_LINES = 16
+"""Lines in one interactive chart (the first robots; the PNG plots and the tables cover the rest)."""
+
+
+def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
+                         follower_series: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """Zoomable speed and spacing-error charts of the first ``MAX_CHART_LINES`` robots, as report sections (the
+    chart script rides in the last one, the style in the first)."""
+    from .interactive import charts_page_parts, hex_colors, series_lines, time_series_chart
+
+    shown = [r for r in robots if r.id in series][:MAX_CHART_LINES]
+    speeds = series_lines({r.id: r.name for r in shown}, series, "v")
+    errors = [(name, np.asarray(fs["t_s"]), np.asarray(fs["spacing_error_m"]))
+              for name, fs in list(follower_series.items())[:MAX_CHART_LINES]]
+    sections = []
+    more = f" (first {MAX_CHART_LINES} of {len(robots)})" if len(robots) > MAX_CHART_LINES else ""
+    if speeds:
+        sections.append((f"Speeds, interactive{more}", time_series_chart(speeds, "m/s", hex_colors(len(speeds)),
+                                                                        "chart-speeds")))
+    if errors:
+        sections.append((f"Spacing errors, interactive{more}",
+                         time_series_chart(errors, "m", hex_colors(len(errors)), "chart-spacing")))
+    if sections:
+        style, script = charts_page_parts()
+        sections[0] = (sections[0][0], style + sections[0][1])
+        sections[-1] = (sections[-1][0], sections[-1][1] + script)
+    return sections
+
+
 def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path],
-                     robots: Sequence[Any] = ()) -> Path:
-    """report.html of one run (``robots``: the run's RobotSpecs, for the per-platoon table)."""
+                     robots: Sequence[Any] = (), charts: Sequence[tuple[str, str]] = ()) -> Path:
+    """report.html of one run (``robots``: the run's RobotSpecs, for the per-platoon table; ``charts``:
+    interactive sections from ``interactive_sections``, placed before the static plots)."""
     from .metrics import report_columns
 
     followers = metrics.get("followers", {})
@@ -123,6 +155,7 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
     if channel:
         values = flat(channel)
         sections.append(("Channel", table({k: {"value": v} for k, v in values.items()}, ["value"], first="metric")))
+    sections += list(charts)
     sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots]
     path = out_dir / "report.html"
     path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta, outcome_banner(run_info)),

@@ -214,19 +214,22 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     """``metrics.json``, the plots and ``report.html`` of a run directory, from the directory alone."""
     metrics, follower_series = write_metrics(run)
     drawn: list[Path] = []
+    series: dict[int, Any] = {}
+    if plots or report:
+        stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
+        series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
     if plots:
         from .plots import plot_run
 
-        stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
-        series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
         drawn = plot_run(run.out_dir / "plots", run.robots, series, follower_series, metrics["followers"])
         from .v2x_plots import plot_v2x
 
         drawn += plot_v2x(run, run.out_dir / "plots")
     if report:
-        from .report import write_run_report
+        from .report import interactive_sections, write_run_report
 
-        write_run_report(run.out_dir, run_info, metrics, drawn, run.robots)
+        charts = interactive_sections(run.robots, series, follower_series)
+        write_run_report(run.out_dir, run_info, metrics, drawn, run.robots, charts)
     return metrics
 
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
@@ -38,10 +39,7 @@ def pages(tmp_path_factory) -> dict[str, Path]:
 def _look(page: Path, profile: Path) -> dict:
     """What Chromium shows of ``page``: widths, headings, table cells, and the embedded images."""
     with chromium(page.as_uri(), profile) as tab:
-        deadline = time.monotonic() + 60
-        while tab.evaluate("document.URL + ' ' + document.readyState") != f"{page.as_uri()} complete":
-            assert time.monotonic() < deadline, f"{page} did not load"
-            time.sleep(0.1)
+        _wait_loaded(tab, page)
         return tab.evaluate("""({
             scroll: document.documentElement.scrollWidth, view: window.innerWidth,
             headings: [...document.querySelectorAll('h2')].map(h => h.textContent),
@@ -49,6 +47,14 @@ def _look(page: Path, profile: Path) -> dict:
             text: document.body.innerText,
             images: [...document.querySelectorAll('img')].map(i => ({alt: i.alt, w: i.naturalWidth, src: i.src}))
         })""")
+
+
+def _wait_loaded(tab, page: Path) -> None:
+    """Until the tab shows ``page`` fully loaded (a new tab is a complete about:blank first)."""
+    deadline = time.monotonic() + 60
+    while tab.evaluate("document.URL + ' ' + document.readyState") != f"{page.as_uri()} complete":
+        assert time.monotonic() < deadline, f"{page} did not load"
+        time.sleep(0.1)
 
 
 def _coloured_pixels(src: str, rgb: tuple[int, int, int]) -> int:
@@ -82,3 +88,45 @@ def test_the_run_report_has_a_table_per_platoon_and_flat_channel_values(pages, t
     assert "platoon 0 (ela_cacc, 5 followers)" in seen["text"] and "platoon 1 (ela_cacc, 5 followers)" in seen["text"]
     assert "interest_outcomes.received" in seen["text"]
     assert {"V2x pdr distance", "V2x latency", "V2x over time"} <= set(seen["headings"])
+
+
+def test_the_run_reports_speed_chart_zooms_and_reads_out_the_trace(pages, tmp_path):
+    page = pages["report"]
+    with chromium(page.as_uri(), tmp_path / "profile") as tab:
+        _wait_loaded(tab, page)
+        tab.evaluate("window.scrollTo(0, document.getElementById('chart-speeds').getBoundingClientRect().top"
+                     " + window.scrollY - 50)")
+        rect = "(function(){var r = document.querySelector('#chart-speeds canvas').getBoundingClientRect();" \
+               " return [r.x, r.y, r.width, r.height]})()"
+        box, deadline = None, time.monotonic() + 30
+        while box != (box := tab.evaluate(rect)) or box[1] < 0:  # until the scroll has settled on the chart
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        x0, y0, w, h = box
+        assert tab.evaluate("document.getElementById('chart-speeds').dataset.view") == "0.000,15.000"
+
+        def mouse(kind: str, fx: float, fy: float, clicks: int = 1) -> None:
+            tab.call("Input.dispatchMouseEvent", type=kind, x=x0 + fx * w, y=y0 + fy * h, button="left",
+                     clickCount=clicks)
+
+        mouse("mousePressed", 0.3, 0.5)
+        mouse("mouseMoved", 0.6, 0.5)
+        mouse("mouseReleased", 0.6, 0.5)
+        start, end = map(float, tab.evaluate("document.getElementById('chart-speeds').dataset.view").split(","))
+        assert 3.0 < start < end < 10.0  # the dragged span of a 15 s run (the plot area starts after the axis)
+        for fy in np.linspace(0.1, 0.9, 17):  # hover down the middle until the read-out names a line
+            mouse("mouseMoved", 0.45, fy)
+            tip = tab.evaluate("document.querySelector('#chart-speeds .tip').textContent")
+            if tip:
+                break
+        name, rest = tip.split(": ")
+        value, t_s = float(rest.split(" m/s")[0]), float(rest.split("t = ")[1].split(" s")[0])
+        trace = pq.read_table(page.parent / "trace" / "vehicles.parquet", columns=["t_s", "robot", "v"]).to_pydict()
+        rid = int(name.removeprefix("robot")) + 1  # robotN has station id N + 1 in this fleet
+        at = [v for t, r, v in zip(trace["t_s"], trace["robot"], trace["v"], strict=True)
+              if r == rid and abs(t - t_s) < 0.005]
+        assert at and abs(at[0] - value) <= 5e-4 * abs(at[0])  # the read-out's four significant digits
+        mouse("mousePressed", 0.5, 0.5, 2)
+        tab.call("Input.dispatchMouseEvent", type="mouseReleased", x=x0 + 0.5 * w, y=y0 + 0.5 * h, button="left",
+                 clickCount=2)
+        assert tab.evaluate("document.getElementById('chart-speeds').dataset.view") == "0.000,15.000"
