@@ -40,13 +40,14 @@ import numpy as np
 from federates.physics.models.posed import POSED_MODEL
 from federates.physics.poses import POSES
 from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.core.ports import STATE, fields_of, port
+from orchestrator.core.ports import STATE, command_port, fields_of, port
 from orchestrator.core.rng import stream
 from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.scenario_dir import scenario_directory
 from orchestrator.core.timebase import seconds_to_ns
 
 from . import backend
+from .driving import SumoDrivers
 from .frames import Frame, read_location, wrap
 from .params import SumoParams, resolve_input
 
@@ -107,6 +108,9 @@ class SumoFederate(Federate):
         self._routes_by_edge: dict[str, str] = {}
         self._vtypes: dict[tuple[float, float], str] = {}
         self._startup_events: PortData | None = None
+        self._drivers = SumoDrivers(name, self.params.drive_route, self.params.drive_type, self._frame,
+                                    self.params.period_s)
+        self._results: Mapping[str, Any] = {}
         self.departed = 0
         self.arrived = 0
 
@@ -115,6 +119,7 @@ class SumoFederate(Federate):
         p = self.params
         self._ctx = ctx
         self._frame = Frame.of(read_location(self.net), p.offset_m, self.scenario_origin)
+        self._drivers.frame = self._frame
         fcd = None
         if ctx.out_dir is not None:
             self._keep_inputs(Path(ctx.out_dir))
@@ -128,8 +133,10 @@ class SumoFederate(Federate):
         # step made at instant t gives its state at t + period, which is published for then
         self._sumo.simulationStep()
         self._startup_events = self._collect(0)[TRAFFIC.name]  # published with the first step's
-        inputs = (Input(STATE.name, fields=fields_of(STATE, ("x", "y", "yaw", "v"))),) if p.mirror else ()
-        return FederateMeta(inputs=inputs, outputs=(POSES, TRAFFIC), period_ns=self.period_ns)
+        reads = p.mirror or p.drive_route is not None
+        inputs = (Input(STATE.name, fields=fields_of(STATE, ("x", "y", "yaw", "v"))),) if reads else ()
+        drives = (command_port(self.name),) if p.drive_route is not None else ()
+        return FederateMeta(inputs=inputs, outputs=(POSES, TRAFFIC, *drives), period_ns=self.period_ns)
 
     def _keep_inputs(self, out_dir: Path) -> None:
         """Copy the files named relative to the scenario next to the run's resolved scenario, under the same
@@ -146,10 +153,12 @@ class SumoFederate(Federate):
 
     # -- robots -----------------------------------------------------------------------------------------------
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
-        """coopsim's own robots are mirrored from the next step on; SUMO's are already known."""
+        """coopsim's own robots are mirrored from the next step on, those SUMO drives get their twins then; SUMO's
+        are already known."""
+        self._drivers.add([r for r in robots if SumoDrivers.drives(r, self.name)])
         if not self.params.mirror:
             return
-        mirrored = [r for r in robots if r.config.get("posed_by") != self.name]
+        mirrored = [r for r in robots if r.config.get("posed_by") != self.name and not SumoDrivers.drives(r, self.name)]
         if not mirrored:
             return
         dims = [r.config.get("dims", {}) for r in mirrored]
@@ -160,7 +169,8 @@ class SumoFederate(Federate):
         self._mirror_width = np.concatenate([self._mirror_width, [float(d.get("width_m", 1.8)) for d in dims]])
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
-        """A mirrored robot that leaves coopsim leaves SUMO too."""
+        """A mirrored or driven robot that leaves coopsim leaves SUMO too."""
+        self._drivers.remove(self._sumo, robot_ids)
         gone = np.isin(self._mirror_ids, np.asarray(robot_ids, np.int64))
         if not gone.any():
             return
@@ -178,10 +188,14 @@ class SumoFederate(Federate):
 
     # -- stepping ---------------------------------------------------------------------------------------------
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
+        state = inputs.get(STATE.name)
         if self.params.mirror:
-            self._mirror(inputs.get(STATE.name))
+            self._mirror(state)
+        self._drivers.insert(self._sumo, state)
         self._sumo.simulationStep()
         out = self._collect(t_ns + self.period_ns)
+        if self.params.drive_route is not None:
+            out[command_port(self.name).name] = self._drivers.commands(self._sumo, self._results, state)
         if self._startup_events is not None:
             first, self._startup_events = self._startup_events, None
             out[TRAFFIC.name] = {k: np.concatenate([first[k], v]) for k, v in out[TRAFFIC.name].items()}
@@ -240,6 +254,7 @@ class SumoFederate(Federate):
         for vid in sumo.simulation.getArrivedIDList():
             if vid.startswith(MIRROR_PREFIX):
                 self._in_sumo.discard(vid)  # it drove off its edge's end: inserted again if still on the network
+                self._drivers.inserted.discard(vid)
                 continue
             robot = self._own.pop(vid, None)
             if robot is None:
@@ -257,7 +272,7 @@ class SumoFederate(Federate):
             self._next_id += 1
             self._own_length[vid] = sumo.vehicle.getLength(vid)
             sumo.vehicle.subscribe(vid, _POSE_VARS)
-        results = sumo.vehicle.getAllSubscriptionResults()
+        results = self._results = sumo.vehicle.getAllSubscriptionResults()
         vids = [vid for vid in self._own if vid in results]
         if not vids:
             poses = dict(_EMPTY_POSES)

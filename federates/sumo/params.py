@@ -43,6 +43,10 @@ class SumoParams(BaseModel):
     collision_action: Literal["warn", "none"] = Field(
         "warn", description="what SUMO does on a collision (coopsim's physics counts contacts itself); vehicles are "
         "never removed or teleported, so a robot does not jump")
+    drive_route: str | None = Field(None, description="route (of the route files) along which SUMO drives the "
+                                    "robots the scenario gives to this federate (driver: {federate: <name>})")
+    drive_type: str | None = Field(None, description="vehicle type (of the route files) of those robots' SUMO "
+                                   "twins: their desired speed and car-following (default: SUMO's default type)")
     fcd_output: bool = Field(False, description="SUMO writes its floating car data to <run dir>/<name>.fcd.xml")
 
     @field_validator("period_s")

@@ -325,3 +325,45 @@ def test_physics_poses_a_robot_at_the_time_its_pose_is_valid_and_moves_it_on_in_
     assert physics.poses.applied == 1 and physics.poses.ignored == 1
     state = physics.step(30_000_000, {"poses": []})["state"]
     assert state["x"][0] == pytest.approx(5.1, abs=1e-12)  # 10 m/s for 10 ms
+
+
+# a platoon leader's twin that wants 25 m/s, and a slow car 150 m ahead of the leader in its lane
+DRIVEN = """<routes>
+    <vType id="leader" length="4.6" width="1.8" minGap="2.5" accel="2.6" decel="4.5" sigma="0" maxSpeed="25"
+           speedFactor="1" speedDev="0"/>
+    <vType id="slow" length="4.6" width="1.8" sigma="0" maxSpeed="15" speedFactor="1" speedDev="0"
+           lcStrategic="-1" lcCooperative="0" lcSpeedGain="0" lcKeepRight="0"/>
+    <route id="eastbound" edges="motorway"/>
+    <vehicle id="slow" type="slow" route="eastbound" depart="0" departLane="1" departPos="750" departSpeed="15"/>
+</routes>
+"""
+
+
+def test_sumo_drives_a_platoon_leader_along_its_route(tmp_path):
+    scenario = write_scenario(tmp_path, DRIVEN, count=2, speed=25.0, duration=25.0,
+                              sumo={"drive_route": "eastbound", "drive_type": "leader"})
+    data = yaml.safe_load(scenario.read_text())
+    data["drivers"] = [{"federate": "traffic", "robots": ["car0"]}]
+    scenario.write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "run"
+    run(scenario, out)
+    rows = trace(out, "vehicles")
+    leader, follower, slow = (rows["robot"] == r for r in (1, 2, 1_000_000))
+    # SUMO's twin caught up with the slow car and follows it at 15 m/s; the leader, and its follower, with it
+    assert abs(rows["v"][leader][-1] - 15.0) < 0.3 and abs(rows["v"][follower][-1] - 15.0) < 0.5
+    assert rows["v"][leader][:100].min() > 24.0  # at 25 m/s before it came close
+    gap = rows["x"][slow][-1] - 0.92 - (rows["x"][leader][-1] + 3.7)  # bumper to bumper (passenger_car: 3.7 ahead)
+    assert 2.5 < gap < 30.0
+    assert pq.read_table(out / "trace" / "collisions.parquet").num_rows == 0
+    # the robot stays on its twin: at every SUMO step within 5 cm of where SUMO has it (3.5 mm seen)
+    twin = fcd(out)["coopsim.car0"]
+    t_ms = np.round(rows["t_ns"] / 1e6).astype(np.int64)
+    at = leader & np.isin(t_ms, list(twin))
+    front = np.array([twin[t][:2] for t in t_ms[at]]) - NET_OFFSET
+    car = preset("passenger_car")
+    ahead = car["length_m"] - car["rear_overhang_m"]
+    off = np.hypot(rows["x"][at] + ahead * np.cos(rows["yaw"][at]) - front[:, 0],
+                   rows["y"][at] + ahead * np.sin(rows["yaw"][at]) - front[:, 1])
+    assert len(off) > 200 and off.max() < 0.05, off.max()
+    commands = trace(out, "commands_traffic")
+    assert set(commands["robot"].tolist()) == {1}
