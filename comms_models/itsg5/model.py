@@ -43,7 +43,16 @@ from .geo import LocalProjection
 from .log import ChannelLog
 from .params import ItsG5Params
 from .pcap import frame_length_80211
-from .pm import PM_CONTENT, PmReceptions, PmSchedule, delivered_columns, empty_pm_deliveries, pm_content
+from .pm import (
+    PM_CONTENT,
+    PmReceptions,
+    PmSchedule,
+    delivered_columns,
+    empty_pm_deliveries,
+    interest_leaders,
+    platoon_leaders,
+    pm_content,
+)
 from .quantise import quantise_si, to_etsi
 from .radio import airtime_ns, build_tables, dbm_to_mw, mw_to_dbm
 from .wire import CamWire
@@ -141,7 +150,7 @@ class ItsG5Channel(CommsModel):
         self.pm_rx = PmReceptions(pm.max_age_s) if pm is not None else None
         self._last_pm_admitted = np.empty(0, np.int64)
         self._pm_columns: tuple[str, ...] = ()  # the platooning columns the estimate has (and deliveries carry)
-        self._leader_of = np.empty(0, np.int64)  # per station: id of the platoon leader it listens to (-1: none)
+        self._leader_of = np.empty(0, np.int64)  # per station: its leader's id by the interest (pm.interest_leaders)
         if pm is not None:
             self.log.enable_pm()
         self._pending_rx: Deliveries = self._empty_pending()
@@ -239,7 +248,7 @@ class ItsG5Channel(CommsModel):
         self._int_ptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.bincount(s_rows, minlength=n), out=self._int_ptr[1:])
         if self.carries_platooning_message:
-            self._leader_of = _leaders(self._ids, s_rows, r_rows)
+            self._leader_of = interest_leaders(self._ids, s_rows, r_rows)
 
     def _advance_medium(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> None:
         t = self.tables
@@ -441,7 +450,7 @@ class ItsG5Channel(CommsModel):
         # the leader's desired acceleration: a leader's own, else the newest one received from the leader
         desired = estimate.get("u_des")
         own = np.asarray(desired, np.float64)[rows] if desired is not None else np.full(k, np.nan)
-        leader = _platoon_leaders(estimate, self._ids, rows, self._leader_of[rows])
+        leader = platoon_leaders(estimate, self._ids, rows, self._leader_of[rows])
         relayed = self.pm_rx.newest_u_des(senders, np.maximum(leader, 0), t_ns)
         u_leader = np.where(leader == -1, own, np.where(leader >= 0, relayed, np.nan))
         si_vals, content = pm_content(estimate, rows, u_leader)
@@ -568,37 +577,3 @@ class ItsG5Channel(CommsModel):
         """Close the capture."""
         self.wire.close()
 
-
-def _leaders(ids: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray) -> np.ndarray:
-    """Per station row, the id of the platoon leader it listens to: among the senders it is interested in, the one
-    that listens to nobody (-1: it listens to nobody, so it leads; -2: it listens to no such station)."""
-    n = len(ids)
-    listens = np.zeros(n, bool)
-    listens[r_rows] = True
-    out = np.where(listens, np.int64(-2), np.int64(-1))
-    roots = ~listens[s_rows]  # pairs whose sender follows nobody
-    # the first such sender of each receiver (pairs in interest order)
-    rr, ss = r_rows[roots][::-1], s_rows[roots][::-1]
-    out[rr] = ids[ss]
-    return out
-
-
-def _platoon_leaders(estimate: Mapping[str, np.ndarray], ids: np.ndarray, rows: np.ndarray,
-                     by_interest: np.ndarray) -> np.ndarray:
-    """The leader of each station of ``rows`` (an id; -1: it leads; -2: unknown). Where the estimate has a platoon
-    (``platoon_id`` and ``platoon_index``, as in runs with maneuvers): the station of that platoon at index 0;
-    elsewhere ``by_interest`` (``_leaders``)."""
-    pid, pidx = estimate.get("platoon_id"), estimate.get("platoon_index")
-    if pid is None or pidx is None:
-        return by_interest
-    pid, pidx = np.asarray(pid, np.float64), np.asarray(pidx, np.float64)
-    heads = np.flatnonzero((pidx == 0) & np.isfinite(pid))
-    order = np.argsort(pid[heads], kind="stable")
-    head_pid, head_id = pid[heads][order], ids[heads][order]
-    mine = pid[rows]
-    at = np.minimum(np.searchsorted(head_pid, mine), max(len(head_pid) - 1, 0))
-    found = np.isfinite(mine) & (len(head_pid) > 0)
-    found &= (head_pid[at] == mine) if len(head_pid) else False
-    in_platoon = np.isfinite(mine) & np.isfinite(pidx[rows])
-    by_platoon = np.where(pidx[rows] == 0, -1, np.where(found, head_id[at] if len(head_id) else -2, -2))
-    return np.where(in_platoon, by_platoon, by_interest).astype(np.int64)

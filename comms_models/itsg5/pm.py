@@ -220,3 +220,38 @@ def empty_pm_deliveries(columns: tuple[str, ...]) -> dict[str, np.ndarray]:
     for name in (*_KINEMATIC, *_DELIVERED[:1], *columns):
         out[name] = np.empty(0)
     return out
+
+
+def interest_leaders(ids: np.ndarray, s_rows: np.ndarray, r_rows: np.ndarray) -> np.ndarray:
+    """Per station row, the id of the platoon leader it listens to: among the senders it is interested in, the one
+    that listens to nobody (-1: it listens to nobody, so it leads; -2: it listens to no such station)."""
+    n = len(ids)
+    listens = np.zeros(n, bool)
+    listens[r_rows] = True
+    out = np.where(listens, np.int64(-2), np.int64(-1))
+    roots = ~listens[s_rows]  # pairs whose sender follows nobody
+    # the first such sender of each receiver (pairs in interest order)
+    rr, ss = r_rows[roots][::-1], s_rows[roots][::-1]
+    out[rr] = ids[ss]
+    return out
+
+
+def platoon_leaders(estimate: Mapping[str, np.ndarray], ids: np.ndarray, rows: np.ndarray,
+                     by_interest: np.ndarray) -> np.ndarray:
+    """The leader of each station of ``rows`` (an id; -1: it leads; -2: unknown). Where the estimate has a platoon
+    (``platoon_id`` and ``platoon_index``, as in runs with maneuvers): the station of that platoon at index 0;
+    elsewhere ``by_interest`` (``interest_leaders``)."""
+    pid, pidx = estimate.get("platoon_id"), estimate.get("platoon_index")
+    if pid is None or pidx is None:
+        return by_interest
+    pid, pidx = np.asarray(pid, np.float64), np.asarray(pidx, np.float64)
+    heads = np.flatnonzero((pidx == 0) & np.isfinite(pid))
+    order = np.argsort(pid[heads], kind="stable")
+    head_pid, head_id = pid[heads][order], ids[heads][order]
+    mine = pid[rows]
+    at = np.minimum(np.searchsorted(head_pid, mine), max(len(head_pid) - 1, 0))
+    found = np.isfinite(mine) & (len(head_pid) > 0)
+    found &= (head_pid[at] == mine) if len(head_pid) else False
+    in_platoon = np.isfinite(mine) & np.isfinite(pidx[rows])
+    by_platoon = np.where(pidx[rows] == 0, -1, np.where(found, head_id[at] if len(head_id) else -2, -2))
+    return np.where(in_platoon, by_platoon, by_interest).astype(np.int64)

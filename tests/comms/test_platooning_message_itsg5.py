@@ -15,7 +15,7 @@ import pytest
 from comms_models.base import Interest, with_names
 from comms_models.itsg5 import access as ax
 from comms_models.itsg5.codec import generation_delta_time
-from comms_models.itsg5.model import ItsG5Channel, _platoon_leaders
+from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.platooning import (
     ACCEL_UNAVAILABLE,
     BTP_PORT_PM,
@@ -31,7 +31,7 @@ from comms_models.itsg5.platooning import (
     read_pm,
     to_wire,
 )
-from comms_models.itsg5.pm import PmReceptions
+from comms_models.itsg5.pm import PmReceptions, platoon_leaders
 from orchestrator.core.robots import RobotSpec
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
@@ -342,10 +342,10 @@ def test_the_leader_whose_acceleration_a_pm_relays():
     est = {"platoon_id": np.array([1.0, 1.0, 2.0, 2.0, np.nan]),
            "platoon_index": np.array([0.0, 1.0, 1.0, 0.0, np.nan])}
     # the platoon's index-0 station where the estimate has a platoon, the interest elsewhere
-    assert _platoon_leaders(est, ids, np.arange(5), by_interest).tolist() == [-1, 10, 13, -1, 12]
+    assert platoon_leaders(est, ids, np.arange(5), by_interest).tolist() == [-1, 10, 13, -1, 12]
     est["platoon_index"] = np.array([1.0, 2.0, 1.0, 1.0, np.nan])  # no station at index 0: unknown
-    assert _platoon_leaders(est, ids, np.arange(5), by_interest).tolist() == [-2, -2, -2, -2, 12]
-    assert _platoon_leaders({}, ids, np.arange(5), by_interest).tolist() == by_interest.tolist()
+    assert platoon_leaders(est, ids, np.arange(5), by_interest).tolist() == [-2, -2, -2, -2, 12]
+    assert platoon_leaders({}, ids, np.arange(5), by_interest).tolist() == by_interest.tolist()
 
 
 # -- (4) the capture -------------------------------------------------------------------------------------------------
