@@ -319,6 +319,12 @@ def test_beyond_loopback_without_a_token_refuses_to_start(tmp_path, monkeypatch,
     assert not (tmp_path / "run").exists()  # refused before anything ran
 
 
+def test_live_port_must_be_a_port(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(tmp_path / "s.yaml"), "--live", "70000"])
+    assert exit_info.value.code == 2 and "must be in 0 .. 65535" in capsys.readouterr().err
+
+
 def test_a_token_guards_the_page_and_the_websocket():
     with LiveServer("127.0.0.1", 0, token="s3cret/+") as server:
         base = f"http://127.0.0.1:{server.port}/"
