@@ -44,8 +44,10 @@ test: install-test
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
 
+# every speed target in one table, beside the fused-kernel limit and SUMO (bench/suite.py; figures in
+# docs/benchmarks.md); the single benchmarks (bench/bench_*.py) take their own options
 bench: $(STAMP_RUN)
-	$(PY) bench/bench_platoon.py
+	$(PY) bench/suite.py
 
 # numba's on-disk cache is checked per file; every kernel keeps its compiled helpers in its own file
 # (tests/test_architecture.py), so edits never leave stale machine code. This only frees the disk.

@@ -1,0 +1,225 @@
+"""The speed targets in one table: each figure measured in its own process, beside its target and the peer measured
+in the same run (the fused-kernel limit and, when installed, SUMO).
+
+    make bench                                   # everything (a few minutes on 2 cores)
+    .venv/bin/python bench/suite.py --only help,spawn_10000
+
+Peers come from ``../shared/peers`` next to the repository (``limit/limit_us.py``: the fused numba kernel of
+kinematics + look-ahead CACC; ``sumo-highway/``: 1,000 SUMO vehicles at 10 ms steps). A figure whose peer is
+missing is printed without a ratio. Benchmarks are not timed tests: the table says which targets are met today.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PEERS = REPO.parent / "shared" / "peers"
+PY = sys.executable
+COOPSIM = [PY, "-m", "orchestrator.cli"]
+
+
+def _run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 900) -> float:
+    """Wall time of a command (it must succeed)."""
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=REPO, env={**os.environ, **(env or {})}, check=True, capture_output=True,
+                   timeout=timeout)
+    return time.perf_counter() - t0
+
+
+def _quiet_run(out: Path, *sets: str) -> list[str]:
+    return [*COOPSIM, "run", "scenarios/platoon.yaml", "--quiet", "--out", str(out),
+            *(a for s in sets for a in ("--set", s))]
+
+
+# -- the measurements, each run in a child process (``--one NAME`` prints one JSON line) ------------------------
+def first_run() -> dict:
+    """A run with an empty compiled-kernel cache against the same run warm."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"NUMBA_CACHE_DIR": str(Path(tmp) / "numba")}
+        cmd = _quiet_run(Path(tmp) / "run", "outputs.plots=false", "outputs.report=false")
+        cold = _run(cmd, env)
+        warm = min(_run(cmd, env) for _ in range(2))
+    return {"figure": cold - warm, "unit": "s", "target": 1.5, "better": "lower",
+            "detail": f"cold {cold:.2f} s, warm {warm:.2f} s"}
+
+
+def whole_command() -> dict:
+    """`coopsim run` of the 40 s platoon with every output, over its simulation loop."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for k in range(2):
+            out = Path(tmp) / f"run{k}"
+            wall = _run(_quiet_run(out))
+            loop = json.loads((out / "run.json").read_text())["wall_time_s"]
+            runs.append((wall / loop, wall, loop))
+    ratio, wall, loop = min(runs)
+    return {"figure": ratio, "unit": "x", "target": 2.0, "better": "lower",
+            "detail": f"whole {wall:.2f} s, loop {loop:.2f} s"}
+
+
+def help_time() -> dict:
+    """`coopsim --help`."""
+    best = min(_run([*COOPSIM, "--help"]) for _ in range(3))
+    return {"figure": best, "unit": "s", "target": 0.3, "better": "lower", "detail": "best of 3"}
+
+
+def _loop_seconds(sets: list[str], trace: bool, repeat: int = 2) -> float:
+    sys.path.insert(0, str(REPO / "bench"))
+    from bench_platoon import once  # the scheduler loop only, as bench_platoon times it
+
+    from orchestrator.scenario import load_scenario
+
+    scenario = load_scenario(REPO / "scenarios" / "platoon.yaml", sets)
+    once(scenario, trace, False)  # compile and warm
+    return min(once(scenario, trace, False) for _ in range(repeat))
+
+
+def full_fidelity_4() -> dict:
+    """4 robots, dynamic physics, ITS-G5, look-ahead CACC, traces on: real-time factor."""
+    wall = _loop_seconds(["vehicles.template.model=dynamic", "channel.type=itsg5"], trace=True)
+    return {"figure": 40.0 / wall, "unit": "x real time", "target": 500.0, "better": "higher",
+            "detail": f"40 s simulated in {wall:.3f} s"}
+
+
+def _limit_us(n: int) -> float | None:
+    script = PEERS / "limit" / "limit_us.py"
+    if not script.exists():
+        return None
+    out = subprocess.run([PY, str(script), str(n), "1000"], capture_output=True, text=True, check=True, timeout=600)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def _ideal(n: int) -> dict:
+    seconds = 2.0 if n <= 1000 else 1.0
+    wall = _loop_seconds([f"vehicles.count={n}", "platoon.size=8", f"duration_s={seconds}"], trace=False)
+    per_step = wall / (seconds / 0.01) * 1e6
+    limit = _limit_us(n)
+    return {"figure": per_step / limit if limit else per_step, "unit": "x the limit" if limit else "us/step",
+            "target": 1.5 if limit else None, "better": "lower",
+            "detail": f"{per_step:.0f} us/step" + (f" vs fused kernel {limit:.0f} us" if limit else "")}
+
+
+def ideal_1000() -> dict:
+    """1,000 robots, ideal channel, per step against the fused-kernel limit."""
+    return _ideal(1000)
+
+
+def ideal_10000() -> dict:
+    """10,000 robots, ideal channel, per step against the fused-kernel limit."""
+    return _ideal(10_000)
+
+
+def _sumo_rtf() -> float | None:
+    cfg = PEERS / "sumo-highway" / "hw.sumocfg"
+    sumo = shutil.which("sumo")
+    if sumo is None:
+        try:
+            import sumo as sumo_package  # eclipse-sumo's wheel ships the binary
+
+            sumo = str(Path(sumo_package.SUMO_HOME) / "bin" / "sumo")
+        except ImportError:
+            return None
+    if not cfg.exists() or not Path(sumo).exists():
+        return None
+    out = subprocess.run([sumo, "-c", str(cfg), "--no-step-log", "--duration-log.statistics"], cwd=cfg.parent,
+                         capture_output=True, text=True, timeout=900)
+    match = re.search(r"Real time factor:\s*([0-9.]+)", out.stdout + out.stderr)
+    return float(match.group(1)) if match else None
+
+
+def itsg5_1000_10hz() -> dict:
+    """1,000 ITS-G5 stations at 10 Hz: real-time factor, and against SUMO on 1,000 vehicles (no V2X)."""
+    seconds = 5.0
+    wall = _loop_seconds(["vehicles.count=1000", "platoon.size=8", f"duration_s={seconds}", "channel.type=itsg5",
+                          "channel.generation.mode=fixed_rate", "channel.generation.fixed_rate_hz=10"],
+                         trace=False, repeat=1)
+    rtf = seconds / wall
+    sumo = _sumo_rtf()
+    return {"figure": rtf, "unit": "x real time", "target": 10.0, "better": "higher",
+            "detail": f"{seconds:g} s in {wall:.2f} s" + (f"; SUMO {sumo:.1f}x, ratio {rtf / sumo:.2f}"
+                                                          if sumo else "; SUMO not installed")}
+
+
+def itsg5_10000_etsi() -> dict:
+    """10,000 ITS-G5 stations with the ETSI generation rules: real-time factor and peak memory."""
+    seconds = 2.0
+    wall = _loop_seconds(["vehicles.count=10000", "platoon.size=8", f"duration_s={seconds}", "channel.type=itsg5"],
+                         trace=False, repeat=1)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"figure": seconds / wall, "unit": "x real time", "target": 1.0, "better": "higher",
+            "detail": f"{seconds:g} s in {wall:.2f} s; peak memory {peak:.0f} MiB (target < 1,024)"}
+
+
+def spawn_10000() -> dict:
+    """Spawning 10,000 robots at t = 0 in every federate."""
+    from orchestrator.scenario import load_scenario
+    from orchestrator.world import build_world
+
+    best = float("inf")
+    for _ in range(3):
+        scenario = load_scenario(REPO / "scenarios" / "platoon.yaml", [
+            "vehicles.count=10000", "platoon.size=8", "duration_s=1", "outputs.trace=false"])
+        world = build_world(scenario)
+        world.scheduler.setup()
+        t0 = time.perf_counter()
+        world.scheduler._apply_pending(0)  # the spawns queued for t = 0, as the first instant applies them
+        best = min(best, time.perf_counter() - t0)
+    return {"figure": best * 1e3, "unit": "ms", "target": 20.0, "better": "lower", "detail": "best of 3"}
+
+
+MEASUREMENTS: dict[str, Callable[[], dict]] = {
+    "first_run": first_run, "whole_command": whole_command, "help": help_time, "full_fidelity_4": full_fidelity_4,
+    "ideal_1000": ideal_1000, "ideal_10000": ideal_10000, "itsg5_1000_10hz": itsg5_1000_10hz,
+    "itsg5_10000_etsi": itsg5_10000_etsi, "spawn_10000": spawn_10000,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="comma-separated measurements (default: all): " + ", ".join(MEASUREMENTS))
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(MEASUREMENTS[args.one]()))
+        return
+    names = args.only.split(",") if args.only else list(MEASUREMENTS)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"coopsim speed targets · {platform.machine()} · {os.cpu_count()} cores · "
+                        f"{time.strftime('%Y-%m-%d')}")
+    for column in ("measurement", "figure", "target", "met", "detail"):
+        table.add_column(column, justify="right" if column in ("figure", "target") else "left")
+    results = {}
+    for name in names:
+        proc = subprocess.run([PY, __file__, "--one", name], cwd=REPO, capture_output=True, text=True)
+        if proc.returncode != 0:
+            table.add_row(name, "-", "-", "error", proc.stderr.strip().splitlines()[-1][:80])
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        results[name] = r
+        met = "-" if r["target"] is None else ("yes" if (r["figure"] <= r["target"] if r["better"] == "lower"
+                                                         else r["figure"] >= r["target"]) else "no")
+        target = "-" if r["target"] is None else f"{'<=' if r['better'] == 'lower' else '>='} {r['target']:g}"
+        table.add_row(name, f"{r['figure']:.3g} {r['unit']}", target, met, r["detail"])
+    Console().print(table)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
