@@ -37,10 +37,13 @@ class NetLocation:
 
 def read_location(net: Path) -> NetLocation:
     """The net's location offset and projection, read from its ``location`` element (the first few lines)."""
-    for _, elem in ET.iterparse(net, events=("start",)):
-        if elem.tag == "location":
-            dx, dy = (float(v) for v in elem.get("netOffset", "0,0").split(","))
-            return NetLocation((dx, dy), elem.get("projParameter", "!"))
+    try:
+        for _, elem in ET.iterparse(net, events=("start",)):
+            if elem.tag == "location":
+                dx, dy = (float(v) for v in elem.get("netOffset", "0,0").split(","))
+                return NetLocation((dx, dy), elem.get("projParameter", "!"))
+    except ET.ParseError as exc:
+        raise ValueError(f"{net.name} is not XML: {exc}") from None
     raise ValueError(f"{net.name} has no <location> element: is it a SUMO network?")
 
 

@@ -60,7 +60,10 @@ class SumoParams(BaseModel):
     @classmethod
     def _net_exists(cls, value: str, info: ValidationInfo) -> str:
         """Checked where the scenario is validated (its directory is known then)."""
-        resolve_input(value, "net", current_scenario_dir(), bool(info.data.get("allow_absolute_paths")))
+        path = resolve_input(value, "net", current_scenario_dir(), bool(info.data.get("allow_absolute_paths")))
+        from .frames import read_location
+
+        read_location(path)  # a SUMO network: refused here rather than when SUMO starts
         return value
 
     @field_validator("routes")

@@ -225,6 +225,7 @@ def test_reruns_are_bit_identical_and_traci_gives_the_same_traffic(tmp_path):
     ("missing.net.xml", "no net file 'missing.net.xml'"),
     ("../outside.net.xml", "net '../outside.net.xml' lies outside the scenario's directory"),
     ("/etc/hostname", "'/etc/hostname' is an absolute path"),
+    ("traffic.rou.xml", "traffic.rou.xml has no <location> element: is it a SUMO network?"),
 ])
 def test_a_bad_net_path_is_exit_2_naming_the_field(tmp_path, net, message):
     case = tmp_path / "case"
