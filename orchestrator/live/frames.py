@@ -89,10 +89,18 @@ def frame_message(snap: Snapshot, predecessors: dict[int, int | None], links: Li
     else:
         ids = np.asarray(state["id"])
         x, y = np.asarray(state["x"], np.float64), np.asarray(state["y"], np.float64)
-        frame.update(ids=ids.tolist(), x=x.tolist(), y=y.tolist(), yaw=np.asarray(state["yaw"]).tolist(),
-                     v=np.asarray(state["v"]).tolist(), gap=_gaps(ids, x, y, predecessors))
+        frame.update(ids=ids.tolist(), x=_floats(x), y=_floats(y), yaw=_floats(state["yaw"]), v=_floats(state["v"]),
+                     gap=_gaps(ids, x, y, predecessors))
     frame["links"] = links.counts(snap.t_ns)
     return json.dumps(frame, allow_nan=False)
+
+
+def _floats(values: Any) -> list[float | None]:
+    """A column as JSON numbers; a non-finite value (a plug-in's broken state) becomes null rather than failing."""
+    array = np.asarray(values, np.float64)
+    if np.isfinite(array).all():
+        return array.tolist()
+    return [float(v) if np.isfinite(v) else None for v in array]
 
 
 def _gaps(ids: np.ndarray, x: np.ndarray, y: np.ndarray, predecessors: dict[int, int | None]) -> list[float | None]:
@@ -102,5 +110,6 @@ def _gaps(ids: np.ndarray, x: np.ndarray, y: np.ndarray, predecessors: dict[int,
     for rid in ids.tolist():
         pred = predecessors.get(rid)
         ahead = None if pred is None else row.get(pred)
-        gaps.append(None if ahead is None else float(np.hypot(x[ahead] - x[row[rid]], y[ahead] - y[row[rid]])))
+        gap = None if ahead is None else float(np.hypot(x[ahead] - x[row[rid]], y[ahead] - y[row[rid]]))
+        gaps.append(gap if gap is not None and np.isfinite(gap) else None)
     return gaps

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import http
+import sys
 import threading
 import time
 from importlib import resources
@@ -70,6 +71,7 @@ class LiveServer:
         self._roster_msg: tuple[int, str] | None = None
         self._final_sent = threading.Event()
         self._closing = False
+        self._encode_failed = False  # said once on stderr
         self._server: Any = None
         self._threads: list[threading.Thread] = []
 
@@ -143,7 +145,14 @@ class LiveServer:
                 predecessors = {int(s.id): s.predecessor for s in specs}
                 with self._cond:
                     self._roster_msg = (roster_version, roster_message(specs, roster_version))
-            text = frame_message(snap, predecessors, links)
+            try:
+                text = frame_message(snap, predecessors, links)
+            except Exception as exc:  # a bad frame must not end the view, and never the run
+                if not self._encode_failed:
+                    print(f"warning: the live view skips a frame it cannot encode: {type(exc).__name__}: {exc}",
+                          file=sys.stderr)
+                    self._encode_failed = True
+                continue
             with self._cond:
                 self._frame = (text, snap.final)
                 self._frame_seq += 1

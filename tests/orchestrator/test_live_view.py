@@ -29,7 +29,7 @@ import pytest
 
 from orchestrator.cli import main
 from orchestrator.live import LiveServer, LiveViewError
-from orchestrator.live.frames import LinkWindow
+from orchestrator.live.frames import LinkWindow, frame_message
 from orchestrator.live.snapshot import LiveObserver, Mailbox, RosterBook, Snapshot, Watchers
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
@@ -357,3 +357,10 @@ def test_loopback_answers_only_to_loopback_hosts_and_its_own_origin():
         with websockets_client.connect(ws, origin=f"http://127.0.0.1:{server.port}", open_timeout=10):
             pass
         assert _get(base + "nothing-here")[0] == 404
+
+
+def test_a_state_that_is_not_finite_becomes_null_not_a_dead_view():
+    snap = Snapshot(1, 2, {"id": np.array([1, 2]), "x": np.array([0.5, np.nan]), "y": np.array([1.0, 2.0]),
+                           "yaw": np.zeros(2), "v": np.array([np.inf, 1.0])})
+    frame = json.loads(frame_message(snap, {2: 1}, LinkWindow(10)))
+    assert frame["x"] == [0.5, None] and frame["v"] == [None, 1.0] and frame["gap"] == [None, None]
