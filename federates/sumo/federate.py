@@ -20,6 +20,9 @@ Each step at t (after physics, since it reads ``state``):
    pose is SUMO's, exactly, never integrated (``federates.physics.models.posed``). A vehicle that departed in this
    step becomes a robot spawned at t + period; one that arrived is despawned then (``traffic`` logs both).
 
+A robot the scenario gives to this federate (``driver: {federate: <name>}``) is driven by SUMO along
+``drive_route`` instead of being mirrored (``driving``).
+
 SUMO's vehicles are robots like any other: they get a V2X station (they send and receive CAMs, loading the
 channel), the range sensors see them and contacts with them are collisions. They take no commands: their
 ``command_source`` names this federate only so that the control federate leaves them alone.
@@ -57,7 +60,7 @@ TRAFFIC = port("traffic", {"t_ns": ("int64", "ns"), "robot": ("int64", "robot id
                doc="SUMO vehicles that became robots (departed) and left (arrived)")
 
 MIRROR_PREFIX = "coopsim."
-"""SUMO vehicle ids of mirrored robots: ``coopsim.<robot name>``."""
+"""SUMO vehicle ids of coopsim's robots (mirrored, or the twins SUMO drives): ``coopsim.<robot name>``."""
 
 WHEELBASE_SHARE = 0.6
 """Wheelbase of a SUMO vehicle as a share of its length (a sedan's: 2.85 m of 4.74 m); only the control

@@ -70,7 +70,9 @@ class SumoParams(BaseModel):
     @classmethod
     def _routes_exist(cls, value: list[str], info: ValidationInfo) -> list[str]:
         for k, name in enumerate(value):
-            resolve_input(name, f"routes[{k}]", current_scenario_dir(), bool(info.data.get("allow_absolute_paths")))
+            path = resolve_input(name, f"routes[{k}]", current_scenario_dir(),
+                                 bool(info.data.get("allow_absolute_paths")))
+            _check_root(path, "routes")
         return value
 
 
@@ -95,3 +97,16 @@ def resolve_input(name: str, field: str, base: Path | None, allow_absolute: bool
     if not path.is_file():
         raise FileRefusedError(f"no {field} file '{name}' (looked for {path})")
     return path
+
+
+def _check_root(path: Path, tag: str) -> None:
+    """The file is XML whose root element is ``tag`` (only the start is read: route files can be large)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        for _, elem in ET.iterparse(path, events=("start",)):
+            if elem.tag != tag:
+                raise FileRefusedError(f"{path.name} is not a SUMO {tag} file: its root element is <{elem.tag}>")
+            return
+    except ET.ParseError as exc:
+        raise FileRefusedError(f"{path.name} is not XML: {exc}") from None

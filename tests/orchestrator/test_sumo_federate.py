@@ -286,6 +286,16 @@ def test_a_geo_referenced_net_is_placed_at_the_scenario_origin(tmp_path):
     np.testing.assert_allclose(unit[0] * xy[:, 1] - unit[1] * xy[:, 0], 0.0, atol=0.02)  # on the lane's line
 
 
+def test_a_route_file_that_is_not_one_is_refused_at_its_field(tmp_path):
+    scenario = write_scenario(tmp_path, "<additional><e1Detector id='d' lane='motorway_0' pos='10' file='x.xml' "
+                                        "period='1'/></additional>")
+    proc = subprocess.run([sys.executable, "-m", "orchestrator.cli", "validate", str(scenario)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert ("federates[0].params.routes: traffic.rou.xml is not a SUMO routes file: its root element is "
+            "<additional>") in proc.stderr
+
+
 def test_a_sumo_period_off_the_step_grid_is_refused(tmp_path):
     scenario = write_scenario(tmp_path, PASSING)
     proc = subprocess.run([sys.executable, "-m", "orchestrator.cli", "validate", str(scenario), "--set",
