@@ -212,3 +212,33 @@ def test_the_resolved_scenario_reruns_the_maneuvers(tmp_path):
     assert data["maneuver_settings"]["reply_timeout_s"] == 3.0  # the timing the run used, written out in full
     again = run_scenario(load_scenario(resolved), tmp_path / "again")
     assert again.run_info["digest"] == first.run_info["digest"]
+
+
+CROWD = """
+  - name: crowd                         # 30 cars two lanes over, sending CAMs and platooning messages at 100 Hz
+    count: 30
+    template: {preset: passenger_car}
+    lane_offset_m: -7.0
+    start: {x: 30.0, y: 0.0}
+"""
+
+
+def test_itsg5_at_high_load_completes_later_or_aborts_cleanly(tmp_path):
+    text = scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1, position: 1}]", joiner_x=-25.0)
+    quiet = text.replace("channel: {type: ideal, platooning_message: true}",
+                         "channel: {type: itsg5, platooning_message: {rate_hz: 10}, pcap: false}")
+    loaded = text.replace("channel: {type: ideal, platooning_message: true}", CROWD + (
+        "channel: {type: itsg5, platooning_message: {rate_hz: 100}, pcap: false, security_bytes: 1500,\n"
+        "          generation: {mode: fixed_rate, fixed_rate_hz: 100}}"))
+    calm, _ = run(tmp_path, "quiet", quiet)
+    busy, _ = run(tmp_path, "loaded", loaded)
+    t_calm = check_completed(calm, within_s=15.0)["time_to_complete_s"]
+    assert busy["channel"]["pdr_interest"] < 0.7 < calm["channel"]["pdr_interest"]  # the load shows
+    assert busy["run"]["collisions"] == 0
+    entry = busy["maneuvers"]["requests"][0]
+    assert entry["min_gap_m"] > GAP_FLOOR_M
+    if entry["status"] == "completed":
+        assert entry["time_to_complete_s"] > t_calm
+    else:
+        assert entry["status"] == "aborted" and entry["aborts"]
+        assert all(a["reason"] in ("timeout", "partner_aborted") for a in entry["aborts"])
