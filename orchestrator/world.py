@@ -233,10 +233,10 @@ def _built_in(scenario: Scenario, kind: str, **params: Any) -> Any:
     address = scenario.execution.remote.get(kind)
     if address is None:
         return FEDERATE_KINDS.get(kind)(kind, **params)
-    from federates.remote.client import RemoteFederate
+    from federates.remote.hosted_builtins import HOSTED
 
     plain = {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in params.items()}
-    return RemoteFederate(kind, address, kind, plain)
+    return HOSTED[kind](kind, address, kind, plain)
 
 
 def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None) -> World:
