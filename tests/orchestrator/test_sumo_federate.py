@@ -7,6 +7,7 @@ path is a validation error naming the field."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,19 @@ def fcd(out: Path) -> dict[str, dict[int, tuple[float, float, float, float, str]
             found.setdefault(veh.get("id"), {})[t_ms] = (float(veh.get("x")), float(veh.get("y")),
                                                          float(veh.get("angle")), float(veh.get("speed")),
                                                          veh.get("lane", ""))
+    return found
+
+
+def sumo_children() -> list[int]:
+    """Pids of sumo processes this test process started that are still there."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(os.getpid()) and fields.get("Name", "").strip() == "sumo":
+            found.append(int(status.parent.name))
     return found
 
 
@@ -218,6 +232,7 @@ def test_reruns_are_bit_identical_and_traci_gives_the_same_traffic(tmp_path):
     scenario.write_text(yaml.safe_dump(data, sort_keys=False))
     traci = run(scenario, tmp_path / "d")
     assert traci.run_info["digest"] == first.run_info["digest"]
+    assert sumo_children() == []  # the sumo process ended with the run
     assert json.loads((tmp_path / "d" / "run.json").read_text())["digest"] == first.run_info["digest"]
 
 
