@@ -254,7 +254,8 @@ class SumoFederate(Federate):
         events_robot: list[int] = []
         events_code: list[int] = []
         events_vid: list[str] = []
-        for vid in sumo.simulation.getArrivedIDList():
+        arrived = sumo.simulation.getArrivedIDList()
+        for vid in arrived:
             if vid.startswith(MIRROR_PREFIX):
                 self._in_sumo.discard(vid)  # it drove off its edge's end: inserted again if still on the network
                 self._drivers.inserted.discard(vid)
@@ -269,7 +270,9 @@ class SumoFederate(Federate):
             events_code.append(1)
             events_vid.append(vid)
             self.arrived += 1
-        new = [vid for vid in sumo.simulation.getDepartedIDList() if not vid.startswith(MIRROR_PREFIX)]
+        gone = set(arrived)  # a vehicle may depart and arrive within one step: it never becomes a robot
+        new = [vid for vid in sumo.simulation.getDepartedIDList() if not vid.startswith(MIRROR_PREFIX)
+               and vid not in gone]
         for vid in new:
             self._own[vid] = self._next_id
             self._next_id += 1
