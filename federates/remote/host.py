@@ -1,10 +1,11 @@
 """A gRPC server that hosts federates for an orchestrator in another process or on another machine.
 
-Each ``Session`` stream is one federate: the first request (``setup``) names its type (a federate kind or a
-``package.module:Class`` path), its name and keyword parameters; the host builds it and then answers ``spawn``,
-``despawn``, ``step``, ``next_time`` and ``finalize`` in lock step, one reply per request, until the stream ends.
-Messages are ``federates.remote.wire`` frames; a federate's exception travels back as ``{"ok": false, "error":
-...}`` and the session stays usable for ``finalize``.
+It serves ``coopsim.federate.v1.FederateHost`` (``federates/remote/proto/coopsim_federate_v1.proto``). Each
+``Session`` stream is one federate: after an optional ``hello``, the ``setup`` request names its type (a federate
+kind or a ``package.module:Class`` path), its name and keyword parameters; the host builds it and then answers
+``spawn``, ``despawn``, ``step``, ``next_time`` and ``finalize`` in lock step, one reply per request, until the
+stream ends. A federate's exception travels back as the reply's ``error`` and the session stays usable for
+``finalize``. Spawns and despawns the federate asks for during a call travel back with that call's reply.
 
 Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m federates.remote.host``). What a
 client may ask for is bounded (``docs/remote.md``, "Security"):
@@ -38,8 +39,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
-from orchestrator.core.federate import Federate, SetupContext, meta_to_dict
+from orchestrator.core.federate import Federate, SetupContext
 from orchestrator.core.robots import RobotSpec
 
 from .auth import (
@@ -49,30 +51,53 @@ from .auth import (
     server_credentials,
     token_from_env,
 )
+from .codec import (
+    PROTOCOL_VERSION,
+    CodecError,
+    decode_inputs,
+    decode_map,
+    decode_robot,
+    encode_meta,
+    encode_outputs,
+    encode_robot,
+    pb,
+)
 from .options import add_host_arguments
 from .policy import HostPolicy
-from .wire import WireError, decode, encode
 
-SERVICE = "coopsim.FederateHost"
+SERVICE = "coopsim.federate.v1.FederateHost"
 METHOD = f"/{SERVICE}/Session"
 MIB = 1024 * 1024
 SHUTDOWN_GRACE_S = 0.3
 """On SIGTERM, how long sessions get to finish their call and finalize; the process ends well within 1 s."""
 
 
-class _NoScheduler:
-    """Stands in for the scheduler in a hosted federate's SetupContext: spawn requests do not cross processes."""
+class _SpawnRequests:
+    """Stands in for the scheduler in a hosted federate's SetupContext: the spawns and despawns it asks for are
+    collected and travel back with the reply of the call that made them, for the orchestrator to apply. Without
+    the client's "spawn_requests" capability they are refused, as before the protocol had them."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.pending: list[pb.RobotRequest] = []
+
+    def _check(self, what: str) -> None:
+        if not self.enabled:
+            raise RuntimeError(f"this orchestrator does not take {what} from a remote federate; declare them in "
+                               "the scenario")
 
     def schedule_spawn(self, spec: RobotSpec, at_ns: int) -> None:
-        raise RuntimeError("a remote federate cannot request spawns; declare the robots in the scenario")
+        self._check("spawn requests")
+        request = pb.RobotRequest()
+        encode_robot(spec, request.spawn.robot, "spawn request")
+        request.spawn.at_ns = int(at_ns)
+        self.pending.append(request)
 
     def schedule_despawn(self, robot_id: int, at_ns: int) -> None:
-        raise RuntimeError("a remote federate cannot request despawns; declare them in the scenario")
-
-
-def meta_message(meta: Any) -> dict[str, Any]:
-    """FederateMeta as a wire message."""
-    return meta_to_dict(meta)
+        self._check("despawn requests")
+        request = pb.RobotRequest()
+        request.despawn.robot_id, request.despawn.at_ns = int(robot_id), int(at_ns)
+        self.pending.append(request)
 
 
 def session_label(out_dir: Any, name: Any) -> str:
@@ -137,44 +162,63 @@ class _Session:
         self.remove_out_dir = False
         self.waiting_since: float | None = time.monotonic()  # None while a call is being answered
         self.idle_closed = False
+        self.requests = _SpawnRequests()
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
-        call = request.get("call") if isinstance(request, dict) else None
+    def handle(self, request: pb.Request) -> pb.Reply:
+        """Answer one request; a failure becomes an error reply and the session stays usable for finalize."""
+        reply = pb.Reply()
+        call = request.WhichOneof("call")
         try:
-            if call == "setup":
-                return {"ok": True, "result": self._setup(request)}
-            if self.federate is None:
+            if call == "hello":
+                self._hello(request.hello, reply.welcome)
+            elif call == "setup":
+                self._setup(request.setup, reply.meta)
+            elif self.federate is None:
                 raise RuntimeError(f"'{call}' before 'setup'")
-            if call == "spawn":
-                for i, robot in enumerate(request["robots"]):
-                    self.host.policy.check_values(robot.get("config") or {}, f"robots[{i}].config.")
-                self.federate.spawn([RobotSpec(**robot) for robot in request["robots"]])
-                return {"ok": True, "result": None}
-            if call == "despawn":
-                self.federate.despawn([int(r) for r in request["robot_ids"]])
-                return {"ok": True, "result": None}
-            if call == "step":
-                outputs = self.federate.step(int(request["t_ns"]), request["inputs"])
-                return {"ok": True, "result": {port: value for port, value in dict(outputs).items()}}
-            if call == "next_time":
-                return {"ok": True, "result": self.federate.next_time()}
-            if call == "finalize":
+            elif call == "spawn":
+                robots = [decode_robot(robot) for robot in request.spawn.robots]
+                for i, robot in enumerate(robots):
+                    self.host.policy.check_values(robot.config, f"robots[{i}].config.")
+                self.federate.spawn(robots)
+                reply.done.SetInParent()
+            elif call == "despawn":
+                self.federate.despawn(list(request.despawn.robot_ids))
+                reply.done.SetInParent()
+            elif call == "step":
+                outputs = self.federate.step(request.step.t_ns, decode_inputs(request.step))
+                encode_outputs(dict(outputs or {}), reply.outputs)
+            elif call == "next_time":
+                t_ns = self.federate.next_time()
+                reply.next_time.SetInParent()
+                if t_ns is not None:
+                    reply.next_time.t_ns = int(t_ns)
+            elif call == "finalize":
                 self.finalized = True
                 self.federate.finalize()
-                return {"ok": True, "result": None}
-            raise RuntimeError(f"unknown call '{call}'")
+                reply.done.SetInParent()
+            else:
+                raise RuntimeError("an empty request (no call set)")
         except Exception as exc:  # the federate's failure is the orchestrator's to report, with name and time
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "robot": getattr(exc, "robot", None)}
+            reply = error_reply(exc)
+        reply.requests.extend(self.requests.pending)
+        self.requests.pending.clear()
+        return reply
 
-    def _setup(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _hello(self, hello: pb.Hello, welcome: pb.Welcome) -> None:
+        if hello.protocol_version != PROTOCOL_VERSION:
+            raise RuntimeError(f"this host speaks protocol version {PROTOCOL_VERSION} (coopsim.federate.v1), the "
+                               f"client {hello.protocol_version}")
+        self.requests.enabled = "spawn_requests" in hello.capabilities
+        welcome.protocol_version = PROTOCOL_VERSION
+        welcome.capabilities.append("spawn_requests")
+        welcome.host = "coopsim host"
+
+    def _setup(self, setup: pb.Setup, meta: pb.Meta) -> None:
         from federates import FEDERATE_KINDS
 
         if self.federate is not None:
             raise RuntimeError("'setup' twice in one session")
-        spec = request["federate"]
-        kind, name, params = str(spec["type"]), str(spec["name"]), spec.get("params") or {}
-        if not isinstance(params, dict):
-            raise TypeError(f"params must be a mapping, got {type(params).__name__}")
+        kind, name, params = setup.type, setup.name, decode_map(setup.params, "params")
         # only what the host was told to serve: a client must not make it import and call arbitrary code
         self.host.policy.check_kind(kind)
         cls = FEDERATE_KINDS.get(kind)
@@ -182,11 +226,10 @@ class _Session:
             raise TypeError(f"'{kind}' is not a Federate")
         self.host.policy.check_params(cls, name, params)
         self.federate = cls(name, **params)
-        if request.get("out_dir") is not None:  # the client's out_dir is only a label for the session directory
-            self.out_dir, self.remove_out_dir = self.host.session_dir(request["out_dir"], name)
-        ctx = SetupContext(seed=int(request["seed"]), end_ns=int(request["end_ns"]), scheduler=_NoScheduler(),
-                           out_dir=self.out_dir)
-        return meta_message(self.federate.setup(ctx))
+        if setup.HasField("out_label"):  # the client's label only names the session directory, never a path
+            self.out_dir, self.remove_out_dir = self.host.session_dir(setup.out_label, name)
+        ctx = SetupContext(seed=setup.seed, end_ns=setup.end_ns, scheduler=self.requests, out_dir=self.out_dir)
+        encode_meta(self.federate.setup(ctx), meta)
 
     def close(self) -> None:
         """Finalize a federate its client left without ``finalize``, and remove a temporary directory."""
@@ -199,6 +242,16 @@ class _Session:
     def remove_dir(self) -> None:
         if self.out_dir is not None and self.remove_out_dir:
             shutil.rmtree(self.out_dir, ignore_errors=True)
+
+
+def error_reply(exc: BaseException) -> pb.Reply:
+    """An error reply naming the exception's type, its message and its robot when it carries one."""
+    reply = pb.Reply()
+    reply.error.type, reply.error.message = type(exc).__name__, str(exc)
+    robot = getattr(exc, "robot", None)
+    if robot is not None:
+        reply.error.robot = str(robot)
+    return reply
 
 
 def _session_handler(host: _Host) -> Any:
@@ -218,16 +271,16 @@ def _session_handler(host: _Host) -> Any:
                 state.waiting_since = None
                 if state.idle_closed:
                     return
-                try:
-                    request = decode(frame, max_bytes=limit)
-                except WireError as exc:  # a peer that cannot frame its messages gets one answer, then no more
-                    yield encode({"ok": False, "error": f"WireError: {exc}", "robot": None})
+                try:  # parsed here rather than by gRPC, so a peer that sends garbage gets a reply saying so
+                    request = pb.Request.FromString(frame)
+                except DecodeError as exc:  # one answer, then no more
+                    yield error_reply(CodecError(f"not a coopsim.federate.v1.Request: {exc}")).SerializeToString()
                     return
-                reply = encode(state.handle(request))
+                reply = state.handle(request).SerializeToString()
                 if len(reply) > limit:
-                    reply = encode({"ok": False, "robot": None, "error": f"WireError: the reply to "
-                                    f"'{request.get('call')}' has {len(reply)} bytes, more than this host's limit "
-                                    f"of {limit} (--max-message-mb)"})
+                    call = request.WhichOneof("call")
+                    reply = error_reply(CodecError(f"the reply to '{call}' has {len(reply)} bytes, more than this "
+                                                   f"host's limit of {limit} (--max-message-mb)")).SerializeToString()
                 yield reply
         finally:  # the client went away without finalize: release what the federate holds
             with host.lock:

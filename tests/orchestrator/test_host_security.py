@@ -22,11 +22,12 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
+from google.protobuf.message import DecodeError
 
 from federates.remote.auth import is_loopback
-from federates.remote.client import RemoteError, RemoteFederate
+from federates.remote.client import RemoteError, RemoteFederate, build_request
+from federates.remote.codec import CodecError, decode_array, pb
 from federates.remote.host import METHOD, session_label
-from federates.remote.wire import WireError, decode, encode
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 from orchestrator.world import build_world
@@ -93,12 +94,17 @@ def _itsg5() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return {"step_ns": v2x.step_ns, "channel": v2x.channel_config}, [asdict(r) for r in world.robots]
 
 
+def _padded(n: int) -> bytes:
+    """A step request carrying ``n`` float64 zeros (before setup: the host can only refuse it)."""
+    return build_request("step", t_ns=0, inputs={"pad": {"x": np.zeros(n)}}).SerializeToString()
+
+
 def _send_raw(address: str, frames: list[bytes]) -> Any:
     """Send ``frames`` on one stream and return the first reply, or the (code, details) it failed with."""
     with grpc.insecure_channel(address, options=[("grpc.max_send_message_length", -1)]) as channel:
         replies = channel.stream_stream(METHOD)(iter(frames), timeout=20)
         try:
-            return decode(next(replies))
+            return pb.Reply.FromString(next(replies))
         except grpc.RpcError as exc:
             return exc.code(), exc.details()
 
@@ -230,9 +236,9 @@ def test_a_plug_in_class_in_a_robots_config_is_refused_at_spawn(client_env):
 # -- limits ---------------------------------------------------------------------------------------------------
 def test_a_frame_over_the_limit_is_refused_without_the_host_growing(client_env):
     limit = 1024 * 1024
-    just_over = encode({"call": "next_time", "pad": np.zeros(limit // 8 + 16)})
+    just_over = _padded(limit // 8 + 16)
     assert limit < len(just_over) < limit + 1024
-    large = encode({"call": "next_time", "pad": np.zeros(48 * limit // 8)})  # 48 MiB, as a hostile peer would
+    large = _padded(48 * limit // 8)  # 48 MiB, as a hostile peer would
     with running_host("--max-message-mb", "1") as (address, proc):
         before = _peak_rss_kb(proc.pid)
         for frame in (just_over, large):
@@ -241,18 +247,33 @@ def test_a_frame_over_the_limit_is_refused_without_the_host_growing(client_env):
         grown_mb = (_peak_rss_kb(proc.pid) - before) / 1024
         assert grown_mb < 16, f"peak memory grew by {grown_mb:.1f} MB for refused frames"
         # still serving, and a frame under the limit is read
-        reply = _send_raw(address, [encode({"call": "next_time", "pad": np.zeros(limit // 16)})])
-        assert reply == {"ok": False, "error": "RuntimeError: 'next_time' before 'setup'", "robot": None}
+        reply = _send_raw(address, [_padded(limit // 16)])
+        assert (reply.error.type, reply.error.message) == ("RuntimeError", "'step' before 'setup'")
+        # bytes that are no request get one error reply, then the stream ends
+        reply = _send_raw(address, [b"\xff" * 64])
+        assert reply.error.type == "CodecError" and "not a coopsim.federate.v1.Request" in reply.error.message
 
 
-def test_the_frame_decoder_bounds_what_it_reads():
-    frame = encode({"a": np.arange(10.0)})
-    assert decode(frame, max_bytes=len(frame))["a"].tolist() == list(range(10))
-    with pytest.raises(WireError, match=rf"frame of {len(frame)} bytes exceeds the limit of {len(frame) - 1} bytes"):
-        decode(frame, max_bytes=len(frame) - 1)
-    deep = b"[" * 100_000 + b"]" * 100_000  # nested past the recursion limit: a WireError, never a RecursionError
-    with pytest.raises(WireError, match="bad frame"):
-        decode(b"CSW1" + len(deep).to_bytes(4, "little") + deep)
+def test_the_array_decoder_bounds_what_it_reads():
+    array = pb.Array(dtype=pb.DTYPE_FLOAT64, shape=[10], data=np.arange(10.0).tobytes())
+    assert decode_array(array).tolist() == list(range(10))
+    for shape in ([11], [2**40], [10, 2**62]):  # a shape the bytes do not fill is refused before any allocation
+        with pytest.raises(CodecError, match=r"bytes for shape"):
+            decode_array(pb.Array(dtype=pb.DTYPE_FLOAT64, shape=shape, data=array.data))
+    # nested past the parser's recursion limit: a DecodeError, never a RecursionError
+    def wrapped(inner: bytes, tag: int) -> bytes:  # length-delimited field ``tag`` holding ``inner``
+        size, varint = len(inner), b""
+        while True:
+            varint += bytes([(size & 0x7F) | (0x80 if size > 0x7F else 0)])
+            size >>= 7
+            if not size:
+                return bytes([tag]) + varint + inner
+
+    deep = pb.Value(string="x").SerializeToString()
+    for _ in range(300):  # Value.list -> ValueList.items -> Value ...
+        deep = wrapped(wrapped(deep, 0x0A), 0x32)
+    with pytest.raises(DecodeError):
+        pb.Value.FromString(deep)
 
 
 def test_idle_streams_are_dropped_and_a_new_client_then_gets_a_session(client_env):
@@ -276,7 +297,8 @@ def test_idle_streams_are_dropped_and_a_new_client_then_gets_a_session(client_en
                 reader.start()
             time.sleep(0.3)
             # both slots are taken: one more is turned away at once
-            assert _send_raw(address, [encode({"call": "next_time"})])[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+            refused = _send_raw(address, [build_request("next_time").SerializeToString()])
+            assert refused[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
             for reader in readers:
                 reader.join(timeout=10)
             silent.set()

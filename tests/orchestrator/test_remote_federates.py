@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from federates.remote.wire import WireError, decode, encode
+from federates.remote.codec import CodecError, decode_map, decode_port, encode_map, encode_port, pb
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
 from tests.orchestrator.processes import coopsim_host
@@ -79,33 +79,42 @@ def test_remote_entries_are_checked_where_they_can_be():
         parse_scenario(PLATOON, overrides=['federates=[{name: sim, type: "a.b:C", remote: "10.0.0.5"}]'])
 
 
-def test_wire_round_trip_is_exact():
-    message = {
-        "t": 3, "none": None, "flag": True, "name": "robot1", "nested": [1.5, {"a": np.arange(3)}],
-        "f64": np.array([0.1, np.nan, -np.inf, 1e-300]), "i64": np.array([-1, 2**40], np.int64),
+def test_port_values_and_parameters_cross_the_protocol_exactly():
+    port = {
+        "f64": np.array([0.1, np.nan, -np.inf, 1e-300, -0.0]), "i64": np.array([-1, 2**40, -(2**63)], np.int64),
         "bool": np.array([True, False]), "grid": np.arange(6, dtype=np.float32).reshape(2, 3),
-        "empty": np.empty(0), "scalar": np.float64(2.0), "big_endian": np.array([1.0, 2.0], ">f8"),
+        "codes": np.array([0, 3, 255], np.uint8), "names": np.array(["robot1", "", "é"], dtype=object),
+        "empty": np.empty(0), "big_endian": np.array([1.0, 2.0], ">f8"), "scalar": np.float64(2.0),
     }
-    back = decode(encode(message))
-    for key in ("f64", "i64", "bool", "grid", "empty", "big_endian"):
-        assert back[key].dtype == message[key].dtype and back[key].shape == message[key].shape
-        assert message[key].tobytes() == back[key].tobytes(), key
-    assert back["nested"][1]["a"].tolist() == [0, 1, 2] and back["scalar"] == 2.0 and back["none"] is None
-    with pytest.raises(WireError, match="magic"):
-        decode(b"XXXX" + encode(1)[4:])
-    frame = encode({"a": np.arange(4.0)})
-    for cut in (6, 12, len(frame) - 3):  # truncated anywhere: a WireError, never another exception
-        with pytest.raises(WireError, match=r"truncated|bad frame"):
-            decode(frame[:cut])
-    # non-finite floats are not JSON: they cross as scalars all the same, and the header stays strict JSON
-    nan_frame = encode({"x": float("nan"), "y": -np.inf})
-    assert b"NaN" not in nan_frame and b"Infinity" not in nan_frame
-    back = decode(nan_frame)
-    assert np.isnan(back["x"]) and back["y"] == -np.inf and isinstance(back["x"], float)
-    with pytest.raises(WireError, match="Python objects"):
-        encode({"bad": np.array([object()])})
-    with pytest.raises(WireError, match="keys must be strings"):
-        encode({1: 2})
+    payload = np.frombuffer(bytes.fromhex("0100000000f8ff7f"), np.float64)  # a NaN with a payload of 1
+    port["nan_payload"] = payload.copy()
+    back = decode_port(encode_port(port, pb.PortValue(), "p"), "p")
+    assert list(back) == list(port)  # field order kept
+    for key in ("f64", "i64", "bool", "grid", "codes", "empty", "nan_payload"):
+        assert back[key].dtype == port[key].dtype and back[key].shape == port[key].shape, key
+        assert port[key].tobytes() == back[key].tobytes(), key
+    assert back["names"].dtype == object and back["names"].tolist() == ["robot1", "", "é"]
+    assert back["big_endian"].dtype == np.float64 and back["big_endian"].tolist() == [1.0, 2.0]  # sent little-endian
+    assert back["scalar"] == 2.0 and isinstance(back["scalar"], float)
+    params = {"n": 3, "x": 3.0, "nan": float("nan"), "none": None, "flag": False, "name": "a",
+              "nested": [1, {"b": [2.5, "c"]}], "big": 2**63 - 1}
+    got = decode_map(encode_map(params, pb.ValueMap()))
+    assert isinstance(got["n"], int) and isinstance(got["x"], float) and np.isnan(got["nan"])
+    assert {k: v for k, v in got.items() if k != "nan"} == {k: v for k, v in params.items() if k != "nan"}
+    # what cannot cross exactly is refused, naming where it is
+    with pytest.raises(CodecError, match=r"^p.bad: an object array can only hold strings"):
+        encode_port({"bad": np.array([object()])}, pb.PortValue(), "p")
+    with pytest.raises(CodecError, match=r"^p.c: dtype complex128 cannot be sent"):
+        encode_port({"c": np.zeros(2, complex)}, pb.PortValue(), "p")
+    with pytest.raises(CodecError, match=r"^params.huge: the integer 18446744073709551616 does not fit"):
+        encode_map({"huge": 2**64}, pb.ValueMap(), "params")
+    with pytest.raises(CodecError, match="keys must be strings"):
+        encode_map({1: 2}, pb.ValueMap())
+    # and a message whose bytes do not match its shape is refused, naming the field
+    message = encode_port({"a": np.arange(4.0)}, pb.PortValue(), "p")
+    message.fields[0].value.array.data = message.fields[0].value.array.data[:-3]
+    with pytest.raises(CodecError, match=r"^p.a: 29 bytes for shape \(4,\) of float64 \(32 expected\)"):
+        decode_port(message, "p")
 
 
 def test_a_stalled_host_times_out_instead_of_hanging_the_run(tmp_path, host):

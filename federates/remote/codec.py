@@ -1,0 +1,303 @@
+"""Python values <-> messages of the federate protocol (``proto/coopsim_federate_v1.proto``).
+
+Arrays cross as typed little-endian buffers and come back bit for bit (NaN payloads, int64 ids, uint8 codes);
+strings cross as a list of strings. Parameters and robot configurations cross as ``Value`` trees that keep
+integers apart from floats. Anything that cannot cross exactly is a :class:`CodecError` naming where it is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from orchestrator.core.federate import FederateMeta, meta_from_dict, meta_to_dict
+from orchestrator.core.robots import RobotSpec
+
+from .proto import coopsim_federate_v1_pb2 as pb
+
+PROTOCOL_VERSION = 1
+INT64 = (-(2**63), 2**63 - 1)
+
+# numpy dtype (little-endian) <-> wire dtype; strings travel in Array.strings
+_TO_WIRE = {
+    np.dtype("<f8"): pb.DTYPE_FLOAT64, np.dtype("<f4"): pb.DTYPE_FLOAT32,
+    np.dtype("<i8"): pb.DTYPE_INT64, np.dtype("<i4"): pb.DTYPE_INT32, np.dtype("<i2"): pb.DTYPE_INT16,
+    np.dtype("i1"): pb.DTYPE_INT8, np.dtype("<u8"): pb.DTYPE_UINT64, np.dtype("<u4"): pb.DTYPE_UINT32,
+    np.dtype("<u2"): pb.DTYPE_UINT16, np.dtype("u1"): pb.DTYPE_UINT8, np.dtype("?"): pb.DTYPE_BOOL,
+}
+_FROM_WIRE = {code: dtype for dtype, code in _TO_WIRE.items()}
+
+
+class CodecError(ValueError):
+    """A value that cannot cross the wire exactly, or a message that does not decode; names where."""
+
+
+# -- arrays -----------------------------------------------------------------------------------------------------
+def encode_array(value: np.ndarray, out: pb.Array, where: str = "array") -> pb.Array:
+    """Fill ``out`` with ``value``: C order, little-endian; ``str`` arrays (numpy ``U`` or object of str) as
+    strings."""
+    kind = value.dtype.kind
+    out.shape[:] = value.shape
+    if kind in "UO":
+        flat = value.reshape(-1).tolist()
+        if not all(isinstance(s, str) for s in flat):
+            bad = next(s for s in flat if not isinstance(s, str))
+            raise CodecError(f"{where}: an object array can only hold strings, found a {type(bad).__name__}")
+        out.dtype = pb.DTYPE_STRING
+        out.strings[:] = flat
+        return out
+    little = value.dtype.newbyteorder("<") if value.dtype.byteorder == ">" else value.dtype
+    code = _TO_WIRE.get(np.dtype(little))
+    if code is None:
+        raise CodecError(f"{where}: dtype {value.dtype} cannot be sent (numbers, bool and str only)")
+    out.dtype = code
+    out.data = np.ascontiguousarray(value, dtype=little).tobytes()
+    return out
+
+
+def decode_array(message: pb.Array, where: str = "array") -> np.ndarray:
+    """The numpy array of ``message`` (owning its memory; strings as an object array of str)."""
+    shape = tuple(message.shape)
+    count = math.prod(shape)
+    if message.dtype == pb.DTYPE_STRING:
+        if len(message.strings) != count:
+            raise CodecError(f"{where}: {len(message.strings)} strings for shape {shape}")
+        array = np.empty(count, dtype=object)
+        array[:] = list(message.strings)
+        return array.reshape(shape)
+    dtype = _FROM_WIRE.get(message.dtype)
+    if dtype is None:
+        raise CodecError(f"{where}: unknown dtype code {message.dtype}")
+    if len(message.data) != count * dtype.itemsize:
+        raise CodecError(f"{where}: {len(message.data)} bytes for shape {shape} of {dtype.name} "
+                         f"({count * dtype.itemsize} expected)")
+    array = np.frombuffer(message.data, dtype=dtype).reshape(shape).copy()
+    return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
+
+
+# -- values: parameters, configurations, untyped port fields ----------------------------------------------------
+def encode_value(value: Any, out: pb.Value, where: str = "value") -> pb.Value:
+    """Fill ``out`` with a JSON-like ``value`` (None, bool, int, float, str, lists, tuples, str-keyed dicts) or a
+    numpy array or scalar."""
+    if value is None:
+        out.null = True
+    elif isinstance(value, bool | np.bool_):
+        out.bool = bool(value)
+    elif isinstance(value, int | np.integer):
+        if not INT64[0] <= int(value) <= INT64[1]:
+            raise CodecError(f"{where}: the integer {value} does not fit in 64 bits")
+        out.int = int(value)
+    elif isinstance(value, float | np.floating):
+        out.double = float(value)
+    elif isinstance(value, str):
+        out.string = value
+    elif isinstance(value, np.ndarray):
+        encode_array(value, out.array, where)
+    elif isinstance(value, Mapping):
+        encode_map(value, out.map, where)
+    elif isinstance(value, list | tuple):
+        items = out.list.items
+        out.list.SetInParent()
+        for i, item in enumerate(value):
+            encode_value(item, items.add(), f"{where}[{i}]")
+    else:
+        raise CodecError(f"{where}: cannot send a {type(value).__name__}")
+    return out
+
+
+def encode_map(values: Mapping[str, Any], out: pb.ValueMap, where: str = "") -> pb.ValueMap:
+    """Fill ``out`` with a dict of str keys, in order."""
+    out.SetInParent()
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise CodecError(f"{where or 'mapping'}: keys must be strings, got {key!r}")
+        entry = out.entries.add()
+        entry.key = key
+        encode_value(value, entry.value, f"{where}.{key}" if where else key)
+    return out
+
+
+def decode_value(message: pb.Value, where: str = "value") -> Any:
+    """The Python value of ``message`` (arrays as numpy arrays)."""
+    kind = message.WhichOneof("kind")
+    if kind is None or kind == "null":
+        return None
+    if kind == "list":
+        return [decode_value(item, f"{where}[{i}]") for i, item in enumerate(message.list.items)]
+    if kind == "map":
+        return decode_map(message.map, where)
+    if kind == "array":
+        return decode_array(message.array, where)
+    return getattr(message, kind)
+
+
+def decode_map(message: pb.ValueMap, where: str = "") -> dict[str, Any]:
+    """The dict of ``message``; a key given twice is an error."""
+    out: dict[str, Any] = {}
+    for entry in message.entries:
+        if entry.key in out:
+            raise CodecError(f"{where or 'mapping'}: key '{entry.key}' given twice")
+        out[entry.key] = decode_value(entry.value, f"{where}.{entry.key}" if where else entry.key)
+    return out
+
+
+# -- port data --------------------------------------------------------------------------------------------------
+def encode_port(data: Mapping[str, Any] | None, out: pb.PortValue, where: str) -> pb.PortValue:
+    """Fill ``out`` with one port value (field -> array); None is ``none``."""
+    if data is None:
+        out.none = True
+        return out
+    if not isinstance(data, Mapping):
+        raise CodecError(f"{where}: a port value is a mapping of fields, got a {type(data).__name__}")
+    add = out.fields.add
+    for name, value in data.items():
+        field = add()
+        field.name = name
+        if isinstance(value, np.ndarray):  # the common case, without the generic dispatch
+            encode_array(value, field.value.array, f"{where}.{name}")
+        else:
+            encode_value(value, field.value, f"{where}.{name}")
+    return out
+
+
+def decode_port(message: pb.PortValue, where: str) -> dict[str, Any] | None:
+    """One port value (None for ``none``)."""
+    if message.none:
+        return None
+    out: dict[str, Any] = {}
+    for field in message.fields:
+        value = field.value
+        out[field.name] = (decode_array(value.array, f"{where}.{field.name}") if value.HasField("array")
+                           else decode_value(value, f"{where}.{field.name}"))
+    return out
+
+
+def encode_inputs(inputs: Mapping[str, Any], step: pb.Step) -> None:
+    """A Step's inputs: a list (queued port) becomes its values in order; a plain value one value; None none."""
+    for port, value in inputs.items():
+        item = step.inputs.add()
+        item.port = port
+        if isinstance(value, list):
+            item.queued = True
+            for k, entry in enumerate(value):
+                encode_port(entry, item.values.add(), f"inputs.{port}[{k}]")
+        elif value is not None:
+            encode_port(value, item.values.add(), f"inputs.{port}")
+
+
+def decode_inputs(step: pb.Step) -> dict[str, Any]:
+    """The inputs of a Step as a federate receives them (see :func:`encode_inputs`)."""
+    inputs: dict[str, Any] = {}
+    for item in step.inputs:
+        values = [decode_port(v, f"inputs.{item.port}") for v in item.values]
+        if item.queued:
+            inputs[item.port] = values
+        elif len(values) > 1:
+            raise CodecError(f"inputs.{item.port}: {len(values)} values for a plain (not queued) input")
+        else:
+            inputs[item.port] = values[0] if values else None
+    return inputs
+
+
+def encode_outputs(outputs: Mapping[str, Any], out: pb.Outputs) -> pb.Outputs:
+    """A Step's outputs, port by port in order."""
+    out.SetInParent()
+    for port, value in outputs.items():
+        item = out.outputs.add()
+        item.port = port
+        encode_port(value, item.value, f"outputs.{port}")
+    return out
+
+
+def decode_outputs(message: pb.Outputs) -> dict[str, Any]:
+    """Port -> value."""
+    return {item.port: decode_port(item.value, f"outputs.{item.port}") for item in message.outputs}
+
+
+# -- robots -----------------------------------------------------------------------------------------------------
+def encode_robot(robot: RobotSpec | Mapping[str, Any], out: pb.Robot, where: str = "robot") -> pb.Robot:
+    """Fill ``out`` with a RobotSpec (or its fields as a dict)."""
+    fields = asdict(robot) if isinstance(robot, RobotSpec) else dict(robot)
+    unknown = set(fields) - set(RobotSpec.__dataclass_fields__)
+    if unknown:
+        raise CodecError(f"{where}: unknown robot fields {sorted(unknown)}")
+    for name in ("id", "spawn_ns", "platoon", "position_in_platoon", "despawn_ns", "predecessor", "leader"):
+        if fields.get(name) is not None:
+            setattr(out, name, int(fields[name]))
+    out.name = str(fields.get("name", ""))
+    encode_map(fields.get("config") or {}, out.config, f"{where}.config")
+    return out
+
+
+def decode_robot(message: pb.Robot) -> RobotSpec:
+    """The RobotSpec of ``message``."""
+    optional = {name: getattr(message, name) if message.HasField(name) else None
+                for name in ("despawn_ns", "predecessor", "leader")}
+    return RobotSpec(id=message.id, name=message.name, spawn_ns=message.spawn_ns, platoon=message.platoon,
+                     position_in_platoon=message.position_in_platoon, config=decode_map(message.config, "config"),
+                     **optional)
+
+
+# -- meta -------------------------------------------------------------------------------------------------------
+def _encode_fields(rows: Sequence[Sequence[Any]], out: Any) -> None:
+    for name, dtype, unit, finite, categories in rows:
+        field = out.add()
+        field.name, field.dtype, field.unit, field.finite = name, dtype, unit, finite
+        field.categories[:] = categories
+
+
+def encode_meta(meta: FederateMeta, out: pb.Meta) -> pb.Meta:
+    """Fill ``out`` with what a federate declared at setup."""
+    data = meta_to_dict(meta)
+    out.SetInParent()
+    for item in data["inputs"]:
+        spec = out.inputs.add()
+        spec.port, spec.delayed, spec.queued, spec.optional = (item["port"], item["delayed"], item["queued"],
+                                                               item["optional"])
+        _encode_fields(item["fields"], spec.fields)
+    for item in data["outputs"]:
+        spec = out.outputs.add()
+        spec.name, spec.index, spec.typed, spec.doc = item["name"], item["index"], item["typed"], item["doc"]
+        _encode_fields(item["fields"], spec.fields)
+    if data["period_ns"] is not None:
+        out.period_ns = int(data["period_ns"])
+    out.offset_ns = int(data["offset_ns"])
+    for key, unit in data["units"].items():
+        entry = out.units.add()
+        entry.key, entry.unit = key, unit
+    return out
+
+
+def meta_dict(message: pb.Meta) -> dict[str, Any]:
+    """The setup reply as plain data (``orchestrator.core.federate.meta_to_dict``'s form)."""
+
+    def fields(specs: Any) -> list[list[Any]]:
+        return [[f.name, f.dtype, f.unit, f.finite, list(f.categories)] for f in specs]
+
+    return {
+        "inputs": [{"port": i.port, "delayed": i.delayed, "queued": i.queued, "optional": i.optional,
+                    "fields": fields(i.fields)} for i in message.inputs],
+        "outputs": [{"name": o.name, "index": o.index or "robot", "typed": o.typed, "doc": o.doc,
+                     "fields": fields(o.fields)} for o in message.outputs],
+        "period_ns": message.period_ns if message.HasField("period_ns") else None,
+        "offset_ns": message.offset_ns,
+        "units": {u.key: u.unit for u in message.units},
+    }
+
+
+def decode_meta(message: pb.Meta) -> FederateMeta:
+    """The FederateMeta of a setup reply (its contracts are checked like an in-process federate's)."""
+    try:
+        return meta_from_dict(meta_dict(message))
+    except (ValueError, TypeError) as exc:
+        raise CodecError(f"setup reply: {exc}") from None
+
+
+__all__ = ["PROTOCOL_VERSION", "CodecError", "decode_array", "decode_inputs", "decode_map", "decode_meta",
+           "decode_outputs", "decode_port", "decode_robot", "decode_value", "encode_array", "encode_inputs",
+           "encode_map", "encode_meta", "encode_outputs", "encode_port", "encode_robot", "encode_value",
+           "meta_dict", "pb"]
