@@ -108,6 +108,7 @@ class SumoFederate(Federate):
         self._mirror_rear = np.empty(0)
         self._mirror_width = np.empty(0)
         self._in_sumo: set[str] = set()
+        self._fresh: dict[str, float] = {}  # mirrored vehicles added for SUMO's next step -> their robot's speed
         self._routes_by_edge: dict[str, str] = {}
         self._vtypes: dict[tuple[float, float], str] = {}
         self._startup_events: PortData | None = None
@@ -179,6 +180,7 @@ class SumoFederate(Federate):
             return
         for k in np.flatnonzero(gone):
             vid = MIRROR_PREFIX + self._mirror_names[k]
+            self._fresh.pop(vid, None)
             if vid in self._in_sumo:
                 self._sumo.vehicle.remove(vid)
                 self._in_sumo.discard(vid)
@@ -218,8 +220,10 @@ class SumoFederate(Federate):
         vehicle = self._sumo.vehicle
         for k, index in enumerate(np.flatnonzero(have)):
             vid = MIRROR_PREFIX + self._mirror_names[index]
-            if vid not in self._in_sumo and not self._insert(vid, float(fx[k]), float(fy[k]), index):
-                continue  # not on the network (yet): SUMO cannot hold it
+            if vid not in self._in_sumo:
+                if not self._insert(vid, float(fx[k]), float(fy[k]), index):
+                    continue  # not on the network (yet): SUMO cannot hold it
+                self._fresh[vid] = float(v[k])
             vehicle.moveToXY(vid, "", -1, float(fx[k]), float(fy[k]), float(angle[k]), keepRoute=2)
 
     def _insert(self, vid: str, x: float, y: float, index: int) -> bool:
@@ -270,6 +274,9 @@ class SumoFederate(Federate):
             events_code.append(1)
             events_vid.append(vid)
             self.arrived += 1
+        for vid in sumo.simulation.getDepartedIDList():
+            if vid in self._fresh:  # SUMO gave it speed 0 (no previous position): its followers see the robot's
+                sumo.vehicle.setPreviousSpeed(vid, self._fresh.pop(vid))
         gone = set(arrived)  # a vehicle may depart and arrive within one step: it never becomes a robot
         new = [vid for vid in sumo.simulation.getDepartedIDList() if not vid.startswith(MIRROR_PREFIX)
                and vid not in gone]
