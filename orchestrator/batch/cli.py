@@ -7,13 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..scenario import Problem, ScenarioError, parse_scenario
-from .aggregate import sort_key
 from .criteria import CHOICES, parse_criterion
-from .dask_runner import ClusterError
-from .grid import parse_param, scenario_text
-from .outputs import label, number, status_text
-from .sweep import DEFAULT_METRICS, sweep
+from .names import DEFAULT_METRICS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -61,6 +56,11 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
     2 bad input, reported before any run)."""
     from rich.console import Console
 
+    from ..scenario import Problem, ScenarioError, parse_scenario
+    from .dask_runner import ClusterError
+    from .grid import parse_param, scenario_text
+    from .sweep import sweep
+
     source = str(args.scenario)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     err = Console(stderr=True)
@@ -93,6 +93,9 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
 def print_sweep_summary(result: dict[str, Any], console: Any) -> None:
     """The grid as a table (mean ± std with replicates) and the smallest string-stable values."""
     from rich.table import Table
+
+    from .aggregate import sort_key
+    from .outputs import label, number, status_text
 
     replicated = result["seeds"] > 1
     title = (f"{result['scenario']} · {len(result['points'])} points · "

@@ -16,10 +16,9 @@ from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
 from .criteria import DEFAULT, Criterion, excitation_note
 from .grid import Params, build_scenarios, check_params, grid_points, scenario_text
+from .names import DEFAULT_METRICS
 from .outputs import write_sweep
 from .runner import Record, Task, by_point, execute, run_outputs
-
-DEFAULT_METRICS = ("spacing_error_max_m", "l2_ratio_spacing_error", "min_gap_m")
 
 
 def sweep(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
-from importlib.metadata import entry_points
 from typing import Any
 
 
@@ -83,6 +82,8 @@ class Registry:
     def _entry_points(self) -> dict[str, Any]:
         if not self.group or not plugins_allowed():
             return {}
+        from importlib.metadata import entry_points  # 40 ms: only when a name is not a built-in
+
         return {ep.name: ep for ep in entry_points(group=self.group)}
 
     # -- checks ---------------------------------------------------------------------------------------------
