@@ -103,6 +103,13 @@ def test_join_in_the_middle_opens_a_gap(tmp_path):
                      (4, "completed")]
     t = dict(zip(events["event"], np.asarray(events["t_ns"]) / 1e9, strict=False))
     assert t["lane_change"] >= t["gap_open"]  # the joiner moves over only once the gap is open
+    # the joiner keeps to its lane until the gap is open, then moves over smoothly (no jump)
+    table = pq.read_table(tmp_path / "middle" / "trace" / "vehicles.parquet", columns=["t_s", "robot", "y"])
+    rows = np.asarray(table["robot"]) == 4
+    t_s, y = np.asarray(table["t_s"])[rows], np.asarray(table["y"])[rows]
+    assert np.all(np.abs(y[t_s <= t["lane_change"]] - 3.5) < 0.01)
+    assert np.max(np.abs(np.diff(y))) < 0.025  # at most 2.5 m/s sideways (the 4 s quintic peaks at 1.6 m/s)
+    assert abs(y[-1]) < 0.1
     state = final_state(tmp_path, "middle")
     assert state["predecessor"][4] == 1 and state["predecessor"][2] == 4  # p1_1 now follows the joiner
     assert [state["platoon_index"][r] for r in (1, 4, 2, 3)] == [0, 1, 2, 3]
