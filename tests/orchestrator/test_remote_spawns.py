@@ -1,0 +1,42 @@
+"""A hosted federate asks for robots at run time: its spawn and despawn requests travel back with its replies and
+the orchestrator's scheduler applies them, as for an in-process federate (a real ``coopsim host`` on loopback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from orchestrator.runner import run_scenario
+from orchestrator.scenario import parse_scenario
+from tests.orchestrator.processes import coopsim_host
+from tests.orchestrator.remote_plugins import GUEST_ID
+from tests.orchestrator.test_command_sources import BASE
+
+DISPATCHER = "tests.orchestrator.remote_plugins:Dispatcher"
+
+
+def scenario(remote: str | None) -> str:
+    entry = {"name": "disp", "type": DISPATCHER, **({"remote": remote} if remote else {})}
+    return BASE + f"federates: [{json.dumps(entry)}]\ndrivers: [{{federate: disp, robots: [robot0]}}]\n"
+
+
+def guest(out: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = pq.read_table(out / "trace" / "vehicles.parquet", columns=["t_s", "robot", "v", "y"]).to_pydict()
+    mine = np.asarray(t["robot"]) == GUEST_ID
+    return np.asarray(t["t_s"])[mine], np.asarray(t["v"])[mine], np.asarray(t["y"])[mine]
+
+
+def test_a_hosted_federate_spawns_drives_and_despawns_a_robot(tmp_path):
+    with coopsim_host("tests.orchestrator") as address:
+        remote = run_scenario(parse_scenario(scenario(address)), tmp_path / "remote")
+    assert remote.ok, remote.error
+    t, v, y = guest(tmp_path / "remote")
+    # asked for during the step at 1.0 s: spawned at the next instant; asked to go at 3.0 s: last seen then
+    assert t.min() == 1.01 and t.max() == 3.0 and len(t) == 200
+    assert np.allclose(y, 8.0)  # beside robot0, where the federate put it
+    assert v[0] < 0.1 and np.allclose(v[t >= 2.0], 2.0, atol=0.01)  # standing, then at the commanded 2 m/s
+    local = run_scenario(parse_scenario(scenario(None)), tmp_path / "local")
+    assert local.ok and local.run_info["digest"] == remote.run_info["digest"]
