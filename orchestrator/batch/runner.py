@@ -98,7 +98,10 @@ def _execute_locally(tasks: Sequence[Task], jobs: int, done: Callable[[Record], 
     workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
     if workers == 1:
         for task in tasks:
-            done(run_task(task))
+            record = run_task(task)
+            done(record)
+            if record["status"] == "interrupted":  # Ctrl-C stopped the run in this process: stop the batch too
+                raise KeyboardInterrupt
         return
     pool = ProcessPoolExecutor(max_workers=workers)
     try:

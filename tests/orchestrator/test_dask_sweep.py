@@ -8,6 +8,7 @@ import argparse
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -185,3 +186,52 @@ def test_a_scheduler_that_does_not_answer_is_a_clear_error_before_any_run(tmp_pa
     assert not list((tmp_path / "x").glob("*/run.json"))
     with pytest.raises(ClusterError, match="tcp://host:8786"):
         execute(tasks_of(tmp_path, 1), scheduler="127.0.0.1:8786")
+
+
+@pytest.mark.parametrize("how", [["--jobs", "1"], ["--jobs", "2"], ["--scheduler", "CLUSTER"]])
+def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
+    """A real Ctrl-C (SIGINT to the command's process group, as a terminal sends it) once the first run has
+    ended: exit code 130, no sweep.json, and sweep.partial.json naming the finished runs, whose directories are
+    complete."""
+    how = [cluster if a == "CLUSTER" else a for a in how]
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "orchestrator.cli", "sweep", str(PLATOON), "--param",
+            "controller.time_gap_s=0.6,0.8,1.0,1.2,1.4,1.6", "--set", "duration_s=4", *QUIET[2:], *how,
+            "--out", str(out)]
+    proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(out.glob("*/run.json")) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the sweep ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert not (out / "sweep.json").exists()
+    record = json.loads((out / "sweep.partial.json").read_text())
+    assert record["interrupted"] and record["total"] == 6 and 1 <= len(record["finished"]) < 6
+    ok = [r for r in record["finished"] if r["status"] == "ok"]
+    assert ok
+    for r in ok:
+        info = json.loads((out / r["dir"] / "run.json").read_text())
+        assert info["digest"] == r["digest"] and info["sim_time_s"] == 4.0
+
+
+def test_compare_takes_the_scheduler_option_on_the_command_line(tmp_path, cluster):
+    base = [sys.executable, "-m", "orchestrator.cli", "compare", str(PLATOON), "--channels", "ideal,itsg5", *QUIET]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    bad = subprocess.run([*base, "--scheduler", "localhost", "--out", str(tmp_path / "bad")], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--scheduler must be 'local' or an address like tcp://host:8786" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    good = subprocess.run([*base, "--scheduler", cluster, "--out", str(tmp_path / "good")], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert good.returncode == 0, good.stderr
+    result = json.loads((tmp_path / "good" / "comparison.json").read_text())
+    assert result["ok"] and sorted(result["runs"]) == ["ideal", "itsg5"]
+    assert "Dask scheduler tcp://127.0.0.1:" in good.stderr and "2 workers, 2 threads" in good.stderr
