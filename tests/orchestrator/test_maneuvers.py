@@ -249,3 +249,25 @@ def test_itsg5_at_high_load_completes_later_or_aborts_cleanly(tmp_path):
     else:
         assert entry["status"] == "aborted" and entry["aborts"]
         assert all(a["reason"] in ("timeout", "partner_aborted") for a in entry["aborts"])
+
+
+def test_an_outage_during_the_move_aborts_every_partner_and_the_gap_closes(tmp_path):
+    text = scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1, position: 1}]", duration=38.0,
+                         joiner_x=-25.0, outages="{start_s: 2.0, end_s: 100.0}")
+    text += "maneuver_settings: {move_timeout_s: 5.0}\n"
+    metrics, events = run(tmp_path, "cut", text)
+    assert metrics["run"]["collisions"] == 0
+    entry = metrics["maneuvers"]["requests"][0]
+    assert entry["status"] == "aborted" and entry["min_gap_m"] > GAP_FLOOR_M
+    aborts = {a["robot"]: (a["state"], a["reason"], a["t_s"]) for a in entry["aborts"]}
+    # nobody hears anyone: each gives up on its own timeout (joiner 5 s after join_move, the opener once its wait
+    # for "joined" is over, the leader after the whole maneuver's time)
+    assert aborts["joiner"][:2] == ("join_move", "timeout") and aborts["joiner"][2] == pytest.approx(6.02, abs=0.03)
+    assert aborts["p1_1"][:2] == ("gap_open", "timeout")
+    assert aborts["p1_0"][:2] == ("accept", "timeout")
+    # safe states: the joiner never left its lane, the opened gap closed again
+    assert final_pose(tmp_path, "cut", 4)[1] == pytest.approx(3.5, abs=0.01)
+    x0, _ = final_pose(tmp_path, "cut", 1)
+    x1, _ = final_pose(tmp_path, "cut", 2)
+    assert x0 - x1 == pytest.approx(21.5, abs=1.5)  # the CACC distance again (it was 43 m with the gap open)
+    assert "lane_change" not in events["event"]
