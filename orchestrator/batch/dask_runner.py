@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .runner import RESULT_FILES, Record, Task, run_task
+from .task import RESULT_FILES, Record, Task, run_task
 
 LOCAL = "local"
 """``--scheduler local``: a Dask cluster of worker processes on this machine (loopback only)."""
