@@ -285,8 +285,9 @@ class ManeuverMachine:
         aligned = in_slot(s_err, ego["v"], front["v"], distance)
 
         extra = self._extra(t)
-        self._transitions(t_ns, t, msg, ego, front, pred_wanted, leader_wanted, aligned, lane_done, extra)
-        self._timeouts(t_ns)
+        if (a["st"] != IDLE).any():  # nothing waits for anything otherwise
+            self._transitions(t_ns, t, msg, ego, front, pred_wanted, leader_wanted, aligned, lane_done, extra)
+            self._timeouts(t_ns)
 
         # lazy gap ramps: start from the excess distance to the new predecessor, once it is known
         lazy = np.flatnonzero(a["gap_lazy"] & np.isfinite(front["x"]) & (pred_wanted == a["gap_wait"]))
