@@ -6,6 +6,12 @@ predecessor and leader data are only what the channel delivered; the federate ke
 follower and reports its age at use (age of information). Followers sharing one controller block form a group run
 by one ``controllers.pipeline.ControlPipeline``, at the block's own period; commands are held in between
 (zero-order hold by the bus).
+
+In a scenario with maneuvers (``federates.control.maneuvering``) every robot also runs a maneuver state machine on
+its partner's messages: robots change role at run time (a leader's drive or a group to the maneuver layer, which
+drives joiners and mergers to their slot and steers lane changes, and into a platoon's group), whose messages they
+use changes, and two more ports go out: ``platoon_state`` (which the V2X federate sends and builds its interest
+from) and ``maneuver_events``.
 """
 
 from __future__ import annotations
