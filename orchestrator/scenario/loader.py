@@ -114,6 +114,10 @@ def with_defaults(scenario: Scenario) -> Scenario:
     from .model import ChannelBlock
 
     base = scenario.controller.model_dump()
+    if base.get("lateral") is None:  # a look-ahead that suits the vehicles' scale (scale_defaults.py)
+        from .scale_defaults import default_lateral
+
+        base["lateral"] = default_lateral(scenario.model_dump(mode="json"))
     controller = ControllerBlock(**_resolved_law(base))
     channel = scenario.channel
     params_model = getattr(COMMS_MODELS.get(channel.type), "Params", None)
