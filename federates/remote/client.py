@@ -13,7 +13,7 @@ completion queue and no hand-over between Python threads. gRPC sets TCP_NODELAY 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,6 @@ class RemoteFederate(Federate):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._channel: grpc.aio.Channel | None = None
         self._stream: Any = None
-        self._outbox: asyncio.Queue[pb.Request | None] = asyncio.Queue()
         self._hello_due = True
         self._ctx: SetupContext | None = None
         self.welcome: pb.Welcome | None = None
@@ -130,22 +129,16 @@ class RemoteFederate(Federate):
         await asyncio.wait_for(self._channel.channel_ready(), self.connect_timeout_s)
         method = self._channel.stream_stream(METHOD, request_serializer=pb.Request.SerializeToString,
                                              response_deserializer=pb.Reply.FromString)
-        # requests go through an iterator that gRPC drains itself: a write into a call the host has just refused
-        # (a wrong token) then never races the host's status, which the next read reports
-        self._outbox = asyncio.Queue()
-        self._stream = method(self._outgoing(self._outbox), metadata=token_metadata(token_from_env()))
-
-    @staticmethod
-    async def _outgoing(outbox: asyncio.Queue) -> AsyncIterator[pb.Request]:
-        while (request := await outbox.get()) is not None:
-            yield request
+        self._stream = method(metadata=token_metadata(token_from_env()))
 
     async def _exchange(self, request: pb.Request) -> pb.Reply | object:
-        self._outbox.put_nowait(request)
         try:
+            await self._stream.write(request)
             return await self._stream.read()
         except grpc.RpcError as exc:
             raise _EndedError(exc.code(), exc.details()) from exc
+        except asyncio.InvalidStateError:  # written after the host ended the call: its status says why
+            raise _EndedError(await self._stream.code(), await self._stream.details()) from None
 
     def _one(self, call: str, request: pb.Request) -> pb.Reply:
         """Send ``request`` and wait up to ``call_timeout_s`` for its reply."""
@@ -262,7 +255,6 @@ class RemoteFederate(Federate):
         if loop is None or loop.is_closed():
             return
         if stream is not None:
-            self._outbox.put_nowait(None)
             stream.cancel()
         if channel is not None:
             try:

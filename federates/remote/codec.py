@@ -40,42 +40,58 @@ class CodecError(ValueError):
 def encode_array(value: np.ndarray, out: pb.Array, where: str = "array") -> pb.Array:
     """Fill ``out`` with ``value``: C order, little-endian; ``str`` arrays (numpy ``U`` or object of str) as
     strings."""
-    kind = value.dtype.kind
-    out.shape[:] = value.shape
-    if kind in "UO":
+    dtype = value.dtype
+    code = _TO_WIRE.get(dtype)  # the common case: a little-endian (or byte) dtype, looked up as is
+    if value.ndim == 1:
+        out.shape.append(value.shape[0])
+    else:
+        out.shape.extend(value.shape)
+    if code is not None:
+        out.dtype = code
+        out.data = value.tobytes()  # C order whatever the array's own layout
+        return out
+    if dtype.kind in "UO":
         flat = value.reshape(-1).tolist()
         if not all(isinstance(s, str) for s in flat):
             bad = next(s for s in flat if not isinstance(s, str))
             raise CodecError(f"{where}: an object array can only hold strings, found a {type(bad).__name__}")
         out.dtype = pb.DTYPE_STRING
-        out.strings[:] = flat
+        out.strings.extend(flat)
         return out
-    little = value.dtype.newbyteorder("<") if value.dtype.byteorder == ">" else value.dtype
-    code = _TO_WIRE.get(np.dtype(little))
+    little = dtype.newbyteorder("<")
+    code = _TO_WIRE.get(little)
     if code is None:
-        raise CodecError(f"{where}: dtype {value.dtype} cannot be sent (numbers, bool and str only)")
+        raise CodecError(f"{where}: dtype {dtype} cannot be sent (numbers, bool and str only)")
     out.dtype = code
-    out.data = np.ascontiguousarray(value, dtype=little).tobytes()
+    out.data = value.astype(little).tobytes()
     return out
 
 
-def decode_array(message: pb.Array, where: str = "array") -> np.ndarray:
-    """The numpy array of ``message`` (owning its memory; strings as an object array of str)."""
-    shape = tuple(message.shape)
-    count = math.prod(shape)
-    if message.dtype == pb.DTYPE_STRING:
+def decode_array(message: pb.Array, where: str = "array", copy: bool = True) -> np.ndarray:
+    """The numpy array of ``message``: owning its memory, or (``copy`` False) a read-only view of the message's
+    bytes; strings as an object array of str."""
+    shape = message.shape
+    dims = len(shape)
+    count = shape[0] if dims == 1 else math.prod(shape)
+    code = message.dtype
+    if code == pb.DTYPE_STRING:
         if len(message.strings) != count:
-            raise CodecError(f"{where}: {len(message.strings)} strings for shape {shape}")
+            raise CodecError(f"{where}: {len(message.strings)} strings for shape {tuple(shape)}")
         array = np.empty(count, dtype=object)
         array[:] = list(message.strings)
-        return array.reshape(shape)
-    dtype = _FROM_WIRE.get(message.dtype)
+        return array.reshape(tuple(shape))
+    dtype = _FROM_WIRE.get(code)
     if dtype is None:
-        raise CodecError(f"{where}: unknown dtype code {message.dtype}")
-    if len(message.data) != count * dtype.itemsize:
-        raise CodecError(f"{where}: {len(message.data)} bytes for shape {shape} of {dtype.name} "
+        raise CodecError(f"{where}: unknown dtype code {code}")
+    data = message.data
+    if len(data) != count * dtype.itemsize:
+        raise CodecError(f"{where}: {len(data)} bytes for shape {tuple(shape)} of {dtype.name} "
                          f"({count * dtype.itemsize} expected)")
-    array = np.frombuffer(message.data, dtype=dtype).reshape(shape).copy()
+    array = np.frombuffer(data, dtype=dtype)
+    if dims != 1:
+        array = array.reshape(tuple(shape))
+    if copy:
+        array = array.copy()
     return array if dtype.isnative else array.astype(dtype.newbyteorder("="))
 
 
@@ -164,15 +180,16 @@ def encode_port(data: Mapping[str, Any] | None, out: pb.PortValue, where: str) -
     return out
 
 
-def decode_port(message: pb.PortValue, where: str) -> dict[str, Any] | None:
-    """One port value (None for ``none``)."""
+def decode_port(message: pb.PortValue, where: str, copy: bool = True) -> dict[str, Any] | None:
+    """One port value (None for ``none``); ``copy`` False: arrays are read-only views of the message."""
     if message.none:
         return None
     out: dict[str, Any] = {}
     for field in message.fields:
         value = field.value
-        out[field.name] = (decode_array(value.array, f"{where}.{field.name}") if value.HasField("array")
-                           else decode_value(value, f"{where}.{field.name}"))
+        name = field.name
+        out[name] = (decode_array(value.array, f"{where}.{name}", copy) if value.WhichOneof("kind") == "array"
+                     else decode_value(value, f"{where}.{name}"))
     return out
 
 
@@ -193,7 +210,8 @@ def decode_inputs(step: pb.Step) -> dict[str, Any]:
     """The inputs of a Step as a federate receives them (see :func:`encode_inputs`)."""
     inputs: dict[str, Any] = {}
     for item in step.inputs:
-        values = [decode_port(v, f"inputs.{item.port}") for v in item.values]
+        # read-only views, as an in-process plug-in gets its inputs: no copy of what the federate only reads
+        values = [decode_port(v, f"inputs.{item.port}", copy=False) for v in item.values]
         if item.queued:
             inputs[item.port] = values
         elif len(values) > 1:

@@ -1,0 +1,195 @@
+"""Lock-step cost of remote federates: p50/p99 per step for 1, 2 and 4 hosted federates beside an in-process one.
+
+    .venv/bin/python bench/bench_remote.py
+    .venv/bin/python bench/bench_remote.py --duration 20 --counts 1 2 4 --robots 4
+
+Per count N, the platoon scenario (ideal channel, 10 ms steps) runs with N probes in a ``coopsim host`` (another
+process on 127.0.0.1, started and stopped here by pid) and one probe in process, the baseline, all stepped at
+50 Hz. A probe reads ``state`` and the queued ``cam_rx`` receptions and publishes a robot-indexed port, as the
+remote tests' probe does. Each federate's ``step`` is timed call by call in the orchestrator: for a remote probe
+that is encoding the request, the round trip over the gRPC stream, the host's work and decoding the reply.
+
+For scale, a plain TCP round trip of a message of the same size (TCP_NODELAY, a Python echo process) is timed
+too. Figures are per step of one federate, in microseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext  # noqa: E402
+from orchestrator.core.ports import STATE, port  # noqa: E402
+from orchestrator.core.timebase import seconds_to_ns  # noqa: E402
+
+PROBE = "bench_remote:BenchProbe"  # this file, imported by name on both sides (bench/ on the path)
+
+
+class BenchProbe(Federate):
+    """Reads the state and the receptions every ``period_s``; publishes ``<name>_out`` (the speeds, doubled)."""
+
+    def __init__(self, name: str, period_s: float = 0.02) -> None:
+        super().__init__(name)
+        self.period_ns = seconds_to_ns(period_s)
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("state", fields=STATE.fields), Input("cam_rx", queued=True)),
+                            outputs=(port(f"{self.name}_out", {"v2": "m/s", "rx": ("int64", "-")}),),
+                            period_ns=self.period_ns)
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        state = inputs["state"]
+        rx = sum(len(r["receiver"]) for r in inputs.get("cam_rx") or () if r is not None)
+        return {f"{self.name}_out": {"id": state["id"], "v2": 2.0 * state["v"],
+                                     "rx": np.full(len(state["id"]), rx, np.int64)}}
+
+
+def _timed(cls: type, times: dict[str, list[float]]) -> None:
+    """Wrap ``cls.step`` so that every call's wall time is kept per federate name."""
+    original = cls.step
+
+    def step(self: Any, t_ns: int, inputs: Any) -> Any:
+        start = time.perf_counter()
+        out = original(self, t_ns, inputs)
+        times[self.name].append(time.perf_counter() - start)
+        return out
+
+    cls.step = step  # type: ignore[method-assign]
+
+
+def start_host(max_sessions: int) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
+    env.pop("COOPSIM_TOKEN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0", "--allow",
+                             "bench_remote", "--max-sessions", str(max_sessions)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if "listening on port" not in line:
+        proc.kill()
+        raise SystemExit(f"the host did not start: {line!r}")
+    return proc, f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+_ECHO = """
+import socket, sys
+server = socket.create_server(("127.0.0.1", 0))
+print(server.getsockname()[1], flush=True)
+conn, _ = server.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+size = int(sys.argv[1])
+while True:
+    data = b""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            sys.exit(0)
+        data += chunk
+    conn.sendall(data)
+"""
+
+
+def tcp_round_trip(size: int, count: int = 3000) -> np.ndarray:
+    """Round trips of ``size`` bytes to a Python echo process on loopback (TCP_NODELAY), in seconds."""
+    proc = subprocess.Popen([sys.executable, "-c", _ECHO, str(size)], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline()) if proc.stdout else 0
+        with socket.create_connection(("127.0.0.1", port)) as conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            message, buffer = b"x" * size, bytearray(size)
+            out = []
+            for _ in range(count):
+                start = time.perf_counter()
+                conn.sendall(message)
+                got = 0
+                view = memoryview(buffer)
+                while got < size:
+                    got += conn.recv_into(view[got:], size - got)
+                out.append(time.perf_counter() - start)
+        return np.asarray(out[200:])
+    finally:
+        stop(proc)
+
+
+def run(address: str, count: int, robots: int, duration: float, times: dict[str, list[float]]) -> None:
+    from orchestrator.runner import run_scenario
+    from orchestrator.scenario import parse_scenario
+
+    entries = [{"name": "local", "type": PROBE}]
+    entries += [{"name": f"remote{k}", "type": PROBE, "remote": address} for k in range(count)]
+    overrides = [f"duration_s={duration}", f"vehicles.count={robots}", f"platoon.size={robots}",
+                 "outputs.plots=false", "outputs.report=false", "channel={type: ideal, rate_hz: 10}",
+                 f"federates={json.dumps(entries)}"]
+    scenario = parse_scenario((REPO / "scenarios" / "platoon.yaml").read_text(), overrides=overrides)
+    with tempfile.TemporaryDirectory(prefix="bench-remote-") as out:
+        result = run_scenario(scenario, Path(out))
+    if not result.ok:
+        raise SystemExit(f"run with {count} remote federates failed: {result.error}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=20.0, help="simulated seconds per run")
+    parser.add_argument("--counts", type=int, nargs="+", default=[1, 2, 4], help="remote federates per run")
+    parser.add_argument("--robots", type=int, default=4)
+    args = parser.parse_args()
+
+    from federates.remote.client import RemoteFederate
+
+    sys.modules.setdefault("bench_remote", sys.modules[__name__])
+    times: dict[str, list[float]] = defaultdict(list)
+    _timed(RemoteFederate, times)
+    _timed(BenchProbe, times)
+    proc, address = start_host(max(args.counts))
+    rows = []
+    try:
+        run(address, 1, args.robots, 2.0, defaultdict(list))  # warm-up: imports, compiled kernels, the host
+        times.clear()
+        for count in args.counts:
+            times.clear()
+            run(address, count, args.robots, args.duration, times)
+            local = np.asarray(times["local"][50:]) * 1e6
+            remote = np.concatenate([np.asarray(times[f"remote{k}"][50:]) for k in range(count)]) * 1e6
+            per_instant = np.sum([np.asarray(times[f"remote{k}"][50:]) for k in range(count)], axis=0) * 1e6
+            rows.append((count, local, remote, per_instant))
+    finally:
+        stop(proc)
+    size = 1200  # about a request of 4 robots' state: 17 float64 or int64 columns of 4 rows, framed
+    tcp = tcp_round_trip(size) * 1e6
+    print(f"{args.robots} robots, {args.duration:g} s at 50 Hz per run; per step of one federate, microseconds")
+    print("| remote federates | in-process p50 / p99 | remote p50 / p99 | all remote per instant p50 / p99 |")
+    print("|---|---|---|---|")
+    for count, local, remote, per_instant in rows:
+        print(f"| {count} | {np.percentile(local, 50):.0f} / {np.percentile(local, 99):.0f} | "
+              f"{np.percentile(remote, 50):.0f} / {np.percentile(remote, 99):.0f} | "
+              f"{np.percentile(per_instant, 50):.0f} / {np.percentile(per_instant, 99):.0f} |")
+    print(f"plain TCP round trip of {size} bytes (Python echo, TCP_NODELAY): p50 {np.percentile(tcp, 50):.0f} / "
+          f"p99 {np.percentile(tcp, 99):.0f}")
+
+
+if __name__ == "__main__":
+    main()
