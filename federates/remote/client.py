@@ -13,6 +13,7 @@ completion queue and no hand-over between Python threads. gRPC sets TCP_NODELAY 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,25 @@ class RemoteError(RuntimeError):
     def __init__(self, message: str, robot: str | None = None) -> None:
         super().__init__(message)
         self.robot = robot
+
+
+_LOCK = threading.Lock()
+_LOOP: asyncio.AbstractEventLoop | None = None
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """The one event loop of this process's remote federates. Never closed: gRPC keeps every loop it served and
+    may still deliver a late event of a closed call to it, which a closed loop would refuse."""
+    global _LOOP
+    if _LOOP is None:
+        _LOOP = asyncio.new_event_loop()
+    return _LOOP
+
+
+def _run(coroutine: Any) -> Any:
+    """Run ``coroutine`` to its end on the shared loop, in the caller's thread (one caller at a time)."""
+    with _LOCK:
+        return _loop().run_until_complete(coroutine)
 
 
 class _EndedError(Exception):
@@ -95,7 +115,6 @@ class RemoteFederate(Federate):
         self.params = dict(params or {})
         self.connect_timeout_s = connect_timeout_s
         self.call_timeout_s = call_timeout_s
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._channel: grpc.aio.Channel | None = None
         self._stream: Any = None
         self._hello_due = True
@@ -109,9 +128,8 @@ class RemoteFederate(Federate):
             credentials, tls_options = client_tls()
         except RuntimeError as exc:
             raise RemoteError(str(exc)) from None
-        self._loop = asyncio.new_event_loop()
         try:
-            self._loop.run_until_complete(self._connect(credentials, tls_options))
+            _run(self._connect(credentials, tls_options))
         except TimeoutError:
             self._close()
             hint = (f" (over TLS with {TLS_CA_ENV}: the host must present a certificate it signs)" if credentials
@@ -142,10 +160,10 @@ class RemoteFederate(Federate):
 
     def _one(self, call: str, request: pb.Request) -> pb.Reply:
         """Send ``request`` and wait up to ``call_timeout_s`` for its reply."""
-        if self._stream is None or self._loop is None:
+        if self._stream is None:
             raise RemoteError(f"'{call}' on a closed connection to {self.address}")
         try:
-            reply = self._loop.run_until_complete(asyncio.wait_for(self._exchange(request), self.call_timeout_s))
+            reply = _run(asyncio.wait_for(self._exchange(request), self.call_timeout_s))
         except TimeoutError:
             self._close()
             raise RemoteError(f"the host at {self.address} did not answer '{call}' within "
@@ -248,17 +266,14 @@ class RemoteFederate(Federate):
             self._close()
 
     def _close(self) -> None:
-        """End the stream, close the channel and the loop (idempotent)."""
-        loop, self._loop = self._loop, None
+        """End the stream and close the channel (idempotent)."""
         stream, self._stream = self._stream, None
         channel, self._channel = self._channel, None
-        if loop is None or loop.is_closed():
-            return
         if stream is not None:
             stream.cancel()
-        if channel is not None:
+        # a call still running in another thread holds the loop: then the channel goes with the process
+        if channel is not None and _LOCK.acquire(timeout=1.0):
             try:
-                loop.run_until_complete(channel.close())
-            except RuntimeError:  # closed from another thread while a call runs: the loop goes with the process
-                return
-        loop.close()
+                _loop().run_until_complete(channel.close())
+            finally:
+                _LOCK.release()
