@@ -16,6 +16,7 @@ compiled kernels that hold the interpreter lock, so more threads per worker only
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
@@ -83,12 +84,12 @@ def connect(scheduler: str, workers: int) -> tuple[Any, Any]:
 def execute_on_cluster(tasks: Sequence[Task], scheduler: str, jobs: int, done: Callable[[Record], None],
                        notify: Callable[[str], None] | None = None) -> None:
     """Run every task on the Dask cluster at ``scheduler`` and hand each record to ``done`` once its files are
-    stored (``jobs``: worker processes of a ``local`` cluster). A task whose run did not succeed, or whose worker
-    died, is run once more. On an interrupt the queued tasks are cancelled."""
+    stored (``jobs``: worker processes of a ``local`` cluster, 0: one per core). A task whose run did not succeed,
+    or whose worker died, is run once more. On an interrupt the queued tasks are cancelled."""
     from distributed import as_completed
 
     say = notify or (lambda message: None)
-    client, cluster = connect(scheduler, jobs or len(tasks))
+    client, cluster = connect(scheduler, max(1, min(len(tasks), jobs or os.cpu_count() or 1)))
     batch = uuid.uuid4().hex[:8]
     try:
         threads = {w.get("name", a): w.get("nthreads", 1) for a, w in client.scheduler_info()["workers"].items()}
