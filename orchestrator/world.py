@@ -235,8 +235,19 @@ def _built_in(scenario: Scenario, kind: str, **params: Any) -> Any:
         return FEDERATE_KINDS.get(kind)(kind, **params)
     from federates.remote.hosted_builtins import HOSTED
 
-    plain = {k: v.model_dump(mode="json") if hasattr(v, "model_dump") else v for k, v in params.items()}
-    return HOSTED[kind](kind, address, kind, plain)
+    return HOSTED[kind](kind, address, kind, {k: _plain(v) for k, v in params.items()})
+
+
+def _plain(value: Any) -> Any:
+    """A parameter as the wire carries it: models dumped, mapping keys as strings (the maneuver plan's platoon
+    ids: the control federate reads them back with ``int``), tuples as lists."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None) -> World:

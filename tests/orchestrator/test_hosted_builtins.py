@@ -37,3 +37,24 @@ def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path
     assert outcomes["collisions"] >= 1 and outcomes["first_contact"]["robots"] == ["robot0", "robot1"]
     assert outcomes["silent_stations"] == []  # judged from the ITS-G5 log: every station sent
     assert hosted.run_info["outcomes"] == outcomes
+
+
+def test_a_hosted_control_federate_gets_the_maneuver_plan(tmp_path: Path):
+    """The plan's mappings are keyed by platoon id (integers); they cross as strings and are read back as ids."""
+    from orchestrator.scenario import load_scenario
+
+    source = Path(__file__).resolve().parents[2] / "scenarios" / "highway_maneuvers.yaml"
+    short = ["duration_s=6", "outputs.plots=false", "outputs.report=false",
+             "maneuvers=[{at_s: 1, type: join, robot: j_tail, platoon: p1}]"]
+    local = run_scenario(load_scenario(source, short), tmp_path / "local")
+    with coopsim_host("control") as control, coopsim_host("v2x") as v2x:
+        remote = f"execution.remote={{control: '{control}', v2x: '{v2x}'}}"
+        hosted = run_scenario(load_scenario(source, [*short, remote]), tmp_path / "hosted")
+    assert local.ok and hosted.ok, hosted.error
+    assert hosted.run_info["digest"] == local.run_info["digest"]
+    import pyarrow.parquet as pq
+
+    events = {where: pq.read_table(tmp_path / where / "trace" / "maneuver_events.parquet") for where in
+              ("local", "hosted")}
+    assert events["hosted"].equals(events["local"])
+    assert events["hosted"].column("event").to_pylist()[:2] == ["requested", "accepted"]  # the join went on
