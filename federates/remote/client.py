@@ -149,6 +149,25 @@ class RemoteFederate(Federate):
                                              response_deserializer=pb.Reply.FromString)
         self._stream = method(metadata=token_metadata(token_from_env()))
 
+    async def _status_of_a_silent_call(self, code: grpc.StatusCode, details: str) -> tuple[grpc.StatusCode, str]:
+        """Why the host ended the first call. A write that crossed the host's refusal (a wrong token) can turn
+        its status into INTERNAL; a second call that writes nothing gets the refusal itself. Unchanged when that
+        call is not refused within a few seconds."""
+        if self._channel is None:
+            return code, details
+        method = self._channel.stream_stream(METHOD, request_serializer=pb.Request.SerializeToString,
+                                             response_deserializer=pb.Reply.FromString)
+        probe = method(metadata=token_metadata(token_from_env()))
+        try:
+            await asyncio.wait_for(probe.read(), min(self.call_timeout_s, 5.0))
+        except grpc.RpcError as exc:
+            return exc.code(), exc.details()
+        except TimeoutError:
+            pass
+        finally:
+            probe.cancel()
+        return code, details
+
     async def _exchange(self, request: pb.Request) -> pb.Reply | object:
         try:
             await self._stream.write(request)
@@ -169,8 +188,10 @@ class RemoteFederate(Federate):
             raise RemoteError(f"the host at {self.address} did not answer '{call}' within "
                               f"{self.call_timeout_s:g} s") from None
         except _EndedError as ended:
-            self._close()
             code, details = ended.args
+            if code == grpc.StatusCode.INTERNAL and self._hello_due:
+                code, details = _run(self._status_of_a_silent_call(code, details))
+            self._close()
             raise RemoteError(f"the host at {self.address} failed during '{call}': {code.name} "
                               f"{details}{_HINTS.get(code, '')}") from None
         if reply is grpc.aio.EOF:

@@ -162,13 +162,65 @@ def decode_map(message: pb.ValueMap, where: str = "") -> dict[str, Any]:
 
 
 # -- port data --------------------------------------------------------------------------------------------------
+_PAD = bytes(8)
+
+
+def _pack(data: Mapping[str, Any], out: pb.Columns) -> bool:
+    """Pack ``data`` into ``out`` when every column is a 1-d array of a fixed-width dtype; False otherwise (then
+    ``out`` is untouched)."""
+    codes, lengths, parts = [], [], []
+    offset = 0
+    for value in data.values():
+        if type(value) is not np.ndarray or value.ndim != 1:
+            return False
+        code = _TO_WIRE.get(value.dtype)
+        if code is None:
+            return False
+        raw = value.tobytes()
+        parts.append(raw)
+        offset += len(raw)
+        if offset % 8:  # the next column starts 8-aligned, so a reader can view it in place
+            parts.append(_PAD[: 8 - offset % 8])
+            offset += 8 - offset % 8
+        codes.append(code)
+        lengths.append(len(value))
+    out.names.extend(data.keys())
+    out.dtypes.extend(codes)
+    out.lengths.extend(lengths)
+    out.data = b"".join(parts)
+    return True
+
+
+def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
+    names, codes, lengths, data = message.names, message.dtypes, message.lengths, message.data
+    if not len(names) == len(codes) == len(lengths):
+        raise CodecError(f"{where}: {len(names)} names, {len(codes)} dtypes and {len(lengths)} lengths")
+    out: dict[str, Any] = {}
+    offset = 0
+    for name, code, count in zip(names, codes, lengths, strict=True):
+        dtype = _FROM_WIRE.get(code)
+        if dtype is None:
+            raise CodecError(f"{where}.{name}: unknown dtype code {code} (packed columns take fixed-width dtypes)")
+        size = count * dtype.itemsize
+        if offset + size > len(data):
+            raise CodecError(f"{where}.{name}: {count} {dtype.name} values run past the {len(data)} bytes of the "
+                             "packed columns")
+        array = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
+        out[name] = array.copy() if copy else array
+        offset += size + (-size) % 8
+    return out
+
+
 def encode_port(data: Mapping[str, Any] | None, out: pb.PortValue, where: str) -> pb.PortValue:
-    """Fill ``out`` with one port value (field -> array); None is ``none``."""
+    """Fill ``out`` with one port value (field -> array), packed into ``columns`` when every column allows it;
+    None is ``none``."""
     if data is None:
         out.none = True
         return out
     if not isinstance(data, Mapping):
         raise CodecError(f"{where}: a port value is a mapping of fields, got a {type(data).__name__}")
+    if _pack(data, out.columns):
+        return out
     add = out.fields.add
     for name, value in data.items():
         field = add()
@@ -184,10 +236,12 @@ def decode_port(message: pb.PortValue, where: str, copy: bool = True) -> dict[st
     """One port value (None for ``none``); ``copy`` False: arrays are read-only views of the message."""
     if message.none:
         return None
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = _unpack(message.columns, where, copy) if message.HasField("columns") else {}
     for field in message.fields:
         value = field.value
         name = field.name
+        if name in out:
+            raise CodecError(f"{where}: field '{name}' given twice")
         out[name] = (decode_array(value.array, f"{where}.{name}", copy) if value.WhichOneof("kind") == "array"
                      else decode_value(value, f"{where}.{name}"))
     return out

@@ -111,9 +111,27 @@ def test_port_values_and_parameters_cross_the_protocol_exactly():
     with pytest.raises(CodecError, match="keys must be strings"):
         encode_map({1: 2}, pb.ValueMap())
     # and a message whose bytes do not match its shape is refused, naming the field
-    message = encode_port({"a": np.arange(4.0)}, pb.PortValue(), "p")
+    message = encode_port({"a": np.arange(4.0), "grid": np.zeros((1, 1))}, pb.PortValue(), "p")  # field form
     message.fields[0].value.array.data = message.fields[0].value.array.data[:-3]
     with pytest.raises(CodecError, match=r"^p.a: 29 bytes for shape \(4,\) of float64 \(32 expected\)"):
+        decode_port(message, "p")
+
+
+def test_plain_columns_are_packed_into_one_aligned_buffer_and_read_back_exactly():
+    port = {"id": np.array([7, 9], np.int64), "flag": np.array([True, False]), "code": np.array([1, 2, 3], np.uint8),
+            "v": np.array([np.nan, -0.0])}
+    message = encode_port(port, pb.PortValue(), "p")
+    assert not message.fields and list(message.columns.names) == ["id", "flag", "code", "v"]
+    assert list(message.columns.lengths) == [2, 2, 3, 2] and len(message.columns.data) == 16 + 8 + 8 + 16
+    for copy in (True, False):
+        back = decode_port(message, "p", copy=copy)
+        assert list(back) == list(port)
+        for key, value in port.items():
+            assert back[key].dtype == value.dtype and back[key].tobytes() == value.tobytes(), key
+            assert back[key].flags.aligned and back[key].flags.writeable == copy, key
+    # a length that runs past the buffer is refused, naming the column
+    message.columns.lengths[3] = 3
+    with pytest.raises(CodecError, match=r"^p.v: 3 float64 values run past the 48 bytes"):
         decode_port(message, "p")
 
 

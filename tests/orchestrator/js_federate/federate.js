@@ -16,16 +16,34 @@ const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(protoFile, {
 })).coopsim.federate.v1;
 
 // ---- arrays: typed little-endian buffers ----------------------------------------------------------------------
-const SIZES = { DTYPE_FLOAT64: 8, DTYPE_INT64: 8 };
+const SIZES = { DTYPE_FLOAT64: 8, DTYPE_INT64: 8 }; // the dtypes this federate reads
+const ITEM_BYTES = { DTYPE_FLOAT64: 8, DTYPE_FLOAT32: 4, DTYPE_INT64: 8, DTYPE_INT32: 4, DTYPE_INT16: 2,
+  DTYPE_INT8: 1, DTYPE_UINT64: 8, DTYPE_UINT32: 4, DTYPE_UINT16: 2, DTYPE_UINT8: 1, DTYPE_BOOL: 1 };
 
-function readArray(array) {
-  const size = SIZES[array.dtype];
-  if (!size) throw new TypeError(`dtype ${array.dtype} is not read by this federate`);
-  const view = new DataView(array.data.buffer, array.data.byteOffset, array.data.length);
+function readNumbers(dtype, bytes, offset, count) {
+  if (!SIZES[dtype]) throw new TypeError(`dtype ${dtype} is not read by this federate`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset + offset, count * 8);
   const out = [];
-  for (let i = 0; i < array.data.length / size; i++) {
-    out.push(array.dtype === 'DTYPE_FLOAT64' ? view.getFloat64(i * 8, true) : Number(view.getBigInt64(i * 8, true)));
+  for (let i = 0; i < count; i++) {
+    out.push(dtype === 'DTYPE_FLOAT64' ? view.getFloat64(i * 8, true) : Number(view.getBigInt64(i * 8, true)));
   }
+  return out;
+}
+
+const readArray = (array) => readNumbers(array.dtype, array.data, 0, array.data.length / ITEM_BYTES[array.dtype]);
+
+function readPort(value) { // PortValue -> {column: numbers}: packed columns (8-aligned) first, then fields
+  const out = {};
+  const packed = value.columns;
+  let offset = 0;
+  if (packed) {
+    packed.names.forEach((name, k) => {
+      const count = Number(packed.lengths[k]);
+      if (SIZES[packed.dtypes[k]]) out[name] = readNumbers(packed.dtypes[k], packed.data, offset, count);
+      offset += Math.ceil((count * ITEM_BYTES[packed.dtypes[k]]) / 8) * 8; // each column starts 8-aligned
+    });
+  }
+  for (const field of value.fields) if (field.value.kind === 'array') out[field.name] = readArray(field.value.array);
   return out;
 }
 
@@ -99,7 +117,7 @@ class SpeedProfileFederate {
 
   step(tNs, inputs) {
     const state = inputs.find((i) => i.port === 'state');
-    const columns = Object.fromEntries(state.values[0].fields.map((f) => [f.name, readArray(f.value.array)]));
+    const columns = readPort(state.values[0]);
     const seen = this.robots.map((id) => columns.v[columns.id.indexOf(id)]);
     const n = this.robots.length;
     const nan = new Array(n).fill(NaN);
