@@ -88,10 +88,17 @@ def main(interface: str, channel: str, port: int, driven: int, other: int, out: 
         bus.send(can.Message(arbitration_id=cmd_id, data=sealed(0), is_extended_id=False))  # the valid one
         for i, kind in enumerate(kinds):
             item = frame(kind)
-            if isinstance(item, bytes):
-                raw.sendto(item, (channel, port, 0, 0))
-            else:
-                bus.send(item)
+            for attempt in range(100):  # a loaded host's socket buffer can fill for a moment: wait, do not drop
+                try:
+                    if isinstance(item, bytes):
+                        raw.sendto(item, (channel, port, 0, 0))
+                    else:
+                        bus.send(item)
+                    break
+                except (OSError, can.CanOperationError):
+                    if attempt == 99:
+                        raise
+                    time.sleep(0.01)
             if i % 4 == 3:
                 time.sleep(0.002)  # about 2,000 frames/s: a busy bus, not a lost-datagram test
         still_running = False

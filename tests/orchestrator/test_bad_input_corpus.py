@@ -300,7 +300,9 @@ def test_mutated_scenarios_through_the_console_script(tmp_path: Path) -> None:
     outcomes = Counter()
     for source, done, elapsed in results:
         outcomes[check_outcome(source, done.returncode, done.stdout, done.stderr)] += 1
-        assert elapsed < CASE_SECONDS + 3, f"{source}: {elapsed:.1f} s"  # plus the interpreter's start-up
+        # plus the interpreter's start-up, which a loaded 2-core machine can stretch to seconds; what this guards
+        # against (a hostile file that makes validation hang or explode) takes far longer
+        assert elapsed < CASE_SECONDS + 10, f"{source}: {elapsed:.1f} s"
     assert outcomes["bad input"] >= CLI_CASES // 3, outcomes
 
 

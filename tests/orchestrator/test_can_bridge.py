@@ -95,10 +95,10 @@ def test_a_fuzzer_flood_is_counted_by_reason_and_the_run_ends_ok(tmp_path):
             params = {"interface": "udp_multicast", "channel": GROUP, "bus_options": {"port": port},
                       "period_s": period}
             result = run_scenario(scenario(end, params, ["robot0"], ("execution={realtime: 1.0}",)), tmp_path / "run")
-            fuzzer.communicate(timeout=30)
+            _, fuzzer_err = fuzzer.communicate(timeout=30)
         finally:
             stop(fuzzer)
-    assert fuzzer.returncode == 0
+    assert fuzzer.returncode == 0, fuzzer_err
     assert result.ok and result.run_info["status"] == "ok", result.error
     sent = json.loads((tmp_path / "fuzz.json").read_text())
     assert sum(sent["malformed"].values()) == 1000 and sent["finished_before_end"]
