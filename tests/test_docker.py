@@ -43,6 +43,8 @@ def test_dockerfile_is_multi_stage_non_root_and_copies_existing_paths():
     # the numba cache is warmed by a run at build time, in a directory any UID may read
     assert re.search(r"coopsim run scenarios/platoon\.yaml .*--set duration_s=1", text)
     assert "NUMBA_CACHE_DIR=/var/cache/coopsim/numba" in text and "chmod -R a+rwX /var/cache/coopsim" in text
+    # no entry point, so the image also runs `dask worker` for a cluster
+    assert "ENTRYPOINT" not in text and re.search(r'^CMD \["coopsim", "compare"', text, re.M)
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:
@@ -89,7 +91,8 @@ def test_compose_services_start_in_order_with_health_checks_as_the_caller():
     assert services["platoon"]["profiles"] == ["single"]  # the one-container form stays
     assert "/runs/platoon" in services["platoon"]["command"]
     for name in HOSTS:
-        assert services[name]["command"][0] == "host" and services[name]["healthcheck"]["test"][0] == "CMD"
+        assert services[name]["command"][:2] == ["coopsim", "host"]
+        assert services[name]["healthcheck"]["test"][0] == "CMD"
     assert services["orchestrator"]["depends_on"] == {h: {"condition": "service_healthy"} for h in HOSTS}
     for s in services.values():
         assert s["user"] == "1000:1000" and s["image"] == "coopsim:latest"
@@ -120,8 +123,13 @@ class LocalCompose:
         return {**os.environ, "PYTHONPATH": str(REPO), **{k: str(v) for k, v in
                                                           (service.get("environment") or {}).items()}}
 
+    def coopsim(self, service: Mapping[str, Any], names: list[str]) -> list[str]:
+        command = service["command"]
+        assert command[0] == "coopsim", command  # the image has no entry point
+        return self.argv(command[1:], names, [sys.executable, "-m", "orchestrator.cli"])
+
     def start(self, name: str, service: Mapping[str, Any], names: list[str]) -> None:
-        argv = self.argv(service["command"], names, [sys.executable, "-m", "orchestrator.cli"])
+        argv = self.coopsim(service, names)
         log = (self.runs.parent / f"{name}.log").open("w")
         self.procs.append(subprocess.Popen(argv, cwd=REPO, env=self.env(service), stdout=log,
                                            stderr=subprocess.STDOUT))
@@ -138,7 +146,7 @@ class LocalCompose:
         raise AssertionError(f"never healthy: {argv}")
 
     def run(self, service: Mapping[str, Any], names: list[str]) -> subprocess.CompletedProcess:
-        argv = self.argv(service["command"], names, [sys.executable, "-m", "orchestrator.cli"])
+        argv = self.coopsim(service, names)
         return subprocess.run(argv, cwd=REPO, env=self.env(service), capture_output=True, text=True, timeout=600)
 
 
