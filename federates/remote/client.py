@@ -68,10 +68,23 @@ def _loop() -> asyncio.AbstractEventLoop:
     return _LOOP
 
 
-def _run(coroutine: Any) -> Any:
-    """Run ``coroutine`` to its end on the shared loop, in the caller's thread (one caller at a time)."""
+def _run(coroutine: Any, timeout_s: float | None = None) -> Any:
+    """Run ``coroutine`` to its end on the shared loop, in the caller's thread (one caller at a time); TimeoutError
+    after ``timeout_s``. (A timer that cancels the task costs less per call than ``asyncio.wait_for``.)"""
     with _LOCK:
-        return _loop().run_until_complete(coroutine)
+        loop = _loop()
+        task = loop.create_task(coroutine)
+        expired: list[bool] = []
+        timer = None if timeout_s is None else loop.call_later(timeout_s, lambda: expired.append(task.cancel()))
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if expired:
+                raise TimeoutError from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
 
 
 class _EndedError(Exception):
@@ -182,7 +195,7 @@ class RemoteFederate(Federate):
         if self._stream is None:
             raise RemoteError(f"'{call}' on a closed connection to {self.address}")
         try:
-            reply = _run(asyncio.wait_for(self._exchange(request), self.call_timeout_s))
+            reply = _run(self._exchange(request), self.call_timeout_s)
         except TimeoutError:
             self._close()
             raise RemoteError(f"the host at {self.address} did not answer '{call}' within "
