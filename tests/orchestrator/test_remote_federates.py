@@ -148,3 +148,21 @@ def test_the_host_serves_only_federates_it_was_allowed_to(tmp_path, host):
     result = run_scenario(parse_scenario(PLATOON, overrides=[*QUIET, f"federates={entry}"]), tmp_path / "run")
     assert not result.ok and result.error.federate == "evil"
     assert "PermissionError: this host does not serve 'subprocess:Popen'" in str(result.error)
+
+
+def test_the_host_answers_hello_with_its_version_and_refuses_another_one(host):
+    import grpc
+
+    from federates.remote.host import METHOD
+
+    def first_reply(request: pb.Request) -> pb.Reply:
+        with grpc.insecure_channel(host) as channel:
+            replies = channel.stream_stream(METHOD)(iter([request.SerializeToString()]), timeout=20)
+            return pb.Reply.FromString(next(replies))
+
+    welcome = first_reply(pb.Request(hello=pb.Hello(protocol_version=1, capabilities=["spawn_requests"])))
+    assert not welcome.HasField("error") and welcome.welcome.protocol_version == 1
+    assert list(welcome.welcome.capabilities) == ["spawn_requests"]
+    refused = first_reply(pb.Request(hello=pb.Hello(protocol_version=2)))
+    assert refused.error.type == "RuntimeError"
+    assert refused.error.message == "this host speaks protocol version 1 (coopsim.federate.v1), the client 2"
