@@ -5,9 +5,10 @@ for its ``Reply`` (lock step), so the remote federate is stepped exactly as an i
 traces are the same. A failure on the far side is raised here with the remote message; the scheduler then stops
 the run with this federate's name and the simulation time, as for any federate.
 
-Speed: the stream lives as long as the federate, and each call is driven by a private asyncio loop in the
-caller's own thread (``run_until_complete``), so a lock-step call costs one write and one read on gRPC's
-completion queue and no hand-over between Python threads. gRPC sets TCP_NODELAY on its sockets.
+Speed: the stream lives as long as the federate, and each call is driven in the caller's own thread by the one
+asyncio loop of this process's remote federates (``run_until_complete``), so a lock-step call costs one write and
+one read on gRPC's completion queue and no hand-over between Python threads. gRPC sets TCP_NODELAY on its
+sockets. Port values travel as packed columns where they can (``codec``).
 """
 
 from __future__ import annotations
