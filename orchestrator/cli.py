@@ -262,7 +262,8 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         out = args.out or Path("runs") / f"{scenario.name}-compare"
         # every variant is built from the file and --set like `coopsim run` builds a scenario
         common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario), "overrides": args.overrides,
-                  "console": None if args.quiet else err, "scheduler": args.scheduler}
+                  "console": None if args.quiet else err, "scheduler": args.scheduler,
+                  "shared_dir": args.shared_dir}
         try:
             if args.fidelity:
                 fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]

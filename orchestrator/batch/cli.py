@@ -49,6 +49,10 @@ def add_scheduler_argument(parser: argparse.ArgumentParser) -> None:
                         help="run the points on a Dask cluster: tcp://host:8786 (a running 'dask scheduler'), or "
                              "'local' for worker processes on this machine; each run's files come back into "
                              "--out (docs/cluster.md; needs coopsim[cluster]). Default: local processes (--jobs)")
+    parser.add_argument("--shared-dir", type=Path, metavar="DIR",
+                        help="with --scheduler: DIR is mounted at the same path on this machine and every worker "
+                             "and --out lies inside it; workers write the run directories there in place instead of "
+                             "sending their files back")
 
 
 def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
@@ -77,7 +81,7 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
         result = sweep(args.scenario, params, out, metrics=metrics, seeds=args.seeds, seed=args.seed,
                        overrides=args.overrides, jobs=args.jobs, tolerance=args.tolerance,
                        stable_param=args.stable_param, criterion=criterion, source=source,
-                       console=None if args.quiet else err, scheduler=args.scheduler)
+                       console=None if args.quiet else err, scheduler=args.scheduler, shared_dir=args.shared_dir)
     except ScenarioError as exc:
         print(f"error: invalid scenario\n{exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -108,13 +108,14 @@ def compare(
     console: Any = None,
     overrides: list[str] | tuple[str, ...] = (),
     scheduler: str | None = None,
+    shared_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run ``scenario`` (a validated Scenario, a file path, or YAML text) once per channel model
     (``kind="channel"``) or per fidelity (``kind="fidelity"``, see ``FIDELITIES``), on the same seed (``seed``
     replaces the scenario's), in parallel processes, and write comparison.json/.html into ``out``. ``overrides``
     are ``--set`` strings applied before each variant's. A variant whose run fails is reported with its error and
-    the others still run. ``scheduler``: run on a Dask cluster as ``sweep`` does. Returns what comparison.json
-    holds."""
+    the others still run. ``scheduler``, ``shared_dir``: run on a Dask cluster as ``sweep`` does. Returns what
+    comparison.json holds."""
     from comms_models import COMMS_MODELS
 
     text, source = scenario_text(scenario, source)
@@ -137,7 +138,8 @@ def compare(
                                                                                           strict=True))]
     notify = None if console is None else (lambda m: console.print(m, highlight=False, markup=False))
     records = {r["point"]: r for r in execute(tasks, jobs, lambda r: _say(console, names[r["point"]], r),
-                                              scheduler=scheduler, partial=out / "comparison.partial.json",
+                                              scheduler=scheduler, shared_dir=shared_dir,
+                                              partial=out / "comparison.partial.json",
                                               notify=notify)}
     (out / "comparison.partial.json").unlink(missing_ok=True)
     runs = {}

@@ -47,6 +47,25 @@ def run_returning_files(task: Task) -> tuple[Record, RunFiles]:
     return record, files
 
 
+def run_in_place(task: Task) -> tuple[Record, RunFiles]:
+    """Run ``task`` (on a worker) straight into its run directory on the shared file system; nothing to send."""
+    return run_task(task), []
+
+
+def in_shared_dir(tasks: Sequence[Task], shared_dir: Path) -> list[Task]:
+    """The tasks with absolute run directories (a worker's working directory is not ours), each checked to lie
+    inside ``shared_dir``: what a worker writes elsewhere would stay on its own disk."""
+    root = shared_dir.resolve()
+    out = []
+    for task in tasks:
+        run_dir = Path(task.run_dir).resolve()
+        if not run_dir.is_relative_to(root):
+            raise ClusterError(f"--shared-dir {shared_dir}: the run directory {task.run_dir} is not inside it; "
+                               "put --out in the shared directory")
+        out.append(dataclasses.replace(task, run_dir=run_dir))
+    return out
+
+
 def store(run_dir: Path, files: RunFiles) -> None:
     """Write a run's returned files into ``run_dir`` (results of an earlier run there are removed first, as a
     local run does, so they cannot pass for this one's)."""
@@ -82,11 +101,18 @@ def connect(scheduler: str, workers: int) -> tuple[Any, Any]:
 
 
 def execute_on_cluster(tasks: Sequence[Task], scheduler: str, jobs: int, done: Callable[[Record], None],
-                       notify: Callable[[str], None] | None = None) -> None:
+                       notify: Callable[[str], None] | None = None, shared_dir: str | Path | None = None) -> None:
     """Run every task on the Dask cluster at ``scheduler`` and hand each record to ``done`` once its files are
     stored (``jobs``: worker processes of a ``local`` cluster, 0: one per core). A task whose run did not succeed,
-    or whose worker died, is run once more. On an interrupt the queued tasks are cancelled."""
+    or whose worker died, is run once more. On an interrupt the queued tasks are cancelled. With ``shared_dir``
+    (mounted at the same path everywhere, holding every run directory) workers write the runs in place."""
     from distributed import as_completed
+
+    in_place = shared_dir is not None
+    given = {(t.point, t.replicate): t.run_dir for t in tasks}  # records name the run directories as given
+    if in_place:
+        tasks = in_shared_dir(tasks, Path(shared_dir))
+    work = run_in_place if in_place else run_returning_files
 
     say = notify or (lambda message: None)
     client, cluster = connect(scheduler, max(1, min(len(tasks), jobs or os.cpu_count() or 1)))
@@ -100,7 +126,7 @@ def execute_on_cluster(tasks: Sequence[Task], scheduler: str, jobs: int, done: C
         def submit(task: Task, attempt: int) -> Any:
             # a unique key per attempt: Dask would otherwise hand back the first attempt's result
             key = f"coopsim-{batch}-{task.point}-{task.replicate}-{attempt}"
-            return client.submit(run_returning_files, task, key=key, pure=False)
+            return client.submit(work, task, key=key, pure=False)
 
         attempts = {submit(t, 1): (t, 1) for t in tasks}
         pending = as_completed(list(attempts))
@@ -121,7 +147,9 @@ def execute_on_cluster(tasks: Sequence[Task], scheduler: str, jobs: int, done: C
                     continue
                 if attempt > 1:
                     record["attempts"] = attempt
-                store(task.run_dir, files)
+                if not in_place:
+                    store(task.run_dir, files)
+                record["dir"] = str(given[task.point, task.replicate])
                 done(record)
         except BaseException:
             client.cancel(list(attempts))  # on Ctrl-C, do not start the queued runs
@@ -138,4 +166,5 @@ def lost_record(task: Task, exc: BaseException) -> Record:
             "status": "error", "error": {"type": type(exc).__name__, "message": str(exc) or repr(exc)}}
 
 
-__all__ = ["LOCAL", "ClusterError", "connect", "execute_on_cluster", "lost_record", "run_returning_files", "store"]
+__all__ = ["LOCAL", "ClusterError", "connect", "execute_on_cluster", "in_shared_dir", "lost_record", "run_in_place",
+           "run_returning_files", "store"]

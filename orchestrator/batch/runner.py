@@ -21,10 +21,11 @@ from .task import Record, Task, run_task
 
 
 def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], None] | None = None, *,
-            scheduler: str | None = None, partial: Path | None = None,
+            scheduler: str | None = None, shared_dir: str | Path | None = None, partial: Path | None = None,
             notify: Callable[[str], None] | None = None) -> list[Record]:
     """Run every task, ``jobs`` processes at a time (0: one per core; one task or one job runs in this process),
-    or on the Dask cluster at ``scheduler`` (``tcp://host:port``, or ``local``; ``dask_runner``). ``on_done``
+    or on the Dask cluster at ``scheduler`` (``tcp://host:port``, or ``local``; ``dask_runner``; with
+    ``shared_dir``, a directory every worker mounts at the same path, runs are written in place). ``on_done``
     sees each record as its run ends, ``notify`` the cluster's messages (retries). Returns the records in
     completion order. On an interrupt (Ctrl-C) the queued runs are not started, the finished ones keep their run
     directories and, with ``partial``, their records are written there as JSON before the interrupt goes on."""
@@ -39,7 +40,11 @@ def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], No
         if scheduler is not None:
             from .dask_runner import execute_on_cluster
 
-            execute_on_cluster(tasks, scheduler, jobs, done, notify)
+            execute_on_cluster(tasks, scheduler, jobs, done, notify, shared_dir=shared_dir)
+        elif shared_dir is not None:
+            from .dask_runner import ClusterError
+
+            raise ClusterError("--shared-dir is for workers elsewhere: it needs --scheduler")
         else:
             _execute_locally(tasks, jobs, done)
     except KeyboardInterrupt:

@@ -37,6 +37,7 @@ def sweep(
     source: str | None = None,
     console: Any = None,
     scheduler: str | None = None,
+    shared_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Run ``scenario`` (a file path, YAML text when the string has a newline, or a validated Scenario) at every
     point of the grid of ``params`` ([(path, [values])]) and write sweep.json, sweep.csv and sweep.html into ``out``.
@@ -46,7 +47,8 @@ def sweep(
     ``overrides`` are ``--set`` strings applied before the parameters. Every point is validated first: a bad path
     or value raises ScenarioError before any run. A point whose run fails is recorded with its error and the
     sweep goes on. String stability is judged by ``criterion`` (``criteria.py``). ``scheduler``: run the points
-    on a Dask cluster (``tcp://host:port`` or ``local``, see ``dask_runner``) instead of local processes; an
+    on a Dask cluster (``tcp://host:port`` or ``local``, see ``dask_runner``; ``shared_dir``: workers write in place
+    there) instead of local processes; an
     interrupt leaves ``sweep.partial.json`` with the runs that finished. Returns what sweep.json holds."""
     text, source = scenario_text(scenario, source)
     params = [(str(p), list(v)) for p, v in params]
@@ -83,7 +85,8 @@ def sweep(
             _say(console, record, points[record["point"]].name, finished[0], len(tasks))
 
     notify = None if console is None else (lambda m: console.print(m, highlight=False, markup=False))
-    records = execute(tasks, jobs, report, scheduler=scheduler, partial=out / "sweep.partial.json", notify=notify)
+    records = execute(tasks, jobs, report, scheduler=scheduler, shared_dir=shared_dir,
+                      partial=out / "sweep.partial.json", notify=notify)
     (out / "sweep.partial.json").unlink(missing_ok=True)  # an earlier interrupted sweep's record is stale now
     available: set[str] = set()
     result_points = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,3 +31,20 @@ class Flaky(Federate):
                 return {}
             self.marker.write_text("failed once")
         raise RuntimeError(f"flaky federate failed ({self.mode})")
+
+
+class Slow(Federate):
+    """Sleeps ``delay_s`` of wall-clock time every ``period_s`` of simulated time: a run that lasts long enough to
+    be interrupted, however fast the simulation is."""
+
+    def __init__(self, name: str, delay_s: float = 0.05, period_s: float = 0.1) -> None:
+        super().__init__(name)
+        self.delay_s = delay_s
+        self.period_ns = seconds_to_ns(period_s)
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("state"),), period_ns=self.period_ns)
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        time.sleep(self.delay_s)
+        return {}

@@ -195,9 +195,10 @@ def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
     complete."""
     how = [cluster if a == "CLUSTER" else a for a in how]
     out = tmp_path / "out"
+    slow = [{"name": "slow", "type": "tests.orchestrator.flaky_plugins:Slow", "params": {"delay_s": 0.05}}]
     argv = [sys.executable, "-m", "orchestrator.cli", "sweep", str(PLATOON), "--param",
             "controller.time_gap_s=0.6,0.8,1.0,1.2,1.4,1.6", "--set", "duration_s=4", *QUIET[2:], *how,
-            "--out", str(out)]
+            "--set", f"federates={json.dumps(slow)}", "--out", str(out)]  # each run lasts about 2 s
     proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -235,3 +236,24 @@ def test_compare_takes_the_scheduler_option_on_the_command_line(tmp_path, cluste
     result = json.loads((tmp_path / "good" / "comparison.json").read_text())
     assert result["ok"] and sorted(result["runs"]) == ["ideal", "itsg5"]
     assert "Dask scheduler tcp://127.0.0.1:" in good.stderr and "2 workers, 2 threads" in good.stderr
+
+
+def test_with_a_shared_dir_workers_write_in_place_with_the_same_results(tmp_path, cluster, capsys):
+    code, _, _ = cli(capsys, str(PLATOON), *GRID, *QUIET, "--jobs", "2", "--quiet", "--out", str(tmp_path / "local"))
+    assert code == 0
+    shared = tmp_path / "shared"
+    code, _, err = cli(capsys, str(PLATOON), *GRID, *QUIET, "--scheduler", cluster, "--shared-dir", str(shared),
+                       "--out", str(shared / "sweep"))
+    assert code == 0, err
+    local = json.loads((tmp_path / "local" / "sweep.json").read_text())
+    remote = json.loads((shared / "sweep" / "sweep.json").read_text())
+    assert without_wall_times(remote) == without_wall_times(local)
+    for point in remote["points"]:
+        assert (shared / "sweep" / point["dir"] / "trace" / "vehicles.parquet").is_file()
+    # --out outside the shared directory, and a shared directory without a cluster, are refused before any run
+    code, _, err = cli(capsys, str(PLATOON), *GRID, *QUIET, "--scheduler", cluster, "--shared-dir", str(shared),
+                       "--out", str(tmp_path / "elsewhere"))
+    assert code == 2 and "is not inside it; put --out in the shared directory" in err
+    assert not list((tmp_path / "elsewhere").glob("*/run.json"))
+    code, _, err = cli(capsys, str(PLATOON), *GRID, *QUIET, "--shared-dir", str(shared), "--out", str(shared / "x"))
+    assert code == 2 and "--shared-dir is for workers elsewhere: it needs --scheduler" in err
