@@ -9,8 +9,10 @@ process on 127.0.0.1, started and stopped here by pid) and one probe in process,
 remote tests' probe does. Each federate's ``step`` is timed call by call in the orchestrator: for a remote probe
 that is encoding the request, the round trip over the gRPC stream, the host's work and decoding the reply.
 
-For scale, a plain TCP round trip of a message of the same size (TCP_NODELAY, a Python echo process) is timed
-too. Figures are per step of one federate, in microseconds.
+With one remote federate, the step is split into encoding the request, the round trip (with the host's own
+handling of the step, timed inside the host) and decoding the reply. For scale, a plain TCP round trip of a
+message of the request's size (TCP_NODELAY, a Python echo process) is timed too. Figures are per step of one
+federate, in microseconds.
 """
 
 from __future__ import annotations
@@ -72,12 +74,33 @@ def _timed(cls: type, times: dict[str, list[float]]) -> None:
     cls.step = step  # type: ignore[method-assign]
 
 
-def start_host(max_sessions: int) -> tuple[subprocess.Popen, str]:
+_HOST = """
+import sys, time
+import numpy as np
+import federates.remote.host as host
+spent = []
+handle = host._Session.handle
+def timed(self, request):
+    start = time.perf_counter()
+    reply = handle(self, request)
+    if request.WhichOneof("call") == "step":
+        spent.append(time.perf_counter() - start)
+    return reply
+host._Session.handle = timed
+code = host.main(sys.argv[1:])
+np.save(OUT, np.asarray(spent))
+sys.exit(code)
+"""
+
+
+def start_host(max_sessions: int, times_file: Path) -> tuple[subprocess.Popen, str]:
+    """A ``coopsim host`` whose session handler times every step (written to ``times_file`` when it stops)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     env.pop("COOPSIM_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0", "--allow",
-                             "bench_remote", "--max-sessions", str(max_sessions)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    code = _HOST.replace("OUT", repr(str(times_file)))
+    proc = subprocess.Popen([sys.executable, "-c", code, "--listen", "127.0.0.1:0", "--allow", "bench_remote",
+                             "--max-sessions", str(max_sessions)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline() if proc.stdout else ""
     if "listening on port" not in line:
         proc.kill()
@@ -158,27 +181,51 @@ def main() -> None:
     parser.add_argument("--robots", type=int, default=4)
     args = parser.parse_args()
 
-    from federates.remote.client import RemoteFederate
+    import federates.remote.client as client
 
     sys.modules.setdefault("bench_remote", sys.modules[__name__])
     times: dict[str, list[float]] = defaultdict(list)
-    _timed(RemoteFederate, times)
+    _timed(client.RemoteFederate, times)
     _timed(BenchProbe, times)
-    proc, address = start_host(max(args.counts))
+    # where a remote step's time goes, on the orchestrator's side
+    parts: dict[str, list[float]] = defaultdict(list)
+    sizes: list[int] = []
+    for name in ("build_request", "decode_outputs", "_run"):
+        original = getattr(client, name)
+
+        def timed(*a: Any, _original: Any = original, _name: str = name, **k: Any) -> Any:
+            start = time.perf_counter()
+            out = _original(*a, **k)
+            parts[_name].append(time.perf_counter() - start)
+            if _name == "build_request":
+                sizes.append(out.ByteSize())
+            return out
+
+        setattr(client, name, timed)
     rows = []
-    try:
-        run(address, 1, args.robots, 2.0, defaultdict(list))  # warm-up: imports, compiled kernels, the host
-        times.clear()
-        for count in args.counts:
-            times.clear()
-            run(address, count, args.robots, args.duration, times)
-            local = np.asarray(times["local"][50:]) * 1e6
-            remote = np.concatenate([np.asarray(times[f"remote{k}"][50:]) for k in range(count)]) * 1e6
-            per_instant = np.sum([np.asarray(times[f"remote{k}"][50:]) for k in range(count)], axis=0) * 1e6
-            rows.append((count, local, remote, per_instant))
-    finally:
-        stop(proc)
-    size = 1200  # about a request of 4 robots' state: 17 float64 or int64 columns of 4 rows, framed
+    split: dict[str, np.ndarray] = {}
+    size = 1200  # without a run of one federate to measure it: about a step request of the probe
+    with tempfile.TemporaryDirectory(prefix="bench-remote-host-") as scratch:
+        host_times = Path(scratch) / "host_step.npy"
+        proc, address = start_host(max(args.counts), host_times)
+        try:
+            run(address, 1, args.robots, 2.0, defaultdict(list))  # warm-up: imports, compiled kernels, the host
+            for count in args.counts:
+                times.clear()
+                if count == 1:
+                    parts.clear()
+                    sizes.clear()
+                run(address, count, args.robots, args.duration, times)
+                local = np.asarray(times["local"][50:]) * 1e6
+                remote = np.concatenate([np.asarray(times[f"remote{k}"][50:]) for k in range(count)]) * 1e6
+                per_instant = np.sum([np.asarray(times[f"remote{k}"][50:]) for k in range(count)], axis=0) * 1e6
+                rows.append((count, local, remote, per_instant))
+                if count == 1:
+                    split = {k: np.asarray(v[50:]) * 1e6 for k, v in parts.items()}
+                    size = int(np.median(sizes))
+        finally:
+            stop(proc)
+        host_step = np.load(host_times) * 1e6 if host_times.is_file() else np.zeros(1)
     tcp = tcp_round_trip(size) * 1e6
     print(f"{args.robots} robots, {args.duration:g} s at 50 Hz per run; per step of one federate, microseconds")
     print("| remote federates | in-process p50 / p99 | remote p50 / p99 | all remote per instant p50 / p99 |")
@@ -187,6 +234,14 @@ def main() -> None:
         print(f"| {count} | {np.percentile(local, 50):.0f} / {np.percentile(local, 99):.0f} | "
               f"{np.percentile(remote, 50):.0f} / {np.percentile(remote, 99):.0f} | "
               f"{np.percentile(per_instant, 50):.0f} / {np.percentile(per_instant, 99):.0f} |")
+    if "_run" in split:
+        print("one remote federate, p50 / p99: encode the request "
+              f"{np.percentile(split['build_request'], 50):.0f} / {np.percentile(split['build_request'], 99):.0f}, "
+              f"round trip {np.percentile(split['_run'], 50):.0f} / {np.percentile(split['_run'], 99):.0f} "
+              f"(the host's handling, all runs: {np.percentile(host_step, 50):.0f} / "
+              f"{np.percentile(host_step, 99):.0f}), decode the reply "
+              f"{np.percentile(split['decode_outputs'], 50):.0f} / {np.percentile(split['decode_outputs'], 99):.0f}"
+              f"; request {size} bytes")
     print(f"plain TCP round trip of {size} bytes (Python echo, TCP_NODELAY): p50 {np.percentile(tcp, 50):.0f} / "
           f"p99 {np.percentile(tcp, 99):.0f}")
 
