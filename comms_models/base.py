@@ -101,7 +101,13 @@ class CommsModel(ABC):
 
     def drain_load(self) -> dict[str, np.ndarray] | None:
         """Channel load measured since the last call: columns ``t_ns`` (end of the measurement window), ``robot``
-        and ``cbr`` (channel busy ratio, 0..1), one row per station and window. None when not modelled."""
+        and ``cbr`` (channel busy ratio, 0..1), one row per station and window, and optionally ``dcc_t_off_s`` (the
+        DCC gap the window leaves; NaN when absent). None when not modelled."""
+        return None
+
+    def drain_triggers(self) -> dict[str, np.ndarray] | None:
+        """CAMs generated since the last call: columns ``t_ns``, ``robot`` and ``cause`` (uint8 codes into
+        ``orchestrator.core.ports.CAM_TRIGGERS``). None when the model has no generation rules."""
         return None
 
     def metrics(self) -> dict[str, Any]:

@@ -6,7 +6,9 @@
 - ``v2x_latency.png``: empirical CDFs of the latency and of the inter-reception time per link, on log axes (an
   ideal and a real channel differ by orders of magnitude);
 - ``v2x_over_time.png``: age of the predecessor's information at each follower (AoI) and the channel busy ratio
-  (mean and max over the stations) over time.
+  (mean and max over the stations) over time;
+- ``v2x_generation.png``: the CAMs generated per second by trigger (vehicle dynamics, the T_GenCam timer, the
+  first CAM) and the DCC state over time (the shortest interval DCC allows between a station's CAMs).
 
 Only a channel with a radio gets them (rows with a received power); the ideal channel's latency is zero and its
 PDR one by construction.
@@ -60,7 +62,48 @@ def plot_v2x(run: RunData, out_dir: Path) -> list[Path]:
     paths.append(_plot_latency(out_dir, np.asarray(v2x["latency_s"])[rx][received], sender[received],
                                receiver[received], t_rx))
     paths.append(_plot_over_time(out_dir, run.robots, series, run.trace("channel_load")))
+    generation = _plot_generation(out_dir, run.trace("cam_triggers"), run.trace("channel_load"))
+    if generation is not None:
+        paths.append(generation)
     return paths
+
+
+def _plot_generation(out_dir: Path, triggers: Mapping[str, np.ndarray] | None,
+                     load: Mapping[str, np.ndarray] | None) -> Path | None:
+    """Why CAMs were generated (per cause, per time bin) and the DCC gap the stations were held to."""
+    if triggers is None or not len(triggers.get("t_ns", ())):
+        return None
+    fig, (ax_cause, ax_dcc) = plt.subplots(2, 1, figsize=(9.5, 5.5), sharex=True)
+    t = np.asarray(triggers["t_ns"]) / 1e9
+    cause = np.asarray(triggers["cause"]).astype(str)
+    edges = np.linspace(t.min(), t.max() + 1e-9, min(AOI_BINS, max(2, len(t) // 10)) + 1)
+    width = edges[1] - edges[0]
+    bottom = np.zeros(len(edges) - 1)
+    for name, color in (("first", "#7f7f7f"), ("dynamics", "#d62728"), ("timer", "#1f77b4")):
+        counts = np.histogram(t[cause == name], edges)[0] / width
+        if counts.any():
+            ax_cause.bar(edges[:-1], counts, width=width, bottom=bottom, align="edge", color=color,
+                         label=f"{name} ({int(np.count_nonzero(cause == name)):,})")
+            bottom += counts
+    ax_cause.set_ylabel("CAMs generated per second")
+    ax_cause.set_title("CAM generation by trigger: dynamics (heading, position, speed) or T_GenCam timer")
+    ax_cause.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if load is not None and "dcc_t_off_s" in load and np.isfinite(np.asarray(load["dcc_t_off_s"])).any():
+        order = np.argsort(np.asarray(load["t_ns"]), kind="stable")
+        tl, off = np.asarray(load["t_ns"])[order], np.asarray(load["dcc_t_off_s"], np.float64)[order]
+        windows, start = np.unique(tl, return_index=True)
+        ends = np.r_[start[1:], len(tl)]
+        ax_dcc.step(windows / 1e9, [off[a:b].max() for a, b in zip(start, ends, strict=True)], where="post",
+                    label="max over stations")
+        ax_dcc.step(windows / 1e9, [off[a:b].min() for a, b in zip(start, ends, strict=True)], where="post",
+                    label="min over stations")
+        ax_dcc.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax_dcc.set_ylabel("DCC T_off [s]")
+    ax_dcc.set_xlabel("time [s]")
+    ax_dcc.set_title("DCC state: shortest interval allowed between a station's CAMs")
+    for ax in (ax_cause, ax_dcc):
+        ax.grid(alpha=0.3)
+    return _save(fig, out_dir / "v2x_generation.png")
 
 
 def _distances(series: Mapping[int, Series], sender: np.ndarray, receiver: np.ndarray,

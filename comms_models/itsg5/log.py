@@ -24,6 +24,7 @@ class ChannelLog:
         self.keep = True  # False: counts only, no rows (a run that records nothing never drains them)
         self._records: list[dict[str, np.ndarray]] = []
         self._load: list[dict[str, np.ndarray]] = []
+        self._triggers: list[dict[str, np.ndarray]] = []
         self._cbr_sum = 0.0
         self._cbr_count = 0
         self._cbr_max = 0.0
@@ -33,14 +34,15 @@ class ChannelLog:
         # With PMs, the rows get a "message" column (0 CAM, 1 PM). The v2x port does not declare it, so
         # trace/v2x.parquet leaves it out: there, PM rows are told apart from CAM rows by nothing.
 
-    def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray) -> None:
-        """One closed CBR window: ``cbr`` per station row, NaN where a station did not measure the whole window."""
+    def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray, t_off_ns: np.ndarray) -> None:
+        """One closed CBR window: ``cbr`` per station row, NaN where a station did not measure the whole window;
+        ``t_off_ns`` the DCC gap each station is left with."""
         has = ~np.isnan(cbr)
         measured = cbr[has]
         if len(measured):
             if self.keep:
                 self._load.append({"t_ns": np.full(len(measured), t_ns, np.int64), "robot": stations[has],
-                                   "cbr": measured})
+                                   "cbr": measured, "dcc_t_off_s": np.asarray(t_off_ns)[has] / 1e9})
             self._cbr_sum += float(measured.sum())
             self._cbr_count += len(measured)
             self._cbr_max = max(self._cbr_max, float(measured.max()))
@@ -141,8 +143,22 @@ class ChannelLog:
         """Each station's CBR per window since the last call (see ``CommsModel.drain_load``)."""
         chunks, self._load = self._load, []
         if not chunks:
-            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cbr": np.empty(0)}
-        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr")}
+            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cbr": np.empty(0),
+                    "dcc_t_off_s": np.empty(0)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr", "dcc_t_off_s")}
+
+    def triggers(self, t_ns: int, stations: np.ndarray, cause: np.ndarray) -> None:
+        """CAMs generated at ``t_ns`` and why (codes into ``orchestrator.core.ports.CAM_TRIGGERS``)."""
+        if self.keep and len(stations):
+            self._triggers.append({"t_ns": np.full(len(stations), t_ns, np.int64), "robot": stations,
+                                   "cause": cause.astype(np.uint8)})
+
+    def drain_triggers(self) -> dict[str, np.ndarray]:
+        """The generated CAMs since the last call, with their trigger."""
+        chunks, self._triggers = self._triggers, []
+        if not chunks:
+            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cause": np.empty(0, np.uint8)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cause")}
 
     def summary(self) -> dict[str, Any]:
         """``cbr_mean`` / ``cbr_max`` over every station and window, frame counts, and the packet delivery ratio of

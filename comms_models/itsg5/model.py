@@ -293,7 +293,7 @@ class ItsG5Channel(CommsModel):
         for w in range(int(self._ctr[ax.C_WIN_OUT])):
             cbr = self._win_out[w]
             self.dcc.update(cbr)
-            self.log.window(int(self._win_t[w]), self._ids, cbr)
+            self.log.window(int(self._win_t[w]), self._ids, cbr, self.dcc.t_off_ns(self.airtime_ns[False]))
 
     def _collect_tx(self) -> None:
         k = int(self._ctr[ax.C_TX_OUT])
@@ -412,6 +412,7 @@ class ItsG5Channel(CommsModel):
         send, with_lf = self.generation.check(t_ns, x, y, yaw, v, t_off)
         if not send.any():
             return
+        self.log.triggers(t_ns, self._ids[send], self.generation.last_condition[send])
         if self.cfg.generation.mode == "fixed_rate" and self.cfg.dcc.mode != "off":
             # DCC gatekeeper (TS 102 687): the application ignores DCC, so frames too close are dropped.
             last = self._last_admitted
@@ -560,8 +561,14 @@ class ItsG5Channel(CommsModel):
         return self.log.drain_records()
 
     def drain_load(self) -> dict[str, np.ndarray]:
-        """Each station's CBR per DCC window since the last call (see ``CommsModel.drain_load``)."""
+        """Each station's CBR per DCC window since the last call, with the DCC gap it leaves (see
+        ``CommsModel.drain_load``)."""
         return self.log.drain_load()
+
+    def drain_triggers(self) -> dict[str, np.ndarray]:
+        """Each CAM generated since the last call and the rule that triggered it (see
+        ``CommsModel.drain_triggers``)."""
+        return self.log.drain_triggers()
 
     def metrics(self) -> dict[str, Any]:
         """The log's counts (``ChannelLog.summary``), the frame sizes and how many CAMs the codec check decoded

@@ -21,6 +21,7 @@ from orchestrator.core.federate import Federate, FederateMeta, Input, SetupConte
 from orchestrator.core.ports import (
     CAM_RX,
     CAM_RX_PLATOONING,
+    CAM_TRIGGER_PORT,
     CHANNEL_LOAD,
     COMMANDS,
     ESTIMATE,
@@ -35,7 +36,8 @@ from orchestrator.core.robots import RobotSpec, rows_of
 
 class V2XFederate(Federate):
     """Steps its channel model every ``step_ns``. When the run records, it also publishes every transmission and
-    reception (``v2x``) and the channel load (``channel_load``), which the recorder writes like any port."""
+    reception (``v2x``), the channel load with the DCC state (``channel_load``) and why each CAM was generated
+    (``cam_triggers``, from a model with generation rules), which the recorder writes like any port."""
 
     def __init__(self, name: str, step_ns: int, channel: Mapping[str, Any], trace: bool = True,
                  maneuvers: bool = False) -> None:
@@ -48,6 +50,7 @@ class V2XFederate(Federate):
         self.model: CommsModel | None = None
         self._pairs: dict[int, list[int]] = {}  # receiver id -> sender ids it listens to
         self._interest = Interest(np.empty(0, np.int64), np.empty(0, np.int64))
+        self._triggers = False  # whether the model reports why it generated each CAM (cam_triggers)
 
     logs_transmissions = False
     """Whether the channel model logs every transmission (its ``logs_every_transmission``: ITS-G5 does; the ideal
@@ -64,7 +67,9 @@ class V2XFederate(Federate):
         outputs: tuple = (cam_rx,)
         if self.record:
             models_load = type(self.model).drain_load is not CommsModel.drain_load
-            outputs = (cam_rx, V2X_LOG, CHANNEL_LOAD) if models_load else (cam_rx, V2X_LOG)
+            self._triggers = type(self.model).drain_triggers is not CommsModel.drain_triggers
+            outputs = (cam_rx, V2X_LOG, *((CHANNEL_LOAD,) if models_load else ()),
+                       *((CAM_TRIGGER_PORT,) if self._triggers else ()))
         inputs: tuple = (Input("estimate", fields=ESTIMATE.fields),
                          Input("commands", delayed=True, optional=True, fields=fields_of(COMMANDS, ["accel"])))
         if self.maneuvers:
@@ -139,7 +144,11 @@ class V2XFederate(Federate):
         log = _as_codes(records) if records is not None else _log(deliveries)
         out: dict[str, Any] = {"cam_rx": deliveries, "v2x": log}
         if load is not None:
+            if "dcc_t_off_s" not in load:  # a model without DCC
+                load = {**load, "dcc_t_off_s": np.full(len(load["t_ns"]), np.nan)}
             out["channel_load"] = load
+        if self._triggers:
+            out["cam_triggers"] = self.model.drain_triggers()
         return out
 
     def _with_platoon_fields(self, estimate: Mapping[str, np.ndarray], state: Mapping[str, np.ndarray] | None

@@ -261,8 +261,22 @@ CHANNEL_LOAD_FIELDS: dict[str, str | tuple[str, str]] = {
     "t_ns": ("int64", "ns"),
     "robot": ("int64", "robot id"),
     "cbr": "-",
+    "dcc_t_off_s": "s",
 }
-"""Fields of ``channel_load``: each station's channel busy ratio over each DCC measurement window (end time)."""
+"""Fields of ``channel_load``: each station's channel busy ratio over each DCC measurement window (end time), and
+the DCC state that window leaves: the shortest interval DCC then allows between two of the station's CAMs
+(T_off; 0 with DCC off, NaN from a model without DCC)."""
+
+CAM_TRIGGERS = ("none", "dynamics", "timer", "first")
+"""Why a station generated a CAM (EN 302 637-2, 6.1.3): its heading, position or speed changed enough
+(condition 1), T_GenCam elapsed (condition 2; also every CAM of the fixed-rate mode), or the service started."""
+
+CAM_TRIGGER_FIELDS: dict[str, Any] = {
+    "t_ns": ("int64", "ns"),
+    "robot": ("int64", "robot id"),
+    "cause": ("uint8", "-", CAM_TRIGGERS),
+}
+"""Fields of ``cam_triggers``: each CAM a station generated, with the rule that triggered it."""
 
 STATE = port("state", STATE_FIELDS, doc="ground truth of every robot (rear-axle reference point)", finite=True)
 ESTIMATE = port("estimate", STATE_FIELDS, doc="what each robot believes about itself", finite=True)
@@ -280,7 +294,10 @@ PLATOON_STATE = port("platoon_state", PLATOON_STATE_FIELDS, doc="each robot's pl
 MANEUVER_EVENT_PORT = port("maneuver_events", MANEUVER_EVENT_FIELDS, index="event",
                            doc="every step of every platoon maneuver (scenarios with maneuvers)")
 V2X_LOG = port("v2x", V2X_LOG_FIELDS, index="event", doc="every V2X transmission and reception with its outcome")
-CHANNEL_LOAD = port("channel_load", CHANNEL_LOAD_FIELDS, index="event", doc="channel busy ratio per station")
+CHANNEL_LOAD = port("channel_load", CHANNEL_LOAD_FIELDS, index="event", doc="channel busy ratio and DCC state per "
+                    "station")
+CAM_TRIGGER_PORT = port("cam_triggers", CAM_TRIGGER_FIELDS, index="event", doc="each CAM generated, with the "
+                        "generation rule that triggered it")
 COMMAND_EVENT_PORT = port("command_events", COMMAND_EVENT_FIELDS, index="event",
                           doc="external command sources falling silent and speaking again")
 
@@ -294,7 +311,8 @@ def command_port(source: str) -> PortSpec:
                 doc=f"commands from '{source}' to the robots it drives")
 
 BUILTIN_PORTS: tuple[PortSpec, ...] = (STATE, ESTIMATE, COMMANDS, CONTROL_DIAG, RANGE, COLLISIONS, CAM_RX, V2X_LOG,
-                                       CHANNEL_LOAD, COMMAND_EVENT_PORT, PLATOON_STATE, MANEUVER_EVENT_PORT)
+                                       CHANNEL_LOAD, CAM_TRIGGER_PORT, COMMAND_EVENT_PORT, PLATOON_STATE,
+                                       MANEUVER_EVENT_PORT)
 
 
 def fields_of(spec: PortSpec, names: Iterable[str] | None = None) -> tuple[FieldSpec, ...]:

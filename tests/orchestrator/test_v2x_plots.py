@@ -79,3 +79,22 @@ def test_the_ideal_channel_gets_no_v2x_plots(tmp_path):
                                                                               "outputs.report=false"]), tmp_path)
     assert result.ok and (tmp_path / "plots" / "speeds.png").exists()
     assert not list((tmp_path / "plots").glob("v2x_*"))
+
+
+def test_every_generated_cam_has_its_trigger_and_the_dcc_state_is_recorded(car_run):
+    triggers = pq.read_table(car_run / "trace" / "cam_triggers.parquet").to_pydict()
+    v2x = pq.read_table(car_run / "trace" / "v2x.parquet").to_pydict()
+    tx = [(t, s) for t, e, s, o in zip(v2x["t_ns"], v2x["event"], v2x["sender"], v2x["outcome"], strict=True)
+          if e == "tx"]
+    # each CAM generated went on air or was dropped by DCC: one trigger row each, per station
+    assert sorted(triggers["robot"]) == sorted(s for _, s in tx)
+    causes = dict(zip(*np.unique(np.asarray(triggers["cause"]), return_counts=True), strict=True))
+    assert set(causes) <= {"first", "dynamics", "timer"} and causes["first"] == 20  # one per station
+    # the leader holds 25 m/s on a straight road: it moves past the 4 m position threshold every 0.16 s, so every
+    # CAM after the first is triggered by its dynamics, 0.16 s apart (rounded up to the 10 ms channel step)
+    leader = np.asarray(triggers["robot"]) == 1
+    assert set(np.asarray(triggers["cause"])[leader][1:]) == {"dynamics"}
+    assert set(np.diff(np.asarray(triggers["t_ns"])[leader][1:])) <= {160_000_000, 170_000_000}
+    load = pq.read_table(car_run / "trace" / "channel_load.parquet").to_pydict()
+    assert set(load["dcc_t_off_s"]) == {0.1}  # reactive DCC at a low load stays relaxed: T_off = 100 ms
+    assert (car_run / "plots" / "v2x_generation.png").stat().st_size > 10_000
