@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -32,14 +33,16 @@ def node_modules() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("needs node and npm")
     installed = JS / "node_modules" / ".package-lock.json"
-    if not installed.is_file() or installed.stat().st_mtime < (JS / "package-lock.json").stat().st_mtime:
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, capture_output=True, text=True,
-                              timeout=300)
-        if done.returncode != 0:
-            if any(word in done.stderr for word in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT",
-                                                       "network")):
-                pytest.skip(f"npm cannot reach the registry: {done.stderr.strip().splitlines()[-1]}")
-            raise AssertionError(f"npm ci failed:\n{done.stderr}")
+    with (JS / "package.json").open() as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test process installing at the same time waits for this one
+        if not installed.is_file() or installed.stat().st_mtime < (JS / "package-lock.json").stat().st_mtime:
+            done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=JS, capture_output=True, text=True,
+                                  timeout=300)
+            if done.returncode != 0:
+                if any(word in done.stderr for word in ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ETIMEDOUT",
+                                                           "network")):
+                    pytest.skip(f"npm cannot reach the registry: {done.stderr.strip().splitlines()[-1]}")
+                raise AssertionError(f"npm ci failed:\n{done.stderr}")
     return JS / "node_modules"
 
 
