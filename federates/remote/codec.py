@@ -260,12 +260,12 @@ def encode_inputs(inputs: Mapping[str, Any], step: pb.Step) -> None:
             encode_port(value, item.values.add(), f"inputs.{port}")
 
 
-def decode_inputs(step: pb.Step) -> dict[str, Any]:
-    """The inputs of a Step as a federate receives them (see :func:`encode_inputs`)."""
+def decode_inputs(step: pb.Step, copy: bool = True) -> dict[str, Any]:
+    """The inputs of a Step as a federate receives them (see :func:`encode_inputs`); ``copy`` False: read-only
+    views of the message, as an in-process plug-in gets its inputs."""
     inputs: dict[str, Any] = {}
     for item in step.inputs:
-        # read-only views, as an in-process plug-in gets its inputs: no copy of what the federate only reads
-        values = [decode_port(v, f"inputs.{item.port}", copy=False) for v in item.values]
+        values = [decode_port(v, f"inputs.{item.port}", copy=copy) for v in item.values]
         if item.queued:
             inputs[item.port] = values
         elif len(values) > 1:

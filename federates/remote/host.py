@@ -163,6 +163,7 @@ class _Session:
         self.waiting_since: float | None = time.monotonic()  # None while a call is being answered
         self.idle_closed = False
         self.requests = _SpawnRequests()
+        self.copy_inputs = True
 
     def handle(self, request: pb.Request) -> pb.Reply:
         """Answer one request; a failure becomes an error reply and the session stays usable for finalize."""
@@ -185,7 +186,7 @@ class _Session:
                 self.federate.despawn(list(request.despawn.robot_ids))
                 reply.done.SetInParent()
             elif call == "step":
-                outputs = self.federate.step(request.step.t_ns, decode_inputs(request.step))
+                outputs = self.federate.step(request.step.t_ns, decode_inputs(request.step, self.copy_inputs))
                 encode_outputs(dict(outputs or {}), reply.outputs)
             elif call == "next_time":
                 t_ns = self.federate.next_time()
@@ -226,6 +227,8 @@ class _Session:
             raise TypeError(f"'{kind}' is not a Federate")
         self.host.policy.check_params(cls, name, params)
         self.federate = cls(name, **params)
+        # as in process: a built-in kind gets arrays of its own, a plug-in read-only views (no copy)
+        self.copy_inputs = ":" not in kind
         if setup.HasField("out_label"):  # the client's label only names the session directory, never a path
             self.out_dir, self.remove_out_dir = self.host.session_dir(setup.out_label, name)
         ctx = SetupContext(seed=setup.seed, end_ns=setup.end_ns, scheduler=self.requests, out_dir=self.out_dir)
