@@ -40,3 +40,37 @@ def test_a_hosted_federate_spawns_drives_and_despawns_a_robot(tmp_path):
     assert v[0] < 0.1 and np.allclose(v[t >= 2.0], 2.0, atol=0.01)  # standing, then at the commanded 2 m/s
     local = run_scenario(parse_scenario(scenario(None)), tmp_path / "local")
     assert local.ok and local.run_info["digest"] == remote.run_info["digest"]
+
+
+def test_spawn_requests_travel_only_to_an_orchestrator_that_announced_them():
+    """At the protocol level: the requests ride on the reply of the call that made them, and a client whose Hello
+    lacks the "spawn_requests" capability gets the federate's refusal instead."""
+    from federates.remote.client import build_request
+    from federates.remote.codec import pb
+    from federates.remote.host import _Host, _Session
+    from federates.remote.policy import HostPolicy
+    from orchestrator.core.robots import RobotSpec
+
+    host = _Host(HostPolicy.from_options(allow=["tests.orchestrator"]), None, 1 << 20, 60.0)
+    robot = RobotSpec(1, "robot0", config={"command_source": {"federate": "disp"},
+                                            "initial": {"x": 0.0, "y": 0.0, "yaw": 0.0, "v": 0.0}})
+    replies = {}
+    for capabilities in ([], ["spawn_requests"]):
+        session = _Session(host, context=None)
+        assert not session.handle(pb.Request(hello=pb.Hello(protocol_version=1, capabilities=capabilities))).error.type
+        setup = build_request("setup", federate={"name": "disp", "type": DISPATCHER,
+                                                 "params": {"spawn_at_s": 0.5, "despawn_at_s": 0.5}},
+                              seed=1, end_ns=10**9, out_dir=None)
+        assert not session.handle(setup).HasField("error")
+        session.handle(build_request("spawn", robots=[robot]))
+        assert not session.handle(build_request("step", t_ns=0, inputs={})).requests  # nothing asked yet
+        replies[bool(capabilities)] = session.handle(build_request("step", t_ns=500_000_000, inputs={}))
+        session.close()
+    refused, granted = replies[False], replies[True]
+    assert refused.error.type == "RuntimeError" and not refused.requests
+    assert refused.error.message.startswith("this orchestrator does not take spawn requests from a remote federate")
+    spawn, despawn = granted.requests
+    assert (spawn.spawn.robot.id, spawn.spawn.robot.name, spawn.spawn.at_ns) == (GUEST_ID, "guest", 500_000_000)
+    assert spawn.spawn.robot.platoon == -1 and (despawn.despawn.robot_id, despawn.despawn.at_ns) == (GUEST_ID,
+                                                                                                        500_000_000)
+    assert len(granted.outputs.outputs) == 1  # and the step's commands came back with them
