@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,4 +48,23 @@ class Slow(Federate):
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
         time.sleep(self.delay_s)
+        return {}
+
+
+class KillProcess(Federate):
+    """With ``kill``, ends its whole process at t = 1 s the first time (no marker file yet): a worker that dies
+    mid-run."""
+
+    def __init__(self, name: str, marker: str = "", kill: bool = False) -> None:
+        super().__init__(name)
+        self.marker = Path(marker)
+        self.kill = kill
+
+    def setup(self, ctx: SetupContext) -> FederateMeta:
+        return FederateMeta(inputs=(Input("state"),), period_ns=seconds_to_ns(0.1))
+
+    def step(self, t_ns: int, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        if self.kill and t_ns >= seconds_to_ns(1.0) and not self.marker.exists():
+            self.marker.write_text(str(os.getpid()))
+            os._exit(1)
         return {}

@@ -38,9 +38,14 @@ def _dask(*args: str) -> list[str]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A scheduler on 127.0.0.1 (a free port, no dashboard) and two single-threaded workers; its address."""
+    yield from start_cluster(tmp_path_factory.mktemp("dask"))
+
+
+def start_cluster(logs: Path) -> Iterator[str]:
+    """Start ``dask scheduler`` and two ``dask worker`` processes, yield the address, stop them by pid."""
     from distributed import Client
 
-    logs = tmp_path_factory.mktemp("dask")
+    logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(REPO)}  # the workers import the test plug-ins
@@ -257,3 +262,30 @@ def test_with_a_shared_dir_workers_write_in_place_with_the_same_results(tmp_path
     assert not list((tmp_path / "elsewhere").glob("*/run.json"))
     code, _, err = cli(capsys, str(PLATOON), *GRID, *QUIET, "--shared-dir", str(shared), "--out", str(shared / "x"))
     assert code == 2 and "--shared-dir is for workers elsewhere: it needs --scheduler" in err
+
+
+def test_a_worker_that_dies_mid_run_loses_no_point(tmp_path_factory, capsys):
+    """One of two workers ends its process in the middle of a run (a crash, an out-of-memory kill); the point
+    runs again elsewhere and every point completes with the digest of a run that never crashed. The cluster is this
+    test's own, since it loses a worker."""
+    tmp = tmp_path_factory.mktemp("dying")
+    marker = tmp / "killed"
+    entry = {"name": "kill", "type": "tests.orchestrator.flaky_plugins:KillProcess", "params": {"marker": str(marker)}}
+    # the first point's run ends its worker at t = 1 s; run again, it finds the marker and completes
+    argv = [str(PLATOON), "--param", "federates[0].params.kill=true,false", *QUIET,
+            "--set", f"federates={json.dumps([entry])}"]
+    clusters = start_cluster(tmp / "logs")
+    address = next(clusters)
+    try:
+        code, _, err = cli(capsys, *argv, "--scheduler", address, "--out", str(tmp / "dask"))
+    finally:
+        clusters.close()  # stops the scheduler and the surviving worker
+    assert marker.is_file(), "no worker was killed"
+    assert code == 0, err
+    result = json.loads((tmp / "dask" / "sweep.json").read_text())
+    assert [p["status"] for p in result["points"]] == ["ok", "ok"]
+    # the reference in this process: the marker stays, so nothing is killed here
+    code, _, _ = cli(capsys, *argv, "--jobs", "1", "--quiet", "--out", str(tmp / "local"))
+    assert code == 0
+    local = json.loads((tmp / "local" / "sweep.json").read_text())
+    assert without_wall_times(result) == without_wall_times(local)
