@@ -87,7 +87,7 @@ def decode_array(message: pb.Array, where: str = "array", copy: bool = True) -> 
     if len(data) != count * dtype.itemsize:
         raise CodecError(f"{where}: {len(data)} bytes for shape {tuple(shape)} of {dtype.name} "
                          f"({count * dtype.itemsize} expected)")
-    array = np.frombuffer(data, dtype=dtype)
+    array = np.frombuffer(data, dtype)
     if dims != 1:
         array = array.reshape(tuple(shape))
     if copy:
@@ -205,7 +205,7 @@ def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
         if offset + size > len(data):
             raise CodecError(f"{where}.{name}: {count} {dtype.name} values run past the {len(data)} bytes of the "
                              "packed columns")
-        array = np.frombuffer(data, dtype=dtype, count=count, offset=offset)
+        array = np.frombuffer(data, dtype, count, offset)  # positional: keywords cost twice as much
         out[name] = array.copy() if copy else array
         offset += size + (-size) % 8
     return out
