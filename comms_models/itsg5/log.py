@@ -31,8 +31,8 @@ class ChannelLog:
         self.counts = dict.fromkeys(OUTCOMES, 0)
         self.interest_counts = dict.fromkeys(OUTCOMES, 0)
         self.pm: dict[str, dict[str, int]] | None = None  # the platooning messages' share of the counts, when sent
-        # With PMs, the rows get a "message" column (0 CAM, 1 PM). The v2x port does not declare it, so
-        # trace/v2x.parquet leaves it out: there, PM rows are told apart from CAM rows by nothing.
+        # With PMs, the rows get a "message" column (0 CAM, 1 PM: the v2x port's ``message``); without them the
+        # V2X federate fills it with CAM.
 
     def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray, t_off_ns: np.ndarray) -> None:
         """One closed CBR window: ``cbr`` per station row, NaN where a station did not measure the whole window;

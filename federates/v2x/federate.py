@@ -142,6 +142,8 @@ class V2XFederate(Federate):
         records = self.model.drain_records()
         load = self.model.drain_load()
         log = _as_codes(records) if records is not None else _log(deliveries)
+        if "message" not in log:  # a model that sends CAMs only
+            log = {**log, "message": np.zeros(len(log["t_ns"]), np.uint8)}
         out: dict[str, Any] = {"cam_rx": deliveries, "v2x": log}
         if load is not None:
             if "dcc_t_off_s" not in load:  # a model without DCC

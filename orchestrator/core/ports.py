@@ -244,6 +244,8 @@ predecessor and leader (NaN: none); the channel's interest follows it."""
 V2X_EVENTS = ("tx", "rx")
 V2X_OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
 """Outcomes of the ``v2x`` log: "sent" and "dcc_dropped" on tx rows, the others on rx rows."""
+V2X_MESSAGES = ("cam", "pm")
+"""Messages of the ``v2x`` log: Cooperative Awareness Messages and platooning messages."""
 
 V2X_LOG_FIELDS: dict[str, Any] = {
     "t_ns": ("int64", "ns"),
@@ -254,8 +256,10 @@ V2X_LOG_FIELDS: dict[str, Any] = {
     "latency_s": "s",
     "rx_power_dbm": "dBm",
     "outcome": ("uint8", "-", V2X_OUTCOMES),
+    "message": ("uint8", "-", V2X_MESSAGES),
 }
-"""Fields of ``v2x``: every transmission ("tx" rows, receiver -1) and reception ("rx") with its outcome."""
+"""Fields of ``v2x``: every transmission ("tx" rows, receiver -1) and reception ("rx") with its outcome, and which
+message it was (a CAM, or a platooning message where the channel sends those)."""
 
 CHANNEL_LOAD_FIELDS: dict[str, str | tuple[str, str]] = {
     "t_ns": ("int64", "ns"),

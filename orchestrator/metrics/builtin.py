@@ -166,6 +166,9 @@ class LinkIndex:
     than a pass over every row."""
 
     def __init__(self, v2x: Mapping[str, np.ndarray]) -> None:
+        if "message" in v2x and (np.asarray(v2x["message"]) != "cam").any():  # CAM links: platooning messages apart
+            cams = np.asarray(v2x["message"]) == "cam"
+            v2x = {k: np.asarray(v)[cams] for k, v in v2x.items()}
         event, outcome = v2x["event"], v2x["outcome"]
         is_tx = event == "tx"
         sent = is_tx & (outcome == "sent")
@@ -248,6 +251,11 @@ def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
     total = 0.0
     for window in np.split(cbr, np.flatnonzero(np.diff(t_ns)) + 1):  # summed per window, as stations report
         total += float(window.sum()) if len(window) else 0.0
+    pms = 0
+    if "message" in v2x and (np.asarray(v2x["message"]) != "cam").any():  # the CAM figures; platooning messages apart
+        pm = np.asarray(v2x["message"]) == "pm"
+        pms = int(np.count_nonzero(pm & (np.asarray(v2x["event"]) == "tx") & (np.asarray(v2x["outcome"]) == "sent")))
+        v2x = {k: np.asarray(v)[~pm] for k, v in v2x.items()}
     event, outcome = v2x["event"], v2x["outcome"]
     pairs = np.asarray([(r.id << 32) | s for r in run.robots for s in (r.predecessor, r.leader) if s is not None],
                        np.int64)
@@ -263,6 +271,7 @@ def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
         "cams_dcc_dropped": int(np.count_nonzero(outcome == "dcc_dropped")),
         "interest_outcomes": counts,
         "pdr_interest": counts["received"] / attempts if attempts else None,
+        **({"pms_sent": pms} if pms else {}),
     }
 
 

@@ -49,3 +49,22 @@ def test_the_window_is_where_both_ends_exist():
     links = LinkIndex(v2x)
     assert links.sent(2) == 3 and links.sent(2, (5, 9)) == 1 and links.sent(2, (5, None)) == 2
     assert links.metrics(receiver=1, sender=2, window_ns=(5, 9))["pdr"] == 1.0
+
+
+def test_platooning_messages_are_marked_in_the_log_and_kept_out_of_the_cam_link_metrics(tmp_path):
+    scenario = load_scenario(REPO / "scenarios" / "platoon.yaml", [
+        "duration_s=5", "vehicles.count=3", "platoon.size=3", "channel.type=itsg5",
+        "channel.platooning_message={rate_hz: 10}", "outputs.plots=false", "outputs.report=false"])
+    assert run_scenario(scenario, tmp_path / "run").ok
+    v2x = pq.read_table(tmp_path / "run" / "trace" / "v2x.parquet").to_pydict()
+    message, event, outcome = (np.asarray(v2x[k]) for k in ("message", "event", "outcome"))
+    sender, receiver = np.asarray(v2x["sender"]), np.asarray(v2x["receiver"])
+    pm_sent = np.count_nonzero((message == "pm") & (event == "tx") & (outcome == "sent"))
+    assert pm_sent >= 3 * 4 * 10  # 3 stations, 10 Hz, from their first CAM on
+    cam = message == "cam"
+    heard = np.count_nonzero(cam & (event == "rx") & (outcome == "received") & (sender == 1) & (receiver == 2))
+    sent = np.count_nonzero(cam & (event == "tx") & (outcome == "sent") & (sender == 1))
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["followers"]["robot1"]["pdr"] == heard / sent
+    assert metrics["channel"]["pms_sent"] == pm_sent
+    assert metrics["channel"]["cams_sent"] == np.count_nonzero(cam & (event == "tx") & (outcome == "sent"))
