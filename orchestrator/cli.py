@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
                           "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
     cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
     cmp_.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: one per core)")
-    from .batch.cli import add_scheduler_argument
+    from .batch_args import add_scheduler_argument
 
     add_scheduler_argument(cmp_)
     cmp_.add_argument("--quiet", action="store_true", help="no progress output")
@@ -147,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_mcap_parser(sub)
 
-    from .batch import add_sweep_parser
+    from .batch_args import add_sweep_parser
 
     add_sweep_parser(sub)
 

@@ -19,25 +19,12 @@ largest for all others (errors, deviations, ratios, latencies, ages, intervals, 
 the metric are skipped. Over seed replicates a sweep reports the mean and sample std of the runs' worst values.
 """
 
-from importlib import import_module
-from typing import Any
+from .aggregate import RULE, is_stable, lowest_is_worst, min_stable, worst_over_followers
+from .cli import add_sweep_parser, print_sweep_summary, run_sweep_command
+from .compare import FIDELITIES, compare, with_channel, with_fidelity
+from .grid import grid, parse_param, point_names, split_values
+from .sweep import DEFAULT_METRICS, sweep
 
-# Loaded on first use (PEP 562): `coopsim --help` builds the sweep parser from `cli` without importing the
-# scenario schema, the metrics and the plotting stack behind these names.
-_WHERE = {
-    "RULE": "aggregate", "is_stable": "aggregate", "lowest_is_worst": "aggregate", "min_stable": "aggregate",
-    "worst_over_followers": "aggregate", "add_sweep_parser": "cli", "print_sweep_summary": "cli",
-    "run_sweep_command": "cli", "FIDELITIES": "compare", "compare": "compare", "with_channel": "compare",
-    "with_fidelity": "compare", "grid": "grid", "parse_param": "grid", "point_names": "grid",
-    "split_values": "grid", "DEFAULT_METRICS": "names", "sweep": "sweep",
-}
-
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f".{_WHERE[name]}", __name__), name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
+__all__ = ["DEFAULT_METRICS", "FIDELITIES", "RULE", "add_sweep_parser", "compare", "grid", "is_stable",
+           "lowest_is_worst", "min_stable", "parse_param", "point_names", "print_sweep_summary", "run_sweep_command",
+           "split_values", "sweep", "with_channel", "with_fidelity", "worst_over_followers"]

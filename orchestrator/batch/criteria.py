@@ -13,10 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-QUANTITIES = {"spacing_error": "spacing_error", "speed": "speed_deviation", "acceleration": "acceleration"}
-NORMS = ("l2", "linf")
-GAMMA = "gamma"
-CHOICES = (*(f"{q}:{n}" for q in QUANTITIES for n in NORMS), GAMMA)
+from ..batch_args import CHOICES, GAMMA, NORMS, QUANTITIES
 
 
 @dataclass(frozen=True)
