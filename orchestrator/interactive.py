@@ -12,6 +12,8 @@ import numpy as np
 
 MAX_POINTS = 2000
 """Samples per line kept in the page (every k-th sample: a 40 s run at 100 Hz keeps every second one)."""
+TOTAL_POINTS = 200_000
+"""Samples per chart at most: with many robots each line keeps fewer (at least 200)."""
 
 _SCRIPT = """
 <script>
@@ -22,6 +24,7 @@ _SCRIPT = """
     var ratio = window.devicePixelRatio || 1, W = canvas.clientWidth, H = canvas.clientHeight;
     canvas.width = W * ratio; canvas.height = H * ratio; ctx.scale(ratio, ratio);
     var pad = {l: 60, r: 12, t: 10, b: 34}, hidden = {}, drag = null;
+    (spec.hidden || []).forEach(function (i) { hidden[i] = true; });
     var all = spec.lines.map(function (l) { return l.t; }).reduce(function (a, b) { return a.concat(b); }, []);
     var full = [Math.min.apply(null, all), Math.max.apply(null, all)], view = full.slice();
     function yRange() {
@@ -107,11 +110,23 @@ _SCRIPT = """
     });
     canvas.addEventListener('mouseleave', function () { tip.style.display = 'none'; });
     canvas.addEventListener('dblclick', function () { view = full.slice(); draw(); });
-    box.querySelectorAll('.legend span').forEach(function (el) {
+    var spans = box.querySelectorAll('.legend span');
+    spans.forEach(function (el) {
+      el.style.opacity = hidden[+el.dataset.line] ? 0.35 : 1;
       el.addEventListener('click', function () {
         var i = +el.dataset.line; hidden[i] = !hidden[i]; el.style.opacity = hidden[i] ? 0.35 : 1; draw();
       });
     });
+    var all = box.querySelector('button.all');
+    if (all) all.addEventListener('click', function () {
+      var show = all.dataset.state !== 'all';
+      spans.forEach(function (el) { var i = +el.dataset.line; hidden[i] = !show && i >= spec.visible;
+                                     el.style.opacity = hidden[i] ? 0.35 : 1; });
+      all.dataset.state = show ? 'all' : 'first'; all.textContent = show ? 'show the first ' + spec.visible
+                                                                        : 'show all ' + spec.lines.length;
+      box.dataset.shown = spec.lines.filter(function (l, i) { return !hidden[i]; }).length; draw();
+    });
+    box.dataset.shown = spec.lines.filter(function (l, i) { return !hidden[i]; }).length;
     box.zoomTo = function (a, b) { view = [a, b]; draw(); };
     draw();
   }
@@ -130,27 +145,31 @@ margin-right:.8em;white-space:nowrap}.ichart .hint{color:#666;font-size:12px}
 """
 
 
-def _thin(t: np.ndarray, y: np.ndarray) -> tuple[list[float], list[float | None]]:
-    step = max(1, -(-len(t) // MAX_POINTS))
+def _thin(t: np.ndarray, y: np.ndarray, points: int = 2000) -> tuple[list[float], list[float | None]]:
+    step = max(1, -(-len(t) // points))
     tt, yy = np.asarray(t, np.float64)[::step], np.asarray(y, np.float64)[::step]
     return ([round(float(v), 4) for v in tt],
             [None if not np.isfinite(v) else float(f"{v:.6g}") for v in yy])
 
 
 def time_series_chart(lines: Sequence[tuple[str, np.ndarray, np.ndarray]], unit: str, colors: Sequence[str],
-                      chart_id: str) -> str:
+                      chart_id: str, visible: int = 16) -> str:
     """An interactive chart of ``lines`` ((name, t [s], y) each) as an HTML snippet (call ``charts_page_parts``
-    once per page for the script and style)."""
-    spec = {"unit": unit, "xlabel": "time [s]", "lines": []}
+    once per page for the script and style). The first ``visible`` lines are drawn; a button shows the rest."""
+    spec: dict = {"unit": unit, "xlabel": "time [s]", "lines": [], "visible": visible,
+                  "hidden": list(range(visible, len(lines)))}
+    points = max(200, min(MAX_POINTS, TOTAL_POINTS // max(len(lines), 1)))  # a page of many robots stays light
     for (name, t, y), color in zip(lines, colors, strict=False):
-        tt, yy = _thin(t, y)
+        tt, yy = _thin(t, y, points)
         spec["lines"].append({"name": name, "color": color, "t": tt, "y": yy})
     legend = "".join(f"<span data-line='{i}' style='color:{html.escape(line['color'])}'>&#9644; "
                      f"{html.escape(line['name'])}</span>" for i, line in enumerate(spec["lines"]))
     data = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")  # never closes the script element
+    more = (f"<button class='all' type='button'>show all {len(lines)}</button>" if len(lines) > visible else "")
     return (f"<div class='ichart' id='{html.escape(chart_id)}'><canvas></canvas><div class='tip'></div>"
-            f"<div class='legend'>{legend}</div><div class='hint'>drag to zoom into a time span, double-click to "
-            f"reset, click a name to hide its line</div><script type='application/json'>{data}</script></div>")
+            f"<div class='legend'>{legend}</div>{more}<div class='hint'>drag to zoom into a time span, double-click "
+            f"to reset, click a name to hide or show its line</div><script type='application/json'>{data}</script>"
+            f"</div>")
 
 
 def charts_page_parts() -> tuple[str, str]:

@@ -99,27 +99,30 @@ def flat(block: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 MAX_CHART_LINES = 16
-"""Lines in one interactive chart (the first robots; the PNG plots and the tables cover the rest)."""
+"""Lines drawn at first in an interactive chart (a button shows the others)."""
+MAX_CHART_ROBOTS = 64
+"""Robots an interactive chart carries at most (the PNG plots and the tables cover every robot)."""
 
 
 def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
                          follower_series: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """Zoomable speed and spacing-error charts of the first ``MAX_CHART_LINES`` robots, as report sections (the
-    chart script rides in the last one, the style in the first)."""
+    """Zoomable speed and spacing-error charts (the first ``MAX_CHART_LINES`` robots drawn, up to
+    ``MAX_CHART_ROBOTS`` behind a button), as report sections (the chart script rides in the last one, the style
+    in the first)."""
     from .interactive import charts_page_parts, hex_colors, series_lines, time_series_chart
 
-    shown = [r for r in robots if r.id in series][:MAX_CHART_LINES]
-    speeds = series_lines({r.id: r.name for r in shown}, series, "v")
+    carried = [r for r in robots if r.id in series][:MAX_CHART_ROBOTS]
+    speeds = series_lines({r.id: r.name for r in carried}, series, "v")
     errors = [(name, np.asarray(fs["t_s"]), np.asarray(fs["spacing_error_m"]))
-              for name, fs in list(follower_series.items())[:MAX_CHART_LINES]]
+              for name, fs in list(follower_series.items())[:MAX_CHART_ROBOTS]]
     sections = []
-    more = f" (first {MAX_CHART_LINES} of {len(robots)})" if len(robots) > MAX_CHART_LINES else ""
+    more = f" ({MAX_CHART_ROBOTS} of {len(robots)} robots)" if len(robots) > MAX_CHART_ROBOTS else ""
     if speeds:
-        sections.append((f"Speeds, interactive{more}", time_series_chart(speeds, "m/s", hex_colors(len(speeds)),
-                                                                        "chart-speeds")))
+        sections.append((f"Speeds, interactive{more}", time_series_chart(
+            speeds, "m/s", hex_colors(len(speeds)), "chart-speeds", MAX_CHART_LINES)))
     if errors:
-        sections.append((f"Spacing errors, interactive{more}",
-                         time_series_chart(errors, "m", hex_colors(len(errors)), "chart-spacing")))
+        sections.append((f"Spacing errors, interactive{more}", time_series_chart(
+            errors, "m", hex_colors(len(errors)), "chart-spacing", MAX_CHART_LINES)))
     if sections:
         style, script = charts_page_parts()
         sections[0] = (sections[0][0], style + sections[0][1])

@@ -130,3 +130,20 @@ def test_the_run_reports_speed_chart_zooms_and_reads_out_the_trace(pages, tmp_pa
         tab.call("Input.dispatchMouseEvent", type="mouseReleased", x=x0 + 0.5 * w, y=y0 + 0.5 * h, button="left",
                  clickCount=2)
         assert tab.evaluate("document.getElementById('chart-speeds').dataset.view") == "0.000,15.000"
+
+
+def test_a_chart_of_many_robots_shows_the_first_and_a_control_shows_the_rest(tmp_path):
+    from orchestrator.runner import run_scenario
+
+    out = tmp_path / "run"
+    assert run_scenario(parse_scenario(PLATOON.read_text(), overrides=[
+        "duration_s=4", "vehicles.count=20", "platoon.size=10", "outputs.plots=false"]), out).ok
+    page = out / "report.html"
+    with chromium(page.as_uri(), tmp_path / "profile") as tab:
+        _wait_loaded(tab, page)
+        shown = "document.getElementById('chart-speeds').dataset.shown"
+        assert tab.evaluate(shown) == "16"
+        assert tab.evaluate("document.querySelector('#chart-speeds button.all').textContent") == "show all 20"
+        tab.evaluate("document.querySelector('#chart-speeds button.all').click()")
+        assert tab.evaluate(shown) == "20"
+        assert tab.evaluate("document.querySelector('#chart-speeds button.all').textContent") == "show the first 16"
