@@ -89,14 +89,9 @@ def _plot_generation(out_dir: Path, triggers: Mapping[str, np.ndarray] | None,
     ax_cause.set_title("CAM generation by trigger: dynamics (heading, position, speed) or T_GenCam timer")
     ax_cause.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if load is not None and "dcc_t_off_s" in load and np.isfinite(np.asarray(load["dcc_t_off_s"])).any():
-        order = np.argsort(np.asarray(load["t_ns"]), kind="stable")
-        tl, off = np.asarray(load["t_ns"])[order], np.asarray(load["dcc_t_off_s"], np.float64)[order]
-        windows, start = np.unique(tl, return_index=True)
-        ends = np.r_[start[1:], len(tl)]
-        ax_dcc.step(windows / 1e9, [off[a:b].max() for a, b in zip(start, ends, strict=True)], where="post",
-                    label="max over stations")
-        ax_dcc.step(windows / 1e9, [off[a:b].min() for a, b in zip(start, ends, strict=True)], where="post",
-                    label="min over stations")
+        windows, off = per_window(load["t_ns"], load["dcc_t_off_s"])
+        ax_dcc.step(windows / 1e9, [w.max() for w in off], where="post", label="max over stations")
+        ax_dcc.step(windows / 1e9, [w.min() for w in off], where="post", label="min over stations")
         ax_dcc.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax_dcc.set_ylabel("DCC T_off [s]")
     ax_dcc.set_xlabel("time [s]")
@@ -241,14 +236,9 @@ def _plot_over_time(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[
     ax_aoi.set_ylabel("age of predecessor data [s]")
     ax_aoi.set_title(f"Age of information at the followers ({len(followers)}; per {AOI_BINS}th of the run)")
     if load is not None and len(load.get("t_ns", ())):
-        order = np.argsort(np.asarray(load["t_ns"]), kind="stable")
-        t, cbr = np.asarray(load["t_ns"])[order], np.asarray(load["cbr"], np.float64)[order]
-        windows, start = np.unique(t, return_index=True)
-        ends = np.r_[start[1:], len(t)]
-        mean = np.array([cbr[a:b].mean() for a, b in zip(start, ends, strict=True)])
-        peak = np.array([cbr[a:b].max() for a, b in zip(start, ends, strict=True)])
-        ax_cbr.plot(windows / 1e9, mean, label="mean over stations")
-        ax_cbr.plot(windows / 1e9, peak, label="max over stations")
+        windows, cbr = per_window(load["t_ns"], load["cbr"])
+        ax_cbr.plot(windows / 1e9, [w.mean() for w in cbr], label="mean over stations")
+        ax_cbr.plot(windows / 1e9, [w.max() for w in cbr], label="max over stations")
         ax_cbr.legend(fontsize=8)
     ax_cbr.set_ylabel("channel busy ratio")
     ax_cbr.set_xlabel("time [s]")
@@ -256,6 +246,14 @@ def _plot_over_time(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[
     for ax in (ax_aoi, ax_cbr):
         ax.grid(alpha=0.3)
     return _save(fig, out_dir / "v2x_over_time.png")
+
+
+def per_window(t_ns: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct window end times of a channel-load table and, per window, the stations' values."""
+    order = np.argsort(np.asarray(t_ns), kind="stable")
+    t, v = np.asarray(t_ns)[order], np.asarray(values, np.float64)[order]
+    windows, start = np.unique(t, return_index=True)
+    return windows, np.split(v, start[1:])
 
 
 def _save(fig: Any, path: Path) -> Path:

@@ -45,20 +45,26 @@ class CamWire:
         self._budget = cfg.pcap_max_frames if self._pcap is not None else 0
         self.checked = 0
 
-    def encode(self, t_ns: int, stations: np.ndarray, frames: np.ndarray, with_lf: np.ndarray,
-               si_vals: dict[str, np.ndarray]) -> None:
-        """The CAMs generated at ``t_ns``: a keyed sample is checked, the first ``pcap_max_frames`` of the run are
-        kept for the capture."""
+    def _pick(self, key: np.uint64, t_ns: int, stations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which of the messages generated at ``t_ns`` are encoded: a keyed sample (``codec_sample_rate``) that is
+        decoded again, and the first of the run up to the capture budget (shared by every message kind).
+        Returns the sample mask, the capture mask and the indices of either."""
         n = len(stations)
         rate = self.cfg.codec_sample_rate
-        codec_draws = KeyedDraws(self._codec_key, stations, None, np.full(n, t_ns, np.int64))
-        sample = codec_draws.random(n) < rate if rate > 0 else np.zeros(n, bool)
+        draws = KeyedDraws(key, stations, None, np.full(n, t_ns, np.int64))
+        sample = draws.random(n) < rate if rate > 0 else np.zeros(n, bool)
         capture = np.zeros(n, bool)
         if self._budget > 0:
             take = min(self._budget, n)
             capture[:take] = True
             self._budget -= take
-        todo = np.flatnonzero(sample | capture)
+        return sample, capture, np.flatnonzero(sample | capture)
+
+    def encode(self, t_ns: int, stations: np.ndarray, frames: np.ndarray, with_lf: np.ndarray,
+               si_vals: dict[str, np.ndarray]) -> None:
+        """The CAMs generated at ``t_ns``: a keyed sample is checked, the first ``pcap_max_frames`` of the run are
+        kept for the capture."""
+        sample, capture, todo = self._pick(self._codec_key, t_ns, stations)
         if len(todo) == 0:
             return
         etsi = to_etsi({key: val[todo] for key, val in si_vals.items()})
@@ -83,16 +89,7 @@ class CamWire:
         senders' latitude, longitude, speed and heading in ETSI units for the GeoNetworking header; ``sizes``: the
         bytes the airtime assumed): a keyed sample is decoded again, the capture budget is shared with the CAMs."""
         assert self.pm_codec is not None
-        n = len(stations)
-        rate = self.cfg.codec_sample_rate
-        draws = KeyedDraws(self._pm_codec_key, stations, None, np.full(n, t_ns, np.int64))
-        sample = draws.random(n) < rate if rate > 0 else np.zeros(n, bool)
-        capture = np.zeros(n, bool)
-        if self._budget > 0:
-            take = min(self._budget, n)
-            capture[:take] = True
-            self._budget -= take
-        todo = np.flatnonzero(sample | capture)
+        sample, capture, todo = self._pick(self._pm_codec_key, t_ns, stations)
         if len(todo) == 0:
             return
         wire = to_wire({key: val[todo] for key, val in si_vals.items()})

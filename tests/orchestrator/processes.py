@@ -35,9 +35,17 @@ def coopsim_host(allow: str, python_path: Sequence[Path] = (), *options: str) ->
     """``coopsim host --allow <allow>`` on a free loopback port, stopped by pid; yields its address."""
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, python_path), str(repo)])}
-    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
-                             "--allow", allow, *options],
-                            cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    with listening([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0", "--allow", allow,
+                    *options], repo, env) as address:
+        yield address
+
+
+@contextlib.contextmanager
+def listening(command: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A server process that prints "... listening on port N" first, stopped by pid; yields its loopback
+    address."""
+    proc = subprocess.Popen(list(command), cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert "listening on port" in line, line

@@ -18,7 +18,7 @@ import pytest
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from tests.orchestrator.processes import stop
+from tests.orchestrator.processes import listening
 from tests.orchestrator.test_command_sources import BASE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,14 +49,8 @@ def node_modules() -> Path:
 @contextlib.contextmanager
 def js_federate(env: dict[str, str] | None = None) -> Iterator[str]:
     """``node federate.js`` on a free loopback port, stopped by pid; yields its address."""
-    proc = subprocess.Popen(["node", str(JS / "federate.js"), str(PROTO), "0"], cwd=JS, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
-    try:
-        line = proc.stdout.readline() if proc.stdout else ""
-        assert "listening on port" in line, line
-        yield f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
-    finally:
-        stop(proc)
+    with listening(["node", str(JS / "federate.js"), str(PROTO), "0"], JS, env) as address:
+        yield address
 
 
 def scenario(address: str) -> str:
