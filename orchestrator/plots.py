@@ -104,11 +104,13 @@ MAX_PLATOONS_DRAWN = 8
 
 def _plot_string_stability(out_dir: Path, robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]
                            ) -> Path:
-    """L2 norm of each quantity against the position in the platoon, one line per platoon (log scale): a line
-    that rises from follower to follower is amplification along the chain (ratio > 1)."""
+    """L2 norm of each quantity against the position in the platoon, one line per platoon (log scale where the
+    norms span a decade or more): a line that rises from follower to follower is amplification along the chain
+    (ratio > 1)."""
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
     platoons = sorted({r.platoon for r in robots})[:MAX_PLATOONS_DRAWN]
     for (key, label), ax in zip(STRING_STABILITY_PANELS, axes.flat, strict=True):
+        values = []
         for platoon in platoons:
             rows = [(r.position_in_platoon, followers[r.name].get(key)) for r in robots
                     if r.platoon == platoon and r.name in followers]
@@ -116,10 +118,16 @@ def _plot_string_stability(out_dir: Path, robots: Sequence[RobotSpec], followers
             if rows:
                 pos, val = zip(*sorted(rows), strict=True)
                 ax.plot(pos, val, "o-", lw=1.2, ms=4, label=f"platoon {platoon}")
-        ax.set_yscale("log")
-        plain = matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:.2g}")
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+                values += val
+        if values and max(values) / min(values) >= 10:
+            # a log axis only where the norms span a decade; labelled at 1-2-5, minor ticks unlabelled (labels on
+            # every minor tick overlap, and two significant digits repeat: "3, 3, 3.1")
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        else:
+            ax.ticklabel_format(axis="y", useOffset=False)  # within a decade a linear axis reads better
         ax.set_xlabel("position in the platoon (1 = first follower)")
         ax.set_title(f"L2 norm of the {label.split(' [')[0]}", fontsize=10)
         ax.set_ylabel(label)
