@@ -8,6 +8,8 @@ import argparse
 import io
 import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -206,13 +208,20 @@ def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
             "--set", f"federates={json.dumps(slow)}", "--out", str(out)]  # each run lasts about 2 s
     proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen: list[str] = []
     try:
+        # interrupt once the command has *recorded* a finished run (its progress line), not merely once a worker
+        # wrote run.json: the result may still be on its way back to the command then
         deadline = time.monotonic() + 300
-        while not list(out.glob("*/run.json")) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while proc.poll() is None and time.monotonic() < deadline:
+            if select.select([proc.stderr], [], [], 0.5)[0]:
+                seen.append(proc.stderr.readline())
+                if re.search(r"\[\d+/6\] .*: ok", seen[-1]):
+                    break
         assert proc.poll() is None, "the sweep ended before it could be interrupted"
         os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        _, rest = proc.communicate(timeout=120)
+        err = "".join(seen) + rest
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
