@@ -13,8 +13,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
+# the install compiles the kernels (orchestrator/warm.py) so that the first run is as fast as the next ones
 $(STAMP_RUN): pyproject.toml | $(PY)
 	$(PIP) install -q -e .
+	$(PY) -m orchestrator.warm
 	touch $@
 
 $(STAMP_TEST): pyproject.toml | $(PY)
