@@ -21,81 +21,43 @@ Role changes and whose messages a vehicle uses come out of ``step`` as ``Action`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from orchestrator.core.ports import MANEUVER_EVENTS, MANEUVER_REASONS, MANEUVER_STATES, MANEUVER_TYPES
 
+from .codes import (
+    _ROW_FIELDS,
+    ACCEPT,
+    DRIVER,
+    EXTERNAL,
+    FOLLOWER,
+    FREE,
+    GAP_OPEN,
+    GAP_OPENING,
+    IDLE,
+    JOIN_MOVE,
+    JOIN_REQUEST,
+    LANE_CHANGE,
+    LEAVE_REQUEST,
+    MERGE_REQUEST,
+    MERGING,
+    SPLIT_REQUEST,
+    SPLITTING,
+    WATCH,
+    Action,
+    ManeuverOutput,
+    PlatoonLane,
+    Request,
+)
+from .endings import Endings
 from .lanes import LanePath, pursue_lane, quintic
 from .slot import in_slot, slot_accel, slot_error
-
-(IDLE, JOIN_REQUEST, ACCEPT, JOIN_MOVE, GAP_OPENING, GAP_OPEN, LANE_CHANGE, JOINED, LEAVE_REQUEST, LEFT,
- SPLIT_REQUEST, SPLITTING, MERGE_REQUEST, MERGING, ABORTED, WATCH) = range(len(MANEUVER_STATES))
-DRIVER, FOLLOWER, FREE, EXTERNAL = range(4)
-"""Roles: driven by its leader drive, a follower in a control group, driven here (slot or cruise), external."""
-
-_HELD = (IDLE, JOINED, LEFT, ABORTED)  # states that wait for nothing
+from .transitions import Transitions
 
 
-@dataclass(frozen=True)
-class Request:
-    """One scenario request with robots and platoons as ids (``platoon`` etc. are platoon ids, -1: none)."""
-
-    index: int
-    at_ns: int
-    type: str
-    robot: int = -1
-    platoon: int = -1
-    position: int = -1  # -1: the tail
-    into: int = -1
-    lane_offset_m: float | None = None
-    new_platoon: int = -1  # split: the new platoon; leave: the leaver's own
-
-
-@dataclass(frozen=True)
-class PlatoonLane:
-    """A platoon's lane: its reference path (index into the machine's paths) and offset [m] left of it."""
-
-    path: int
-    offset: float
-
-
-class Action(NamedTuple):
-    """A change for the federate: ``kind`` "pred" / "leader" / "peer" (whose messages robot ``robot`` uses: robot id
-    ``value``, -1 none), "free" (the robot leaves its drive or group and is driven by the maneuver layer), "follow"
-    (it becomes a follower in platoon ``value``'s control group)."""
-
-    kind: str
-    robot: int
-    value: int
-
-
-class ManeuverOutput(NamedTuple):
-    """One step's decisions, over the federate's rows."""
-
-    actions: list[Action]
-    accel: np.ndarray  # [m/s^2] for rows driven here (FREE), NaN elsewhere
-    yaw_rate: np.ndarray  # [rad/s] where the lane is steered here, NaN elsewhere
-    extra_gap: np.ndarray  # [m] added to a follower's desired gap (0: none)
-
-
-_ROW_FIELDS: dict[str, tuple[Any, Any]] = {  # per-row arrays: dtype and fill of new rows
-    "role": (np.uint8, DRIVER), "pid": (np.int64, -1), "pidx": (np.int64, 0), "st": (np.uint8, IDLE),
-    "peer": (np.int64, -1), "req": (np.int64, -1), "rtype": (np.int64, -1), "since": (np.int64, 0),
-    "front": (np.int64, -1), "limit": (np.float64, np.nan),
-    "aux": (np.int64, -1), "aux2": (np.int64, -1), "lane_path": (np.int64, -1), "lane_from": (np.float64, 0.0),
-    "lane_to": (np.float64, 0.0), "lane_t0": (np.float64, -np.inf), "lane_on": (np.bool_, False),
-    "lane_now": (np.float64, np.nan), "gap_from": (np.float64, 0.0), "gap_to": (np.float64, 0.0),
-    "gap_t0": (np.float64, -np.inf), "gap_lazy": (np.bool_, False), "gap_hold": (np.bool_, False),
-    "gap_wait": (np.int64, -1), "gap_T": (np.float64, 1.0),
-    "cruise_v": (np.float64, 0.0),
-    "length": (np.float64, 0.0), "width": (np.float64, 0.0), "rear_overhang": (np.float64, 0.0),
-}
-
-
-class ManeuverMachine:
+class ManeuverMachine(Transitions, Endings):
     """The state machines of all rows. ``settings``: a ``ManeuverSettings``-like object (attributes);
     ``paths``: the reference paths; ``lanes``: each platoon id's lane; ``law_of``: a platoon id's control law
     (its ``desired_gap`` and ``gap_reference`` size a slot)."""
@@ -397,253 +359,6 @@ class ManeuverMachine:
             self._event(t_ns, leader, "requested")
         return None
 
-    # -- transitions --------------------------------------------------------------------------------------------
-    def _transitions(self, t_ns: int, t: float, msg: Mapping[str, np.ndarray], ego: Mapping[str, np.ndarray],
-                     front: Mapping[str, np.ndarray], pred_wanted: np.ndarray, leader_wanted: np.ndarray,
-                     aligned: np.ndarray, lane_done: np.ndarray, extra: np.ndarray) -> None:
-        a = self.a
-        st = a["st"].copy()  # every row moves at most one state per step
-        m_state = np.nan_to_num(msg["maneuver"], nan=-1.0)
-        to_me = msg["maneuver_peer"] == self.ids
-        gap_done = t >= a["gap_t0"] + a["gap_T"]
-        types = a["rtype"]
-        join, leave, split, merge = (types == k for k in range(4))
 
-        def heard(code: int, addressed: bool = True) -> np.ndarray:
-            got = m_state == code
-            return got & to_me if addressed else got
-
-        # partners that aborted
-        active = ~np.isin(st, _HELD)
-        for row in np.flatnonzero(active & heard(ABORTED, addressed=False)):
-            self._abort(int(row), t_ns, t, "partner_aborted", ego)
-        st = a["st"].copy()
-
-        # the leader accepts a request addressed to it
-        for code in (JOIN_REQUEST, LEAVE_REQUEST, MERGE_REQUEST):
-            for row in np.flatnonzero((st == WATCH) & heard(code)):
-                self._set(int(row), ACCEPT, t_ns)
-                self._event(t_ns, int(row), "accepted")
-        # the leader's part ends when its partner is done
-        for row in np.flatnonzero((st == ACCEPT) & (heard(JOINED, False) | heard(LEFT, False))):
-            self._set(int(row), IDLE, t_ns, -1)
-        for row in np.flatnonzero((st == SPLIT_REQUEST) & heard(SPLITTING, False)):
-            self._set(int(row), IDLE, t_ns, -1)
-
-        # join
-        for row in np.flatnonzero(join & (st == JOIN_REQUEST) & heard(ACCEPT)):
-            row = int(row)
-            request = self._by_index[int(a["req"][row])]
-            rows = self.members(request.platoon)
-            k = int(a["aux"][row])
-            opener = int(self.ids[rows[k]]) if k < len(rows) else int(self.ids[rows[0]])
-            self._set(row, JOIN_MOVE, t_ns, opener)
-            self._make_free(row, t, ego, request.platoon)
-        for row in np.flatnonzero(join & (st == WATCH) & heard(JOIN_MOVE, False)
-                                  & (msg["platoon_id"] == a["pid"]) & (msg["platoon_index"] == a["pidx"])):
-            row = int(row)
-            joiner = self._row(int(a["peer"][row]))
-            size = float(self.a["length"][joiner]) if joiner >= 0 else 0.0
-            law = self.law_of(int(a["pid"][row]))
-            gap = float(np.asarray(law.desired_gap(ego["v"][[row]]), float)[0])
-            self._gap(row, t, gap + (size if getattr(law, "gap_reference", "axle") == "bumper" else 0.0))
-            self._set(row, GAP_OPENING, t_ns)
-            self._event(t_ns, row, "gap_opening")
-        for row in np.flatnonzero(join & (st == GAP_OPENING) & gap_done):
-            self._set(int(row), GAP_OPEN, t_ns)
-            self._event(t_ns, int(row), "gap_open")
-        move_on = join & (st == JOIN_MOVE) & aligned
-        request_rows = {int(q): self.members(self._by_index[int(q)].platoon) for q in np.unique(a["req"][move_on])}
-        for row in np.flatnonzero(move_on):
-            row = int(row)
-            rows = request_rows[int(a["req"][row])]
-            at_tail = int(a["aux"][row]) >= len(rows)
-            if at_tail or heard(GAP_OPEN)[row]:
-                request = self._by_index[int(a["req"][row])]
-                lane = self.lanes[request.platoon]
-                self._lane(row, t, lane.path, lane.offset)
-                self._set(row, LANE_CHANGE, t_ns)
-                self._event(t_ns, row, "lane_change")
-        for row in np.flatnonzero(join & (st == LANE_CHANGE) & lane_done & (a["role"] == FREE)):
-            self._joined(int(row), t_ns)
-        for row in np.flatnonzero(join & (st == GAP_OPEN) & heard(JOINED)):
-            row = int(row)
-            self._act("pred", row, int(a["peer"][row]))
-            a["gap_from"][row] = a["gap_to"][row] = 0.0  # its gap is now the joiner's
-            self._set(row, IDLE, t_ns, -1)
-
-        # leave
-        for row in np.flatnonzero(leave & (st == LEAVE_REQUEST) & heard(ACCEPT)):
-            row = int(row)
-            law = self.law_of(int(a["pid"][row]))
-            self._gap(row, t, float(np.asarray(law.desired_gap(ego["v"][[row]]), float)[0]))
-            self._set(row, GAP_OPENING, t_ns)
-            self._event(t_ns, row, "gap_opening")
-        for row in np.flatnonzero(leave & (st == GAP_OPENING) & gap_done):
-            row = int(row)
-            request = self._by_index[int(a["req"][row])]
-            lane = self.lanes[int(a["pid"][row])]
-            a["lane_path"][row] = lane.path
-            a["lane_now"][row] = self._offset_on(lane.path, ego["x"][row], ego["y"][row])
-            to = request.lane_offset_m if request.lane_offset_m is not None else lane.offset - 2.0 * a["width"][row]
-            a["aux2"][row] = round(lane.offset * 1e6)  # where it came from, in micrometres (for an abort)
-            self._lane(row, t, lane.path, to)
-            self._set(row, LANE_CHANGE, t_ns)
-            self._event(t_ns, row, "lane_change")
-        for row in np.flatnonzero(leave & (st == LANE_CHANGE) & lane_done & (a["role"] == FOLLOWER)):
-            self._left(int(row), t_ns, t, ego)
-        # the vehicle behind follows the leaver's predecessor once the leaver changes lane, keeping the distance it
-        # has (the leaver is still beside it), and closes the gap once the leaver has left
-        for row in np.flatnonzero(leave & (st == WATCH) & heard(LANE_CHANGE, False) & (pred_wanted != a["aux"])):
-            row = int(row)
-            self._act("pred", row, int(a["aux"][row]))
-            self._gap(row, t, 0.0, wait=int(a["aux"][row]))
-            a["gap_hold"][row] = True
-        for row in np.flatnonzero(leave & (st == WATCH) & heard(LEFT, False)):
-            row = int(row)
-            if pred_wanted[row] != a["aux"][row]:
-                self._act("pred", row, int(a["aux"][row]))
-            a["gap_hold"][row] = False
-            self._gap(row, t, 0.0, wait=int(a["aux"][row]) if a["gap_lazy"][row] else -1)
-            self._set(row, IDLE, t_ns, -1)
-
-        # split
-        for row in np.flatnonzero(split & (st == WATCH) & heard(SPLIT_REQUEST)):
-            row = int(row)
-            request = self._by_index[int(a["req"][row])]
-            self._act("leader", row, int(pred_wanted[row]))  # it keeps a gap to the platoon ahead, ACC-like
-            a["pid"][row] = request.new_platoon
-            a["pidx"][row] = 0
-            self._gap(row, t, extra[row] + self.s.split_time_gap_s * float(ego["v"][row]))
-            self._set(row, SPLITTING, t_ns)
-            self._event(t_ns, row, "accepted")
-        for row in np.flatnonzero(split & (st == SPLITTING) & gap_done):
-            self._event(t_ns, int(row), "completed")
-            self._set(int(row), IDLE, t_ns, -1)
-        for row in np.flatnonzero(split & (st == WATCH) & heard(SPLITTING, False)):
-            row = int(row)
-            self._act("leader", row, int(a["peer"][row]))
-            a["pid"][row] = int(msg["platoon_id"][row])
-            a["pidx"][row] -= int(a["aux"][row])
-            self._set(row, IDLE, t_ns, -1)
-
-        # merge
-        for row in np.flatnonzero(merge & (st == MERGE_REQUEST) & heard(ACCEPT)):
-            row = int(row)
-            self._set(row, MERGING, t_ns)
-            self._act("pred", row, int(a["front"][row]))
-            if a["role"][row] == FOLLOWER:  # a leader made by a split: close its extra gap
-                self._gap(row, t, 0.0)
-            else:
-                self._make_free(row, t, ego, int(a["pid"][row]))
-        merging = merge & (st == MERGING)
-        done = merging & np.where(a["role"] == FOLLOWER, gap_done, aligned)
-        for row in np.flatnonzero(done):
-            self._merged(int(row), t_ns)
-        for row in np.flatnonzero(merge & (st == WATCH) & heard(JOINED, False)):
-            row = int(row)
-            self._act("leader", row, int(a["aux2"][row]))
-            a["pid"][row] = int(msg["platoon_id"][row])
-            a["pidx"][row] += int(msg["platoon_index"][row])
-            self._set(row, IDLE, t_ns, -1)
-
-        # final states are held, then idle
-        for row in np.flatnonzero(np.isin(st, (JOINED, LEFT, ABORTED)) & (t_ns - a["since"] >= self.s.hold_s * 1e9)):
-            row = int(row)
-            self._set(row, IDLE, t_ns, -1)
-            a["req"][row] = -1
-            a["rtype"][row] = -1
-
-    def _make_free(self, row: int, t: float, ego: Mapping[str, np.ndarray], platoon: int) -> None:
-        """The robot is driven here from now on, keeping its lane (measured on ``platoon``'s path)."""
-        a = self.a
-        lane = self.lanes[platoon]
-        a["lane_now"][row] = self._offset_on(lane.path, ego["x"][row], ego["y"][row])
-        a["aux2"][row] = round(a["lane_now"][row] * 1e6)  # its own lane, in micrometres (for an abort)
-        self._lane(row, t, lane.path, float(a["lane_now"][row]))
-        a["cruise_v"][row] = ego["v"][row]
-        if a["role"][row] != FREE:
-            a["role"][row] = FREE
-            self._act("free", row, -1)
-
-    def _joined(self, row: int, t_ns: int) -> None:
-        a = self.a
-        request = self._by_index[int(a["req"][row])]
-        k = int(a["aux"][row])
-        rows = self.members(request.platoon)
-        a["pidx"][rows[k:]] += 1  # the vehicles behind the slot move one position back
-        a["pid"][row] = request.platoon
-        a["pidx"][row] = k
-        a["role"][row] = FOLLOWER
-        a["lane_on"][row] = False
-        a["front"][row] = -1
-        self._act("follow", row, request.platoon)
-        self._act("leader", row, int(self.ids[rows[0]]))
-        self._set(row, JOINED, t_ns)
-        self._event(t_ns, row, "completed")
-
-    def _left(self, row: int, t_ns: int, t: float, ego: Mapping[str, np.ndarray]) -> None:
-        a = self.a
-        request = self._by_index[int(a["req"][row])]
-        others = self.members(int(a["pid"][row]))
-        others = others[others != row]
-        a["pidx"][others[a["pidx"][others] > a["pidx"][row]]] -= 1
-        self.lanes[request.new_platoon] = PlatoonLane(int(a["lane_path"][row]), float(a["lane_to"][row]))
-        a["pid"][row] = request.new_platoon
-        a["pidx"][row] = 0
-        a["role"][row] = FREE
-        a["cruise_v"][row] = ego["v"][row]
-        a["gap_from"][row] = a["gap_to"][row] = 0.0
-        self._act("free", row, -1)
-        self._act("pred", row, -1)
-        self._act("leader", row, -1)
-        self._set(row, LEFT, t_ns)
-        self._event(t_ns, row, "completed")
-
-    def _merged(self, row: int, t_ns: int) -> None:
-        a = self.a
-        request = self._by_index[int(a["req"][row])]
-        rows = self.members(request.into)
-        if a["role"][row] == FREE:
-            a["role"][row] = FOLLOWER
-            a["lane_on"][row] = False
-            self._act("follow", row, request.into)
-        self._act("leader", row, int(self.ids[rows[0]]))
-        a["pid"][row] = request.into
-        a["pidx"][row] = len(rows)
-        a["front"][row] = -1
-        self._set(row, JOINED, t_ns)
-        self._event(t_ns, row, "completed")
-
-    # -- timeouts and aborts ------------------------------------------------------------------------------------
-    def _timeouts(self, t_ns: int) -> None:
-        a = self.a
-        limit = np.where(np.isnan(a["limit"]), self._timeout_s[a["st"]], a["limit"])
-        late = (t_ns - a["since"]) / 1e9 > limit
-        for row in np.flatnonzero(late):
-            self._abort(int(row), t_ns, t_ns / 1e9, "timeout", None)
-
-    def _abort(self, row: int, t_ns: int, t: float, reason: str, ego: Mapping[str, np.ndarray] | None) -> None:
-        """The robot gives its maneuver up and returns to a safe state: a joiner or merger cruises in its own
-        lane, a leaver returns to its platoon's lane, a gap closes again; partners hear "aborted"."""
-        a = self.a
-        self._event(t_ns, row, "aborted", reason)
-        state = int(a["st"][row])
-        home = a["aux2"][row] / 1e6
-        if a["role"][row] == FREE and state in (JOIN_MOVE, LANE_CHANGE, MERGING):
-            a["front"][row] = -1
-            if state == LANE_CHANGE:
-                self._lane(row, t, int(a["lane_path"][row]), home)
-        elif a["role"][row] == FOLLOWER and state in (GAP_OPENING, GAP_OPEN, LANE_CHANGE, WATCH, SPLITTING):
-            if state == LANE_CHANGE:
-                self._lane(row, t, int(a["lane_path"][row]), home)
-            if state != SPLITTING:
-                self._gap(row, t, 0.0)
-        self._set(row, ABORTED, t_ns)
-
-    def settle_lanes(self, t: float) -> None:
-        """Followers steered back into their platoon's lane after an aborted leave hand the steering back."""
-        a = self.a
-        back = (a["role"] == FOLLOWER) & a["lane_on"] & (a["st"] != LANE_CHANGE) & \
-            (t >= a["lane_t0"] + self.s.lane_change_s) & (np.abs(a["lane_now"] - a["lane_to"]) < 0.1 * a["width"])
-        a["lane_on"][back] = False
+__all__ = ["DRIVER", "EXTERNAL", "FOLLOWER", "FREE", "Action", "ManeuverMachine", "ManeuverOutput",
+           "PlatoonLane", "Request"]
