@@ -16,17 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
-
-SUMMARY_COLUMNS = (
-    ("spacing_error_rms_m", "spacing RMS [m]"),
-    ("spacing_error_max_m", "spacing max [m]"),
-    ("lateral_deviation_max_m", "lateral max [m]"),
-    ("min_gap_m", "min gap [m]"),
-    ("pdr", "PDR"),
-    ("latency_mean_s", "latency [s]"),
+from .terminal import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_OUTCOME,
+    demo,
+    print_comparison,
+    print_summary,
+    vehicle_test,
 )
 
 
@@ -216,13 +215,13 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
 
         return run_mcap_command(args, console)
     if args.command == "demo":
-        return _demo(args.out, console, err)
+        return demo(args.out, console, err)
     if args.command == "host":
         from federates.remote.host import main as host_main
 
         return host_main(args)  # parsed by add_host_arguments: every host option passes through
     if args.command == "vehicle-test":
-        return _vehicle_test(args, console)
+        return vehicle_test(args, console)
     if args.command == "sweep":
         from .batch import run_sweep_command
 
@@ -274,42 +273,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         except ClusterError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
-        _print_comparison(result, console)
+        print_comparison(result, console)
         console.print(f"report: {out / 'comparison.html'}")
         return EXIT_OK if result["ok"] else EXIT_FAILED
     raise AssertionError(args.command)
-
-
-def _vehicle_test(args: argparse.Namespace, console: Console) -> int:
-    from federates.physics.models.tyres import TYRE_MODELS
-    from federates.physics.presets import PRESETS
-    from orchestrator.vehicle_test import run_vehicle_test
-
-    tyres = [t.strip() for t in args.tyre.split(",") if t.strip()]
-    problems = []
-    if args.vehicle not in PRESETS:
-        problems.append(f"--vehicle: unknown preset '{args.vehicle}'; allowed: {', '.join(sorted(PRESETS))}")
-    for tyre in tyres:
-        if tyre not in TYRE_MODELS:
-            problems.append(f"--tyre: unknown tyre model '{tyre}'; allowed: {', '.join(TYRE_MODELS)}")
-    if not args.speed > 0:
-        problems.append(f"--speed: must be positive, got {args.speed}")
-    if problems:
-        print("error: " + "\nerror: ".join(problems), file=sys.stderr)
-        return EXIT_BAD_INPUT
-    out = args.out or Path("runs") / f"vehicle-test-{args.kind}"
-    result = run_vehicle_test(args.kind, args.vehicle, args.speed, tyres, out)
-    rows = result["rows"]
-    table = Table(title=f"{args.kind} · {args.vehicle} · {args.speed:g} m/s")
-    # one column per tyre model, one row per metric: stays readable in an 80-column terminal
-    table.add_column("metric")
-    for row in rows:
-        table.add_column(str(row.get("tyre_model", "")), justify="right")
-    for key in (k for k in (rows[0] if rows else {}) if k != "tyre_model"):
-        table.add_row(key, *(_num(row[key]) if not isinstance(row[key], str) else row[key] for row in rows))
-    console.print(table)
-    console.print(f"plots: {', '.join(result['plots'])}")
-    return EXIT_OK
 
 
 def _print_notes(notes: Sequence[str], console: Console) -> None:
@@ -390,55 +357,6 @@ def _outcome_exit(outcomes: dict[str, Any], fail_on: list[str], strict: bool, er
     return EXIT_OK
 
 
-def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Console) -> None:
-    """Per-follower summary table."""
-    followers = metrics.get("followers", {})
-    columns = [(k, label) for k, label in SUMMARY_COLUMNS if any(f.get(k) is not None for f in followers.values())]
-    table = Table(title=f"{run_info['scenario']} · {run_info['channel']} · seed {run_info['seed']} · "
-                        f"{run_info['real_time_factor']:.0f}x real time")
-    table.add_column("follower")
-    for _, label in columns:
-        table.add_column(label, justify="right")
-    table.add_column("collisions", justify="right")
-    for name, f in list(followers.items())[:40]:
-        table.add_row(name, *(_num(f.get(k)) for k, _ in columns), str(f["collisions"]))
-    if len(followers) > 40:
-        table.caption = f"first 40 of {len(followers)} followers; all in metrics.json"
-    console.print(table)
-
-
-def _num(value: Any) -> str:
-    return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
-def _print_comparison(result: dict[str, Any], console: Console) -> None:
-    table = Table(title=f"{' vs '.join(result['variants'])} (same scenario, same seed)")
-    table.add_column("metric (worst follower)")
-    for variant in result["variants"]:
-        table.add_column(variant, justify="right")
-    for key, values in result["summary"].items():
-        table.add_row(key, *(_num(values.get(c)) for c in result["variants"]))
-    console.print(table)
-
-
-def _demo(out: Path, console: Console, err: Console) -> int:
-    from .batch import compare
-    from .scenario import load_scenario
-
-    scenario_path = Path(__file__).resolve().parent.parent / "scenarios" / "platoon.yaml"
-    scenario = load_scenario(scenario_path)
-    from comms_models import COMMS_MODELS
-
-    variants = ["ideal", "itsg5", "itsg5_predicted"]  # the standard's CAMs as they are, and predicted
-    try:
-        COMMS_MODELS.get("itsg5")
-    except ImportError:
-        err.print("the itsg5 channel model is not available; comparing ideal only")
-        variants = ["ideal"]
-    result = compare(scenario, "story", variants, out, source=str(scenario_path), console=err)
-    _print_comparison(result, console)
-    console.print(f"report: {out / 'comparison.html'}")
-    return EXIT_OK if result["ok"] else EXIT_FAILED
 
 
 if __name__ == "__main__":
