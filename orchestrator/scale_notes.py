@@ -13,7 +13,7 @@ import numpy as np
 
 from controllers import CONTROLLERS
 from controllers.profiles import profile_inputs
-from federates.physics.federate import vehicle_params
+from federates.physics.vehicle_config import vehicle_params
 
 from .core.robots import RobotSpec
 from .scenario.model import BLOCK_KEYS, WAYPOINTS, Scenario

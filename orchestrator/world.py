@@ -12,7 +12,7 @@ import numpy as np
 from controllers import CONTROLLERS
 from controllers.profiles import profile_inputs
 from federates import FEDERATE_KINDS
-from federates.physics.federate import vehicle_params
+from federates.physics.vehicle_config import vehicle_params
 
 from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns

@@ -30,7 +30,7 @@ from federates.control.drivers import Drivers
 from federates.control.maneuvering import ManeuverLayer
 from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
-from federates.physics.federate import vehicle_params
+from federates.physics.vehicle_config import vehicle_params
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.core.ports import (
     CAM_RX,

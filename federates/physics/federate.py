@@ -57,30 +57,12 @@ from .command_sources import NO_EVENTS, CommandSources
 from .config import PhysicsConfig
 from .models import VEHICLE_MODELS
 from .poses import POSES, PoseInbox
-from .presets import preset
 from .range_scan import RangeSensor
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
+from .vehicle_config import GroupKey, group_key, vehicle_params
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
-
-GroupKey = tuple[str, str]  # (vehicle model, input mode)
-
-
-def vehicle_params(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A robot's vehicle parameters: its preset merged with its overrides."""
-    vehicle = config.get("vehicle", {})
-    params = preset(vehicle.get("preset", "auna_rc_1to10"))
-    params.update(vehicle.get("params", {}) or {})
-    return params
-
-
-def group_key(config: Mapping[str, Any]) -> GroupKey:
-    """The (model, input mode) a robot is stepped with: ``vehicle.model`` and the ``input_mode`` parameter."""
-    vehicle = config.get("vehicle", {})
-    mode = (vehicle.get("params", {}) or {}).get("input_mode", "speed_steer")
-    return str(vehicle.get("model", "kinematic")), str(mode)
-
 
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""

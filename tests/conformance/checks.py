@@ -227,7 +227,7 @@ def check_channel(cls: Any) -> None:
 # -- vehicle models ----------------------------------------------------------------------------------------------
 def vehicle_parameters(cls: Any, n: int) -> list[dict[str, Any]]:
     """What the physics federate hands a model: the default preset merged with the model's own defaults."""
-    from federates.physics.federate import vehicle_params
+    from federates.physics.vehicle_config import vehicle_params
 
     own = getattr(cls, "Params", None)
     extra = own().model_dump(mode="json") if own is not None else {}

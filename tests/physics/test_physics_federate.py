@@ -17,9 +17,10 @@ import yaml
 
 from federates.physics.collisions import colliding_pairs
 from federates.physics.config import PhysicsConfig
-from federates.physics.federate import PhysicsFederate, vehicle_params
+from federates.physics.federate import PhysicsFederate
 from federates.physics.models.dynamic import DynamicSingleTrack
 from federates.physics.models.kinematic import KinematicBicycle
+from federates.physics.vehicle_config import vehicle_params
 from orchestrator.core.federate import SetupContext
 from orchestrator.core.robots import RobotSpec
 from orchestrator.runner import run_scenario
