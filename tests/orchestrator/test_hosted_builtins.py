@@ -8,22 +8,13 @@ from pathlib import Path
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 from tests.orchestrator.processes import coopsim_host
+from tests.orchestrator.test_outcomes import CRASH as OUTCOMES_CRASH
 
-# a cruise-controlled follower at twice the leader's speed drives into it at about 4 s; ITS-G5 logs every CAM
-CRASH = """
-version: 1
-name: crash
-seed: 1
-duration_s: 5.0
-step_s: 0.01
-vehicles:
-  count: 3
-  overrides: {robot1: {controller: {type: cruise, desired_speed_mps: 2.0}}}
-leader: {profile: constant, params: {speed_mps: 1.0}}
-controller: {type: ela_cacc, time_gap_s: 0.5}
-channel: {type: itsg5}
-outputs: {plots: false, report: false}
-"""
+# the outcomes test's crash (a cruise-controlled follower at twice the leader's speed hits it at about 4 s), over
+# ITS-G5, which logs every CAM, and without outputs
+CRASH = (OUTCOMES_CRASH.replace("duration_s: 6.0", "duration_s: 5.0")
+         .replace("outputs: {plots: false, report: true}",
+                  "channel: {type: itsg5}\noutputs: {plots: false, report: false}"))
 
 
 def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path):
