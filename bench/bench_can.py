@@ -16,9 +16,7 @@ wait for the ECU thread, which competes for the same interpreter.
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import sys
 import tempfile
 import threading
@@ -28,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import can  # noqa: E402
+from bridge_args import bridge_arguments, machine  # noqa: E402  (bench/, the script's own directory)
 
 from federates.can_bridge import Codec  # noqa: E402
 from orchestrator.runner import run_scenario  # noqa: E402
@@ -66,14 +65,9 @@ def per_step_ms(info: dict, steps: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=10.0, help="simulated seconds per run")
-    parser.add_argument("--robots", type=int, nargs="+", default=[4, 32])
-    parser.add_argument("--period", type=float, default=0.02, help="bridge period [s]")
-    args = parser.parse_args()
-    steps = round(args.duration / args.period) + 1
+    args, steps = bridge_arguments(__doc__)
     print(f"CAN bridge (virtual bus), {args.duration:g} s simulated, bridge period {args.period:g} s ({steps} steps), "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+          f"{machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.robots:
             channel = f"bench-{n}"

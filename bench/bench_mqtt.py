@@ -17,7 +17,6 @@ The broker runs with ``set_tcp_nodelay true``, as docs/bridges.md advises for lo
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -35,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import paho.mqtt.client as mqtt  # noqa: E402
+from bridge_args import bridge_arguments  # noqa: E402  (bench/, the script's own directory)
 
 from federates.mqtt import MqttBridge  # noqa: E402
 from orchestrator.runner import run_scenario  # noqa: E402
@@ -119,12 +119,7 @@ def line(label: str, info: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=10.0, help="simulated seconds per run")
-    parser.add_argument("--robots", type=int, nargs="+", default=[4, 32])
-    parser.add_argument("--period", type=float, default=0.02, help="bridge period [s]")
-    args = parser.parse_args()
-    steps = round(args.duration / args.period) + 1
+    args, steps = bridge_arguments(__doc__)
     print(f"MQTT bridge (mosquitto on loopback), {args.duration:g} s simulated, bridge period {args.period:g} s "
           f"({steps} steps), {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,6 @@ time comes from run.json (``wall_time_by_federate_s``, the first step's discover
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -23,6 +22,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from bridge_args import bridge_arguments, machine  # noqa: E402  (bench/, the script's own directory)
 
 from orchestrator.runner import run_scenario  # noqa: E402
 from orchestrator.scenario import parse_scenario  # noqa: E402
@@ -45,15 +46,10 @@ def bridge_ms_per_step(info: dict, steps: int, discovery_s: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=10.0, help="simulated seconds per run")
-    parser.add_argument("--robots", type=int, nargs="+", default=[4, 32])
-    parser.add_argument("--period", type=float, default=0.02, help="bridge period [s]")
-    args = parser.parse_args()
+    args, steps = bridge_arguments(__doc__)
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    steps = round(args.duration / args.period) + 1
     print(f"ROS 2 bridge, {args.duration:g} s simulated, bridge period {args.period:g} s ({steps} steps), "
-          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+          f"{machine()}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.robots:
             free = {"period_s": args.period, "domain_id": DOMAIN}
