@@ -124,12 +124,12 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
     if robots:
         for c in variants:
             followers = comparison["runs"][c]["metrics"].get("followers", {})
-            sections.append((f"Per platoon with {comparison['kind']} {c} (worst follower)",
+            sections.append((f"Per platoon, {variant_label(comparison['kind'], c)} (worst follower)",
                              table(platoon_table(robots, followers), PLATOON_KEYS, first="platoon")))
     for c in variants:
         followers = comparison["runs"][c]["metrics"].get("followers", {})
         cols = [k for k in follower_keys if any(f.get(k) is not None for f in followers.values())]
-        sections.append((f"Followers with {comparison['kind']} {c}", table(followers, cols)))
+        sections.append((f"Followers, {variant_label(comparison['kind'], c)}", table(followers, cols)))
     if comparison["kind"] == "story":
         sections.insert(0, ("What each difference comes from", explain_story(comparison)))
     overlay = plot_overlay(plots_dir, series, {r.id: r.name for r in robots})
@@ -140,6 +140,11 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
     title = (f"coopsim demo: {' vs '.join(variants)}" if comparison["kind"] == "story"
              else f"coopsim: {comparison['kind']} comparison")
     (out / "comparison.html").write_text(page(title, sections, meta), encoding="utf-8")
+
+
+def variant_label(kind: str, variant: str) -> str:
+    """How a page names a variant: "channel itsg5", "fidelity full", or the demo's own names."""
+    return variant if kind == "story" else f"{kind} {variant}"
 
 
 def explain_story(comparison: dict[str, Any]) -> str:
