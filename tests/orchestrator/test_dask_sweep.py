@@ -8,11 +8,12 @@ import argparse
 import io
 import json
 import os
+import queue
 import re
-import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -208,20 +209,28 @@ def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
             "--set", f"federates={json.dumps(slow)}", "--out", str(out)]  # each run lasts about 2 s
     proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)
+    reader.start()  # every line as it comes (select on a buffered pipe would lag behind the lines)
     seen: list[str] = []
     try:
         # interrupt once the command has *recorded* a finished run (its progress line), not merely once a worker
         # wrote run.json: the result may still be on its way back to the command then
         deadline = time.monotonic() + 300
         while proc.poll() is None and time.monotonic() < deadline:
-            if select.select([proc.stderr], [], [], 0.5)[0]:
-                seen.append(proc.stderr.readline())
-                if re.search(r"\[\d+/6\] .*: ok", seen[-1]):
-                    break
+            try:
+                seen.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                continue
+            if re.search(r"\[\d+/6\] .*: ok", seen[-1]):
+                break
         assert proc.poll() is None, "the sweep ended before it could be interrupted"
         os.killpg(proc.pid, signal.SIGINT)
-        _, rest = proc.communicate(timeout=120)
-        err = "".join(seen) + rest
+        proc.wait(timeout=120)
+        reader.join(timeout=30)
+        while not lines.empty():
+            seen.append(lines.get())
+        err = "".join(seen)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
