@@ -208,7 +208,10 @@ def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
             "controller.time_gap_s=0.6,0.8,1.0,1.2,1.4,1.6", "--set", "duration_s=4", *QUIET[2:], *how,
             "--set", f"federates={json.dumps(slow)}", "--out", str(out)]  # each run lasts about 2 s
     proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            # a terminal's Ctrl-C reaches a command whose SIGINT is not ignored; a test run started
+                            # in the background of a shell inherits SIG_IGN, so give the command the default back
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True)
     reader.start()  # every line as it comes (select on a buffered pipe would lag behind the lines)
