@@ -21,7 +21,9 @@ Each step at t (after physics, since it reads ``state``):
    step becomes a robot spawned at t + period; one that arrived is despawned then (``traffic`` logs both).
 
 A robot the scenario gives to this federate (``driver: {federate: <name>}``) is driven by SUMO along
-``drive_route`` instead of being mirrored (``driving``).
+``drive_route`` instead of being mirrored (``driving``). ``lane_changes`` tells SUMO's vehicles to change lanes at
+given times, before step 2 (``scripted``); ``lateral_resolution_m`` makes those, and all of SUMO's lane changes,
+continuous (SUMO's sublane model).
 
 SUMO's vehicles are robots like any other: they get a V2X station (they send and receive CAMs, loading the
 channel), the range sensors see them and contacts with them are collisions. They take no commands: their
@@ -53,6 +55,7 @@ from . import backend
 from .driving import SumoDrivers
 from .frames import Frame, read_location, wrap
 from .params import SumoParams, resolve_input
+from .scripted import LaneChangeScript
 
 TRAFFIC_EVENTS = ("departed", "arrived")
 TRAFFIC = port("traffic", {"t_ns": ("int64", "ns"), "robot": ("int64", "robot id"),
@@ -114,6 +117,7 @@ class SumoFederate(Federate):
         self._startup_events: PortData | None = None
         self._drivers = SumoDrivers(name, self.params.drive_route, self.params.drive_type, self._frame,
                                     self.params.period_s)
+        self._lane_changes = LaneChangeScript(self.params.lane_changes)
         self._results: Mapping[str, Any] = {}
         self.departed = 0
         self.arrived = 0
@@ -130,7 +134,8 @@ class SumoFederate(Federate):
             if p.fcd_output:
                 fcd = Path(ctx.out_dir) / f"{self.name}.fcd.xml"
         seed = int(stream(ctx.seed, self.name, "sumo").integers(0, 2**31 - 1))
-        args = backend.sumo_options(self.net, self.routes, p.period_s, seed, p.collision_action, fcd)
+        args = backend.sumo_options(self.net, self.routes, p.period_s, seed, p.collision_action, fcd,
+                                    p.lateral_resolution_m)
         self._sumo = backend.start(p.backend, args)
         # SUMO's state after a step is labelled with the time the step started (fcd-output, getDepartedIDList):
         # one step now gives its state at 0 (the vehicles departing at 0, spawned at 0 at their SUMO pose), so the
@@ -197,6 +202,7 @@ class SumoFederate(Federate):
         if self.params.mirror:
             self._mirror(state)
         self._drivers.insert(self._sumo, state)
+        self._lane_changes.issue(self._sumo, t_ns)
         self._sumo.simulationStep()
         out = self._collect(t_ns + self.period_ns)
         if self.params.drive_route is not None:

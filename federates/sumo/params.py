@@ -19,6 +19,26 @@ MAX_ROBOT_ID = 2**32 - 1
 """Robot ids are station ids: 32-bit."""
 
 
+class LaneChange(BaseModel):
+    """A lane change SUMO is told to make (``vehicle.changeLane``): vehicle ``vehicle`` moves to lane ``lane`` of
+    its edge from ``t_s`` on; the request holds for ``duration_s``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    vehicle: str = Field(min_length=1, description="SUMO id of one of SUMO's own vehicles (from the route files)")
+    t_s: float = Field(ge=0, description="[s] when SUMO is told: a multiple of period_s")
+    lane: int = Field(ge=0, le=255, description="target lane index on the vehicle's edge (0: the rightmost)")
+    duration_s: float = Field(5.0, gt=0, le=3600, description="[s] how long the request holds: with the sublane "
+                              "model the move takes lane width / maxSpeedLat, so leave it time to finish")
+
+    @field_validator("vehicle")
+    @classmethod
+    def _not_a_robot(cls, value: str) -> str:
+        if value.startswith("coopsim."):
+            raise ValueError(f"'{value}' is a coopsim robot in SUMO; name one of SUMO's own vehicles")
+        return value
+
+
 class SumoParams(BaseModel):
     """``params`` of a ``type: sumo`` federate."""
 
@@ -48,12 +68,30 @@ class SumoParams(BaseModel):
     drive_type: str | None = Field(None, description="vehicle type (of the route files) of those robots' SUMO "
                                    "twins: their desired speed and car-following (default: SUMO's default type)")
     fcd_output: bool = Field(False, description="SUMO writes its floating car data to <run dir>/<name>.fcd.xml")
+    lateral_resolution_m: float | None = Field(
+        None, gt=0, le=100, allow_inf_nan=False, description="[m] SUMO's sublane model (--lateral-resolution): "
+        "lane changes take several steps at the vType's maxSpeedLat instead of one (default: off, one-step changes)")
+    lane_changes: list[LaneChange] = Field(default_factory=list, description="lane changes SUMO's vehicles are "
+                                           "told to make at given times (e.g. a cut-in)")
 
     @field_validator("period_s")
     @classmethod
     def _whole_milliseconds(cls, value: float) -> float:
         if abs(value * 1000 - round(value * 1000)) > 1e-9:
             raise ValueError(f"SUMO counts time in milliseconds: period_s must be a whole number of ms, got {value}")
+        return value
+
+    @field_validator("lane_changes")
+    @classmethod
+    def _on_sumo_steps(cls, value: list[LaneChange], info: ValidationInfo) -> list[LaneChange]:
+        period = info.data.get("period_s")
+        if period is None:
+            return value  # period_s itself was refused
+        for k, change in enumerate(value):
+            steps = change.t_s / period
+            if abs(steps - round(steps)) > 1e-9:
+                raise ValueError(f"lane_changes[{k}].t_s must be a multiple of period_s ({period} s), got "
+                                 f"{change.t_s}")
         return value
 
     @field_validator("net")
