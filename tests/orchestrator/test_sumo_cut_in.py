@@ -24,7 +24,7 @@ from federates.physics.presets import preset
 from orchestrator.scenario import load_scenario
 from orchestrator.scenario.errors import ScenarioError
 
-from .test_sumo_federate import NET_OFFSET, REAR_SHARE, run, trace, write_scenario
+from .test_sumo_federate import REAR_SHARE, run, trace, write_scenario
 
 ROUTES = Path(__file__).parent / "sumo_cut_in" / "cut_in.rou.xml"
 CUTTER = 1_000_000  # robot id of SUMO's first (and only) vehicle
@@ -172,6 +172,14 @@ def test_a_lane_change_sumo_cannot_make_stops_the_run_naming_it(tmp_path, change
     assert not result.ok and message in str(result.error), result.error
 
 
+def test_traci_runs_the_same_cut_in(runs, tmp_path):
+    """The option reaches a sumo process over TraCI too: the same run, bit for bit."""
+    out = tmp_path / "run"
+    run(cut_in_scenario(tmp_path / "case", lateral_resolution_m=0.8, backend="traci"), out)
+    digest = {path: json.loads((path / "run.json").read_text())["digest"] for path in (out, runs["sublane"])}
+    assert digest[out] == digest[runs["sublane"]]
+
+
 def test_the_sublane_option_reaches_sumos_command_line_only_when_set():
     from federates.sumo.backend import sumo_options
 
@@ -186,4 +194,3 @@ def test_the_shipped_highway_scenario_keeps_one_step_lane_changes():
     scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "highway_sumo.yaml")
     params = next(f for f in scenario.federates if f.type == "sumo").params
     assert params.get("lateral_resolution_m") is None and not params.get("lane_changes")
-    assert NET_OFFSET == (600.0, -1.6)  # the net the route file's departPos is computed for
