@@ -4,7 +4,7 @@ headless (libsumo).
 Four cars in a Ploeg CACC platoon at 20 m/s in lane 1 of the shipped motorway, 26 m apart (time gap 1.2 s,
 standstill 2 m). A SUMO car drives beside the gap between car1 and car2 in lane 2 (``sumo_cut_in/cut_in.rou.xml``)
 and is told at 4 s to change into lane 1 (``lane_changes``). With SUMO's sublane model (``lateral_resolution_m``) it
-moves over sideways for seconds: car2's range sensor switches from car1 to it while it is still half in lane 2, at
+moves over sideways for seconds: car2's range sensor switches from car1 to it while it is still partly in lane 2, at
 the bumper-to-bumper distance, and car2 brakes behind it without contact. Without the sublane model SUMO moves it
 3.2 m sideways within one step: the sensor gets no warning, the car simply is in the lane."""
 
@@ -85,8 +85,9 @@ def test_a_sumo_car_cutting_in_is_seen_by_the_followers_range_sensor(runs):
     assert CUT_AT_S + 1.5 < t_switch < CUT_AT_S + 3.0, t_switch
     assert on_cutter[switch:].all()
     assert seen["bearing_rad"][switch] > 0.02
-    # ... while it was still moving over: its rear between the corridor's edge (car2's width, 1.8 m) and lane 1
-    assert LANE_1_Y + 0.9 < cutter["y"][switch] < 1.8
+    # ... while it was still moving over: its rear within the corridor (car2's width, 1.8 m), its left side still
+    # beyond the lane boundary (1.6 m; the car is 1.8 m wide)
+    assert 1.6 - 0.9 < cutter["y"][switch] < 1.8
     # the range is the distance from car2's front bumper to the cutter's rear bumper, well short of the gap
     rows = trace(out, "vehicles")
     car2 = {k: v[rows["robot"] == FOLLOWER] for k, v in rows.items()}
