@@ -220,7 +220,16 @@ def federate(spec: Mapping[str, Any]) -> dict[str, Any]:
     h.helicsFederateFree(fed)
     return {"role": role.name, "granted_ns": granted, "errors": errors[:20], "error_count": len(errors),
             "checked": checked, "received": received, "round_trip_s": round_trip, "grant_wait_s": grant_wait,
-            "wall_s": wall, "sizes": sizes, "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+            "wall_s": wall, "sizes": sizes, "maxrss_kib": peak_rss_kib()}
+
+
+def peak_rss_kib() -> int:
+    """This process's peak resident memory. Not ``ru_maxrss``: Linux carries the parent's peak over fork and exec,
+    so a federate started by a large process would report that one's."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 # -- the whole exchange -----------------------------------------------------------------------------------------
@@ -273,10 +282,15 @@ def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: floa
                 procs.append(subprocess.Popen([sys.executable, __file__, json.dumps(spec)], cwd=REPO,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
             deadline = time.monotonic() + timeout_s
+            failed = []
             for role, proc in zip(members, procs, strict=True):
                 _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1.0))
-                if proc.returncode != 0:
-                    raise RuntimeError(f"federate {role.name} failed ({proc.returncode}): {err[-2000:]}")
+                if proc.returncode != 0:  # every failure is reported: the first one is often only a consequence
+                    failed.append(f"federate {role.name} failed ({proc.returncode}): {err[-1500:]}")
+            if failed:
+                log.flush()
+                broker_log = (Path(scratch) / "broker.log").read_text()[-1500:]
+                raise RuntimeError("\n".join([*failed, f"broker log: {broker_log}"]))
             results = {role.name: json.loads((Path(scratch) / f"{role.name}.json").read_text()) for role in members}
         finally:
             for proc in procs:
