@@ -31,7 +31,7 @@ the caller grows it and calls again, and the kernel resumes where it stopped (al
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 INF_NS = np.iinfo(np.int64).max
 
@@ -215,9 +215,12 @@ def advance(
     tx_mw: float, min_d2: float, radius2: float,
     sens_mw: float, cs_mw: float, noise_mw: float, capture_lin: float,
     aifs_ns: np.int64, slot_ns: np.int64, cca_ns: np.int64, window_ns: np.int64, emit_all: bool,
+    par_min: np.int64,
 ) -> int:
-    """Advance the medium to ``t_now``; returns ``DONE`` or what ran short (see module docstring)."""
+    """Advance the medium to ``t_now``; returns ``DONE`` or what ran short (see module docstring). A frame with at
+    least ``par_min`` links opens and resolves them on all threads (the results do not depend on it)."""
     n = si.shape[0]
+    cand = np.empty(n, np.int64)  # receivers of the frame starting
     # Compact the link buffer down to the links of the frames still on air (ordered by their position).
     if ctr[C_ACTIVE] == 0:
         ctr[C_LINKS] = 0
@@ -273,32 +276,17 @@ def advance(
             if src >= 0:
                 si[src, S_OWN_ACTIVE] = 0
                 _sense_end(si, sf, src, te, aifs_ns, slot_ns)
-            for q in range(ti[je, T_LINK_LO], ti[je, T_LINK_HI]):
-                r = li[q, L_RX]
-                if r < 0:
-                    continue
-                pw = lf[q, L_POWER]
-                si[r, S_NLINKS] -= 1
-                if si[r, S_NLINKS] == 0:
-                    sf[r, F_CUR_POWER] = 0.0  # no drift of the running sum across busy periods
-                else:
-                    sf[r, F_CUR_POWER] -= pw
-                if pw >= cs_mw:
-                    _sense_end(si, sf, r, te, aifs_ns, slot_ns)
-                if li[q, L_HD0] == 1 or si[r, S_OWN_STARTED] > li[q, L_HD_COUNT]:
-                    code = HALF_DUPLEX
-                elif pw < sens_mw:
-                    code = BELOW_SENSITIVITY
-                else:
-                    interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
-                    code = RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
-                scratch_code[r] = code
-                scratch_power[r] = pw
-                if emit_all:
-                    o = ctr[C_RX_OUT]
-                    _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, code, 0, pw)
-                    scratch_row[r] = o
-                    ctr[C_RX_OUT] = o + 1
+            lo = ti[je, T_LINK_LO]
+            _close_links(lo, ti[je, T_LINK_HI] - lo, te, si, sf, li, lf, scratch_code, scratch_power,
+                         sens_mw, cs_mw, noise_mw, capture_lin, aifs_ns, slot_ns, par_min)
+            if emit_all:  # in link order, whatever the number of threads
+                for q in range(lo, ti[je, T_LINK_HI]):
+                    r = li[q, L_RX]
+                    if r >= 0:
+                        o = ctr[C_RX_OUT]
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r], 0, scratch_power[r])
+                        scratch_row[r] = o
+                        ctr[C_RX_OUT] = o + 1
             if src >= 0:
                 for q in range(int_ptr[src], int_ptr[src + 1]):
                     r = int_rx[q]
@@ -384,11 +372,8 @@ def advance(
                 _promote(si, sf, src)
                 pend[npend] = src
                 npend += 1
-            # Links to every station within the cut-off radius.
-            lo = ctr[C_LINKS]
-            nl = lo
-            # hashed once per frame; a PM has its own key (a CAM and a PM of one instant fade independently)
-            frame = frame_key(radio_key if kind == KIND_CAM else pm_radio_key, ids[src], ti[j, T_GEN])
+            # Links to every station within the cut-off radius: the receivers in the 3x3 cells, in grid order.
+            m = 0
             xs = x[src]
             ys = y[src]
             cx = min(max(int((xs - grid_x0) / cell_m), 0), ncx - 1)
@@ -398,40 +383,114 @@ def advance(
                     cell = gy * ncx + gx
                     for k in range(cell_start[cell], cell_start[cell + 1]):
                         r = cell_items[k]
-                        if r == src:
-                            continue
                         dx = x[r] - xs
                         dy = y[r] - ys
-                        d2 = dx * dx + dy * dy
-                        if d2 > radius2:
-                            continue
-                        d2 = max(d2, min_d2)
-                        c = 0
-                        while d2 >= cls_lim2[c]:
-                            c += 1
-                        law = d2 * d2 if cls_exp4[c] == 1 else d2  # d^4 beyond the breakpoint, else d^2
-                        mean = tx_mw / (cls_coef[c] * law)
-                        # shadowing and fading of this frame on this link: keyed by (sender, receiver, generation
-                        # time), so a station that joins elsewhere never changes this link's draw
-                        u = link_u01(frame, id_hash_of[r])
-                        pw = mean * _quantile(gain_q, c, u)
-                        li[nl, L_RX] = r
-                        li[nl, L_HD0] = si[r, S_OWN_ACTIVE]
-                        li[nl, L_HD_COUNT] = si[r, S_OWN_STARTED]
-                        lf[nl, L_POWER] = pw
-                        lf[nl, L_ACTIVE] = sf[r, F_CUR_POWER]
-                        lf[nl, L_CUM0] = sf[r, F_CUM_POWER]
-                        nl += 1
-                        sf[r, F_CUR_POWER] += pw
-                        sf[r, F_CUM_POWER] += pw
-                        si[r, S_NLINKS] += 1
-                        if pw >= cs_mw:
-                            _sense_start(si, r, ts, cca_ns, slot_ns)
+                        if r != src and dx * dx + dy * dy <= radius2:
+                            cand[m] = r
+                            m += 1
+            lo = ctr[C_LINKS]
+            # hashed once per frame; a PM has its own key (a CAM and a PM of one instant fade independently)
+            frame = frame_key(radio_key if kind == KIND_CAM else pm_radio_key, ids[src], ti[j, T_GEN])
+            _open_links(lo, m, cand, xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
+                        cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns, par_min)
+            nl = lo + m
             ctr[C_LINKS] = nl
             ti[j, T_LINK_LO] = lo
             ti[j, T_LINK_HI] = nl
         else:
             return DONE
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _open_link(q: int, r: int, xs: float, ys: float, x: np.ndarray, y: np.ndarray, frame: np.uint64,
+               id_hash_of: np.ndarray, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
+               cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray, gain_q: np.ndarray,
+               tx_mw: float, min_d2: float, cs_mw: float, ts: np.int64, cca_ns: np.int64, slot_ns: np.int64) -> None:
+    # Link q of a starting frame to receiver r: touches only row q of the links and row r of the stations.
+    dx = x[r] - xs
+    dy = y[r] - ys
+    d2 = max(dx * dx + dy * dy, min_d2)
+    c = 0
+    while d2 >= cls_lim2[c]:
+        c += 1
+    law = d2 * d2 if cls_exp4[c] == 1 else d2  # d^4 beyond the breakpoint, else d^2
+    mean = tx_mw / (cls_coef[c] * law)
+    # shadowing and fading of this frame on this link: keyed by (sender, receiver, generation time), so a station
+    # that joins elsewhere never changes this link's draw
+    pw = mean * _quantile(gain_q, c, link_u01(frame, id_hash_of[r]))
+    li[q, L_RX] = r
+    li[q, L_HD0] = si[r, S_OWN_ACTIVE]
+    li[q, L_HD_COUNT] = si[r, S_OWN_STARTED]
+    lf[q, L_POWER] = pw
+    lf[q, L_ACTIVE] = sf[r, F_CUR_POWER]
+    lf[q, L_CUM0] = sf[r, F_CUM_POWER]
+    sf[r, F_CUR_POWER] += pw
+    sf[r, F_CUM_POWER] += pw
+    si[r, S_NLINKS] += 1
+    if pw >= cs_mw:
+        _sense_start(si, r, ts, cca_ns, slot_ns)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _open_links(lo: np.int64, m: np.int64, cand: np.ndarray, xs: float, ys: float, x: np.ndarray, y: np.ndarray,
+                frame: np.uint64, id_hash_of: np.ndarray, si: np.ndarray, sf: np.ndarray, li: np.ndarray,
+                lf: np.ndarray, cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray,
+                gain_q: np.ndarray, tx_mw: float, min_d2: float, cs_mw: float, ts: np.int64, cca_ns: np.int64,
+                slot_ns: np.int64, par_min: np.int64) -> None:  # pragma: no cover - compiled
+    # Each receiver appears once per frame, so the links are independent: any split over threads gives the same
+    # arrays (no reduction, each link's draw is keyed). Few links do not pay for waking the threads.
+    if m >= par_min:
+        for k in prange(m):
+            _open_link(lo + k, cand[k], xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
+                       cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns)
+    else:
+        for k in range(m):
+            _open_link(lo + k, cand[k], xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
+                       cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _close_link(q: int, te: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
+                scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float, cs_mw: float,
+                noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64) -> None:
+    # Resolve link q of an ending frame into scratch_code / scratch_power of its receiver (row r only).
+    r = li[q, L_RX]
+    if r < 0:
+        return
+    pw = lf[q, L_POWER]
+    si[r, S_NLINKS] -= 1
+    if si[r, S_NLINKS] == 0:
+        sf[r, F_CUR_POWER] = 0.0  # no drift of the running sum across busy periods
+    else:
+        sf[r, F_CUR_POWER] -= pw
+    if pw >= cs_mw:
+        _sense_end(si, sf, r, te, aifs_ns, slot_ns)
+    if li[q, L_HD0] == 1 or si[r, S_OWN_STARTED] > li[q, L_HD_COUNT]:
+        code = HALF_DUPLEX
+    elif pw < sens_mw:
+        code = BELOW_SENSITIVITY
+    else:
+        interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
+        code = RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
+    scratch_code[r] = code
+    scratch_power[r] = pw
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _close_links(lo: np.int64, m: np.int64, te: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray,
+                 lf: np.ndarray, scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float, cs_mw: float,
+                 noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64,
+                 par_min: np.int64) -> None:  # pragma: no cover - compiled
+    # As _open_links: one receiver per link, so the split over threads cannot change a result.
+    if m >= par_min:
+        for k in prange(m):
+            _close_link(lo + k, te, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
+                        capture_lin, aifs_ns, slot_ns)
+    else:
+        for k in range(m):
+            _close_link(lo + k, te, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
+                        capture_lin, aifs_ns, slot_ns)
+
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -448,28 +507,3 @@ def _emit(rx_out_i: np.ndarray, rx_out_f: np.ndarray, o: int, ti: np.ndarray, tf
     rx_out_f[o, RXF_POWER] = power
     for c in range(N_CONTENT):
         rx_out_f[o, 1 + c] = tf[j, c]
-
-
-def build_grid(x: np.ndarray, y: np.ndarray, radius_m: float) -> tuple[float, float, float, int, int, np.ndarray,
-                                                                           np.ndarray]:
-    """A uniform grid over the stations with cells of at least ``radius_m`` (a fixed-radius spatial index: the
-    3x3 cells around a sender hold every station within the radius). Returns ``(x0, y0, cell_m, ncx, ncy,
-    cell_start, cell_items)`` in CSR form."""
-    n = len(x)
-    if n == 0:
-        return 0.0, 0.0, 1.0, 1, 1, np.zeros(2, np.int64), np.empty(0, np.int64)
-    x0, y0 = float(x.min()), float(y.min())
-    span_x, span_y = float(x.max()) - x0, float(y.max()) - y0
-    cell = max(radius_m, 1e-3)
-    # Never more cells than a few per station: a larger cell is still correct, just less selective.
-    while (span_x / cell + 1.0) * (span_y / cell + 1.0) > 4 * n + 16:
-        cell *= 2.0
-    ncx = int(span_x / cell) + 1
-    ncy = int(span_y / cell) + 1
-    cx = np.minimum(((x - x0) / cell).astype(np.int64), ncx - 1)
-    cy = np.minimum(((y - y0) / cell).astype(np.int64), ncy - 1)
-    key = cy * ncx + cx
-    items = np.argsort(key, kind="stable")
-    start = np.zeros(ncx * ncy + 1, np.int64)
-    np.cumsum(np.bincount(key, minlength=ncx * ncy), out=start[1:])
-    return x0, y0, cell, ncx, ncy, start, items

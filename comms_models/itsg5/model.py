@@ -27,6 +27,7 @@ instant are independent.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -41,6 +42,7 @@ from .dcc import Dcc
 from .generating import Generation
 from .generation import CamGeneration
 from .geo import LocalProjection
+from .grid import build_grid
 from .log import ChannelLog
 from .params import ItsG5Params
 from .pcap import frame_length_80211
@@ -51,6 +53,7 @@ from .pm import (
 )
 from .radio import airtime_ns, build_tables, dbm_to_mw
 from .receiving import Receptions
+from .threads import ThreadChoice
 from .wire import CamWire
 
 
@@ -126,6 +129,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self._int_ptr = np.zeros(1, np.int64)
         self._int_rx = np.empty(0, np.int64)
         self._roster_version = 0
+        self._threads = ThreadChoice()  # serial or parallel link loops: the same results
 
         self.log = ChannelLog()
         # the platooning message (None: CAMs only, and nothing below is used)
@@ -177,6 +181,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
             self.pm_schedule.spawn(spawn_ns + offsets)  # the PM service starts with the CA service
         self.dcc.spawn(n)
         self._roster_version += 1
+        self._threads.stations = len(self._ids)
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         """Remove stations; their frames on air finish, their queued frames and pending receptions vanish."""
@@ -205,6 +210,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         alive = ~np.isin(self._pending_rx["receiver"], removed_ids)
         self._pending_rx = {k: v[alive] for k, v in self._pending_rx.items()}
         self._roster_version += 1
+        self._threads.stations = len(self._ids)
 
     # -- the step ---------------------------------------------------------------------------------------------------
     def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
@@ -244,10 +250,12 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
 
     def _advance_medium(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> None:
         t = self.tables
-        x0, y0, cell, ncx, ncy, cell_start, cell_items = ax.build_grid(x, y, t.radius_m)
+        x0, y0, cell, ncx, ncy, cell_start, cell_items = build_grid(x, y, t.radius_m)
         n = len(self._ids)
         ctr = self._ctr
         ctr[ax.C_TX_OUT] = ctr[ax.C_RX_OUT] = ctr[ax.C_WIN_OUT] = 0
+        par_min = np.int64(self._threads.par_min())
+        started = time.perf_counter()
         while True:
             status = ax.advance(
                 np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
@@ -258,7 +266,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
                 t.class_limit_m2, t.class_coef, t.class_exp4, t.gain_q,
                 t.tx_mw, t.min_d2, self._radius2, self._sens_mw, self._cs_mw, self._noise_mw, self._capture,
                 np.int64(self._aifs_ns), np.int64(self._slot_ns), np.int64(self._cca_ns),
-                np.int64(self._window_ns), self._emit_all,
+                np.int64(self._window_ns), self._emit_all, par_min,
             )
             if status == ax.DONE:
                 break
@@ -277,6 +285,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
             elif status == ax.NEED_WIN_OUT:
                 self._collect_windows()
                 ctr[ax.C_WIN_OUT] = 0
+        self._threads.record(time.perf_counter() - started, int(ctr[ax.C_TX_OUT]))
         self._collect_windows()
         self._collect_tx()
         self._collect_rx()
