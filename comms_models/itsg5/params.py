@@ -157,7 +157,9 @@ class RadioParams(_Strict):
     cutoff_power_dbm: float = Field(
         -110.0, ge=-150.0, le=0.0,
         description="[dBm] links whose mean received power is below this are ignored entirely (not even as "
-        "interference); sets the radius of the spatial index, -150 to 0",
+        "interference); sets the radius of the spatial index, -150 to 0. At -110 a frame from the radius would "
+        "reach the sensitivity with probability 2.0e-3 (radio.cutoff_bound; radio.cutoff_power_for gives the "
+        "cut-off for another bound, e.g. -118 dBm for 1e-4)",
     )
 
 

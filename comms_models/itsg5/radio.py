@@ -120,7 +120,14 @@ def reception_probability(d_m: float | np.ndarray, params: RadioParams, threshol
 
 
 def cutoff_radius_m(params: RadioParams) -> float:
-    """Distance beyond which the mean received power is below ``cutoff_power_dbm`` (the spatial index radius)."""
+    """Distance at which the mean received power (path loss only) falls to ``cutoff_power_dbm``: the radius of the
+    spatial index. A frame from farther away is not linked at all, neither decoded nor summed as interference.
+
+    Shadowing and fading have unbounded tails, so the bound this buys is probabilistic (``cutoff_bound``): at the
+    default -110 dBm (1,344 m on the dual-slope model) a frame from the radius reaches the sensitivity, or the
+    carrier-sense level, with probability 2.0e-3 (``reception_probability``, decreasing beyond), and the mean power
+    of one such frame, shadowing included, is -102.4 dBm, 4.4 dB below the noise floor. ``cutoff_power_for``
+    inverts the first figure: -118.0 dBm (2,132 m) for 1e-4."""
     budget = params.tx_power_dbm - params.cutoff_power_dbm  # allowed path loss in dB
     if params.path_loss == "free_space":
         d = 10.0 ** ((budget - FREE_SPACE_1M_DB) / 20.0)
@@ -130,6 +137,65 @@ def cutoff_radius_m(params: RadioParams) -> float:
         d = 10.0 ** ((budget - FREE_SPACE_1M_DB) / 20.0) if budget < at_bp else bp * 10.0 ** (
             (budget - at_bp) / 40.0)
     return max(float(d), params.min_distance_m)
+
+
+@dataclass(frozen=True)
+class CutoffBound:
+    """What the cut-off radius can change (``cutoff_bound``)."""
+
+    radius_m: float
+    p_decode: float  # probability that a frame from the radius reaches the sensitivity (no interference)
+    p_sense: float  # ... reaches the carrier-sense level (it would freeze backoffs and count in the CBR)
+    frame_mean_dbm: float  # mean power of a frame from the radius, shadowing and fading included
+    far_mw_per_tx_density: float  # [mW per (transmitter on air per metre)] mean power summed beyond the radius
+
+    def far_noise_rise_db(self, tx_on_air_per_m: float, noise_floor_dbm: float) -> float:
+        """Rise of the noise floor by the mean power of every frame beyond the radius along a straight road (both
+        sides) with ``tx_on_air_per_m`` transmitters on air per metre (stations per metre times their duty cycle)."""
+        far = self.far_mw_per_tx_density * tx_on_air_per_m
+        return 10.0 * math.log10(1.0 + far / float(dbm_to_mw(noise_floor_dbm)))
+
+
+def cutoff_bound(params: RadioParams) -> CutoffBound:
+    """The probabilistic bound of the cut-off radius ``R`` (closed forms, see ``cutoff_radius_m``).
+
+    A link beyond ``R`` changes its own reception decision only if its power reaches the sensitivity: probability
+    ``p_decode = reception_probability(R)`` at the radius, less beyond, so no per-distance PDR beyond ``R`` changes
+    by more than ``p_decode``. As interference, all frames beyond ``R`` add on average, along a road with ``rho``
+    transmitters on air per metre on both sides and mean power ``P(d) = P(R) (R/d)^k`` (k = 4 beyond the
+    dual-slope breakpoint, 2 in free space), ``I = 2 rho E[S] P(R) R / (k - 1)`` with ``E[S] = exp((sigma ln10 /
+    10)^2 / 2)`` the mean of the log-normal shadowing (Nakagami fading has mean 1); ``CutoffBound.far_noise_rise_db``
+    turns it into a noise rise. Sources: Nakagami tail and shadowing as in ``reception_probability``; the log-normal
+    mean, e.g. Goldsmith, Wireless Communications (2005), eq. 2.46."""
+    radius = cutoff_radius_m(params)
+    mean_dbm = float(mean_rx_power_dbm(radius, params))
+    sigma = float(shadowing_sigma_db(radius, params))
+    shadow_mean = math.exp((sigma * math.log(10.0) / 10.0) ** 2 / 2.0)
+    exponent = 4.0 if params.path_loss == "dual_slope" and radius >= params.breakpoint_m else 2.0
+    at_radius_mw = float(dbm_to_mw(mean_dbm)) * shadow_mean
+    return CutoffBound(
+        radius_m=radius,
+        p_decode=float(reception_probability(radius, params)[0]),
+        p_sense=float(reception_probability(radius, params, params.cs_threshold_dbm)[0]),
+        frame_mean_dbm=float(mw_to_dbm(at_radius_mw)),
+        far_mw_per_tx_density=2.0 * at_radius_mw * radius / (exponent - 1.0),
+    )
+
+
+def cutoff_power_for(params: RadioParams, p_max: float) -> float:
+    """The highest ``cutoff_power_dbm`` (to 0.01 dB) whose radius keeps both ``p_decode`` and ``p_sense`` of
+    ``cutoff_bound`` at most ``p_max`` (bisection: both fall monotonically as the cut-off power is lowered)."""
+    def worst(power_dbm: float) -> float:
+        b = cutoff_bound(params.model_copy(update={"cutoff_power_dbm": power_dbm}))
+        return max(b.p_decode, b.p_sense)
+
+    lo, hi = -150.0, min(params.sensitivity_dbm, params.cs_threshold_dbm)  # lo meets the bound, hi does not
+    if worst(lo) > p_max:
+        raise ValueError(f"no cut-off power down to -150 dBm keeps the probability at {p_max:g}")
+    while hi - lo > 0.01:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if worst(mid) <= p_max else (lo, mid)
+    return round(lo, 2)
 
 
 @dataclass(frozen=True)
