@@ -63,7 +63,7 @@ def helics_row(shape: str, peers: int, steps: int, robots: int, core: str) -> di
             "grant_wait": np.asarray(coordinator["grant_wait_s"][skip:]),
             "steps_per_s": steps / coordinator["wall_s"], "real_time": steps * 0.02 / coordinator["wall_s"],
             "peak_mib": max(r["maxrss_kib"] for r in exchange.results.values()) / 1024,
-            "state_bytes": coordinator["sizes"][exchange.roles[0].publishes]}
+            "state_bytes": coordinator["sizes"][exchange.roles[0].publishes], "stuck": exchange.stuck}
 
 
 def grpc_rows(counts: list[int], steps: int, robots: int) -> dict[int, dict[str, np.ndarray]]:
@@ -121,6 +121,9 @@ def main() -> None:
                           if remote else "- | -")
             print(f"| {label} | {core} | {p50_p99(row['round_trip'])} | {p50_p99(row['grant_wait'])} | "
                   f"{row['steps_per_s']:,.0f} ({row['real_time']:.1f}x) | {row['peak_mib']:.0f} | {grpc_cells} |")
+        for (core, shape, n), row in helics.items():
+            if row["stuck"]:  # their figures were written before they tried to leave; they were stopped by pid
+                print(f"{core} {shape} {n}: the disconnect of {', '.join(row['stuck'])} did not complete")
     print(f"\nthis process's peak memory (gRPC orchestrator runs): "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 

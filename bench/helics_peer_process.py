@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -39,6 +40,8 @@ sys.path.insert(0, str(REPO))
 from federates.remote.codec import decode_port, encode_port, pb  # noqa: E402
 
 Table = dict[str, np.ndarray]
+DISCONNECT_S = 20.0
+DISCONNECT_STUCK = 3  # exit status of a federate whose disconnect did not complete
 STATE_KEYS = ("x", "y", "yaw", "v", "a", "yaw_rate", "steer")
 
 
@@ -227,11 +230,22 @@ def federate(spec: Mapping[str, Any]) -> dict[str, Any]:
             h.helicsPublicationPublishBytes(pub, data)
     wall = time.perf_counter() - start
     check()
-    h.helicsFederateDisconnect(fed)
+    summary = {"role": role.name, "granted_ns": granted, "errors": errors[:20], "error_count": len(errors),
+               "checked": checked, "received": received, "round_trip_s": round_trip, "grant_wait_s": grant_wait,
+               "wall_s": wall, "sizes": sizes, "maxrss_kib": peak_rss_kib()}
+    Path(spec["out"]).write_text(json.dumps(summary))  # before leaving: what was measured survives a stuck exit
+    # leaving is bounded: a federate that cannot disconnect exits with DISCONNECT_STUCK instead of hanging
+    h.helicsFederateDisconnectAsync(fed)
+    deadline = time.monotonic() + DISCONNECT_S
+    while not h.helicsFederateIsAsyncOperationCompleted(fed):
+        if time.monotonic() > deadline:
+            print(f"{role.name}: the disconnect did not complete within {DISCONNECT_S:g} s", file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(DISCONNECT_STUCK)
+        time.sleep(0.005)
+    h.helicsFederateDisconnectComplete(fed)
     h.helicsFederateFree(fed)
-    return {"role": role.name, "granted_ns": granted, "errors": errors[:20], "error_count": len(errors),
-            "checked": checked, "received": received, "round_trip_s": round_trip, "grant_wait_s": grant_wait,
-            "wall_s": wall, "sizes": sizes, "maxrss_kib": peak_rss_kib()}
+    return summary
 
 
 def peak_rss_kib() -> int:
@@ -246,11 +260,13 @@ def peak_rss_kib() -> int:
 # -- the whole exchange -----------------------------------------------------------------------------------------
 @dataclass
 class Exchange:
-    """What one run gave: each federate's summary by name, and the broker process (stopped)."""
+    """What one run gave: each federate's summary by name, the broker process (stopped), the roles, and the
+    federates whose disconnect did not complete (their summaries were written before they tried)."""
 
     results: dict[str, dict[str, Any]]
     broker: subprocess.Popen
     roles: list[Role] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
 
 
 def _free_port() -> int:
@@ -293,10 +309,12 @@ def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: floa
                 procs.append(subprocess.Popen([sys.executable, __file__, json.dumps(spec)], cwd=REPO,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
             deadline = time.monotonic() + timeout_s
-            failed = []
+            failed, stuck = [], []
             for role, proc in zip(members, procs, strict=True):
                 _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1.0))
-                if proc.returncode != 0:  # every failure is reported: the first one is often only a consequence
+                if proc.returncode == DISCONNECT_STUCK:
+                    stuck.append(role.name)
+                elif proc.returncode != 0:  # every failure is reported: the first one is often only a consequence
                     failed.append(f"federate {role.name} failed ({proc.returncode}): {err[-1500:]}")
             if failed:
                 log.flush()
@@ -308,9 +326,8 @@ def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: floa
                 _stop(proc)
             _stop(broker)
             log.close()
-    return Exchange(results, broker, members)
+    return Exchange(results, broker, members, stuck)
 
 
 if __name__ == "__main__":
-    SPEC = json.loads(sys.argv[1])
-    Path(SPEC["out"]).write_text(json.dumps(federate(SPEC)))
+    federate(json.loads(sys.argv[1]))
