@@ -270,11 +270,18 @@ class Exchange:
 
 
 def _free_port() -> int:
+    """A loopback port that is free together with the next one: a zmq broker binds both."""
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as first, socket.socket() as second:
+            first.bind(("127.0.0.1", 0))
+            port = first.getsockname()[1]
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -291,7 +298,23 @@ def _stop(proc: subprocess.Popen) -> None:
 def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: float = 0.02, core: str = "zmq",
                  timeout_s: float = 300.0) -> Exchange:
     """Start a ``helics_broker`` (``core``: zmq, tcp, ...) on a free loopback port and every federate of ``shape``
-    as a process; wait for them; stop the broker by pid (also on failure). RuntimeError if a federate fails."""
+    as a process; wait for them; stop the broker by pid (also on failure). RuntimeError if a federate fails; once
+    more on another port if the broker could not bind its port (another process took it after the check)."""
+    for attempt in range(3):
+        try:
+            return _exchange(shape, peers, steps, robots, period_s, core, timeout_s)
+        except PortTakenError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+class PortTakenError(RuntimeError):
+    """The broker could not bind the port it was given."""
+
+
+def _exchange(shape: str, peers: int, steps: int, robots: int, period_s: float, core: str,
+              timeout_s: float) -> Exchange:
     period_ns = round(period_s * 1e9)
     members = roles(shape, peers, period_ns)
     port = _free_port()
@@ -319,7 +342,8 @@ def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: floa
             if failed:
                 log.flush()
                 broker_log = (Path(scratch) / "broker.log").read_text()[-1500:]
-                raise RuntimeError("\n".join([*failed, f"broker log: {broker_log}"]))
+                kind = PortTakenError if "Unable to bind" in broker_log else RuntimeError
+                raise kind("\n".join([*failed, f"broker log: {broker_log}"]))
             results = {role.name: json.loads((Path(scratch) / f"{role.name}.json").read_text()) for role in members}
         finally:
             for proc in procs:
