@@ -53,7 +53,7 @@ from .pm import (
 )
 from .radio import airtime_ns, build_tables, dbm_to_mw
 from .receiving import Receptions
-from .threads import ThreadChoice
+from .threads import NEVER, PARALLEL_MIN_LINKS, ThreadChoice
 from .wire import CamWire
 
 
@@ -254,8 +254,9 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         n = len(self._ids)
         ctr = self._ctr
         ctr[ax.C_TX_OUT] = ctr[ax.C_RX_OUT] = ctr[ax.C_WIN_OUT] = 0
-        par_min = np.int64(self._threads.par_min())
-        started = time.perf_counter()
+        choose = n > PARALLEL_MIN_LINKS  # fewer stations never run the parallel loops: no timing either
+        par_min = np.int64(self._threads.par_min() if choose else NEVER)
+        started = time.perf_counter() if choose else 0.0
         while True:
             status = ax.advance(
                 np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
@@ -285,7 +286,8 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
             elif status == ax.NEED_WIN_OUT:
                 self._collect_windows()
                 ctr[ax.C_WIN_OUT] = 0
-        self._threads.record(time.perf_counter() - started, int(ctr[ax.C_TX_OUT]))
+        if choose:
+            self._threads.record(time.perf_counter() - started, int(ctr[ax.C_TX_OUT]))
         self._collect_windows()
         self._collect_tx()
         self._collect_rx()
