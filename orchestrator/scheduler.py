@@ -118,7 +118,12 @@ class Scheduler:
 
     def schedule_spawn(self, spec: RobotSpec, at_ns: int) -> None:
         """Spawn a robot at ``at_ns`` (or at the next instant when that time has passed)."""
-        self._push(max(at_ns, self.now_ns), "spawn", spec)
+        self._push(max(at_ns, self.now_ns), "spawn", [spec])
+
+    def schedule_spawns(self, specs: Sequence[RobotSpec], at_ns: int) -> None:
+        """Spawn robots together at ``at_ns``, in the given order (one queue entry for all of them)."""
+        if specs:
+            self._push(max(at_ns, self.now_ns), "spawn", list(specs))
 
     def schedule_despawn(self, robot_id: int, at_ns: int) -> None:
         """Despawn a robot at ``at_ns`` (or at the next instant when that time has passed)."""
@@ -199,7 +204,7 @@ class Scheduler:
                 if despawns:  # keep the requested order: flush despawns first
                     self._despawn(t_ns, despawns)
                     despawns = []
-                spawns.append(payload)  # type: ignore[arg-type]
+                spawns.extend(payload)  # type: ignore[arg-type]
             else:
                 if spawns:
                     self._spawn(t_ns, spawns)

@@ -58,6 +58,14 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
     seen_ids: set[int] = set()
     seen_names: set[str] = set()
     pred: dict[str, Any] = {}
+    # Robots of one template share their blocks (one dict each), so the federates do per-block work once; the
+    # caches are keyed by the identity of objects that ``plans`` keeps alive for the whole loop.
+    vehicles: dict[int, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
+    controllers: dict[tuple[int, int], dict[str, Any]] = {}
+    start_speeds: dict[int, float] = {}
+    tracks: dict[tuple[int, float], Track | None] = {}
+    drives: dict[tuple[int, float | None], dict[str, Any]] = {}
+    spacings: dict[tuple[int, int, float, float], float] = {}
     leader_index = 0
     for index, plan in enumerate(plans):
         entry, name = plan.entry, plan.name
@@ -71,17 +79,36 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
         is_leader = plan.position == 0
         if is_leader:
             leader_index = index
-        platoon_controller = merge_controller(base_controller, plan.controller)
-        controller = ControllerBlock(**merge_controller(platoon_controller, entry.controller)).model_dump()
-        vehicle_cfg = plan.vehicle.model_dump()
-        params = vehicle_params({"vehicle": vehicle_cfg})
-        track = _track(plan)
+        controller_key = (id(plan.controller), id(entry.controller))
+        if controller_key not in controllers:
+            platoon_controller = merge_controller(base_controller, plan.controller)
+            controllers[controller_key] = ControllerBlock(
+                **merge_controller(platoon_controller, entry.controller)).model_dump()
+        controller = controllers[controller_key]
+        if id(plan.vehicle) not in vehicles:
+            vehicle_cfg = plan.vehicle.model_dump()
+            params = vehicle_params({"vehicle": vehicle_cfg})
+            dims = {k: params[k] for k in ("length_m", "width_m", "rear_overhang_m", "wheelbase_m")}
+            vehicles[id(plan.vehicle)] = vehicle_cfg, params, dims
+        vehicle_cfg, params, dims = vehicles[id(plan.vehicle)]
+        track_key = (id(plan.leader), plan.lane_offset_m)
+        if track_key not in tracks:
+            tracks[track_key] = _track(plan)
+        track = tracks[track_key]
         initial = entry.initial.model_dump() if entry.initial else {}
-        v_init = initial.get("v") if initial.get("v") is not None else _start_speed(plan.leader)
+        if initial.get("v") is not None:
+            v_init = initial["v"]
+        else:
+            if id(plan.leader) not in start_speeds:
+                start_speeds[id(plan.leader)] = _start_speed(plan.leader)
+            v_init = start_speeds[id(plan.leader)]
         if is_leader:
             pose, along = _leader_start(plan, track)
         else:
-            spacing = _initial_spacing(controller, v_init, params, pred)
+            spacing_key = (id(controller), id(params), float(v_init), float(pred["rear_overhang_m"]))
+            if spacing_key not in spacings:
+                spacings[spacing_key] = _initial_spacing(controller, v_init, params, pred)
+            spacing = spacings[spacing_key]
             along = None if pred["along"] is None else pred["along"] - spacing
             pose = track.pose_at(along) if track is not None and along is not None else behind(pred, spacing)
         pose.update({k: float(initial[k]) for k in ("x", "y", "yaw") if initial.get(k) is not None})
@@ -90,13 +117,16 @@ def expand_robots(scenario: Scenario) -> list[RobotSpec]:
         config: dict[str, Any] = {
             "vehicle": vehicle_cfg,
             "initial": {**pose, "v": v_init},
-            "dims": {k: params[k] for k in ("length_m", "width_m", "rear_overhang_m", "wheelbase_m")},
+            "dims": dims,
         }
         source = sources.get(name)
         if source is not None:
             config["command_source"] = {**source.model_dump(mode="json"), "port": source.port_name}
         elif is_leader:
-            config["driver"] = _drive(plan, track)
+            drive_key = (id(plan.leader), None if track is None else plan.lane_offset_m)
+            if drive_key not in drives:  # leaders of one drive (on one lane, for a path) share the block
+                drives[drive_key] = _drive(plan, track)
+            config["driver"] = drives[drive_key]
         else:
             config["controller"] = controller
         specs.append(
@@ -287,8 +317,12 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     for name, fed in federates.items():
         # built-ins: ports checked per roster change; a hosted one's answers are checked every step
         scheduler.add(fed, trusted=name in ("physics", "v2x", "control") and name not in scenario.execution.remote)
+    by_spawn: dict[int, list[RobotSpec]] = {}
     for spec in robots:
-        scheduler.schedule_spawn(spec, spec.spawn_ns)
+        by_spawn.setdefault(spec.spawn_ns, []).append(spec)
+    for at_ns, specs in by_spawn.items():  # robots appearing together arrive as one batch, in roster order
+        scheduler.schedule_spawns(specs, at_ns)
+    for spec in robots:
         if spec.despawn_ns is not None:
             scheduler.schedule_despawn(spec.id, spec.despawn_ns)
     return World(scenario, robots, scheduler, federates)

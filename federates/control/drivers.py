@@ -14,10 +14,11 @@ import numpy as np
 
 from controllers.profiles import PROFILES, ProfileParams
 from controllers.pure_pursuit import WaypointDriver, WaypointDriverParams
-from orchestrator.core.robots import RobotSpec, rows_of
+from orchestrator.core.robots import RobotSpec, rows_of, shared_rows
 from orchestrator.core.timebase import NS_PER_S
 
 _EGO_FIELDS = ("x", "y", "yaw", "v")
+_CONSTANT: Mapping[str, Any] = {"profile": "constant"}  # a leader without a driver block (read-only, shared)
 
 
 class Drivers:
@@ -39,18 +40,26 @@ class Drivers:
         return spec.predecessor is None
 
     def add(self, specs: Sequence[RobotSpec]) -> None:
-        """New leaders (in spawn order); each path driver gets its new rows in one call."""
-        new_rows: dict[str, int] = {}
-        for spec in specs:
-            driver = spec.config.get("driver", {"profile": "constant"})
+        """New leaders (in spawn order); each path driver gets its new rows in one call. Leaders that share a
+        driver block (one dict) share its work."""
+        drivers, driver_of = shared_rows([spec.config.get("driver", _CONSTANT) for spec in specs])
+        keys: list[tuple[bool, str]] = []  # (a path driver, its key) per distinct driver block
+        for driver in drivers:
             if driver.get("profile") == "waypoints":
                 key = "path" + json.dumps(driver["path"], sort_keys=True)
                 if key not in self._paths:
                     self._paths[key] = (WaypointDriver(WaypointDriverParams(**driver["path"])), [])
+                keys.append((True, key))
+            else:
+                keys.append((False, self._table(driver)))
+        new_rows: dict[str, int] = {}
+        for spec, d in zip(specs, driver_of.tolist(), strict=True):
+            is_path, key = keys[d]
+            if is_path:
                 self._paths[key][1].append(spec.id)
                 new_rows[key] = new_rows.get(key, 0) + 1
             else:
-                self._table_ids.setdefault(self._table(driver), []).append(spec.id)
+                self._table_ids.setdefault(key, []).append(spec.id)
         for key, n in new_rows.items():
             self._paths[key][0].add_rows(n)
 

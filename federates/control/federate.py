@@ -43,7 +43,7 @@ from orchestrator.core.ports import (
     RANGE,
     fields_of,
 )
-from orchestrator.core.robots import RobotSpec, rows_of
+from orchestrator.core.robots import RobotSpec, SharedParams, rows_of, shared_rows
 from orchestrator.core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
@@ -52,6 +52,9 @@ _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dt
     "_yaw_rate_cmd": np.float64, "_accel_cmd": np.float64, "_stop": np.bool_, "_desired_gap": np.float64,
     "_degraded": np.bool_, "_external": np.bool_,
 }
+
+
+_NO_INITIAL: Mapping[str, Any] = {}  # a robot without an initial state or dims of its own (read-only, shared)
 
 
 def is_external(spec: RobotSpec) -> bool:
@@ -117,48 +120,62 @@ class ControlFederate(Federate):
 
     # -- robots -------------------------------------------------------------------------------------------------
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
-        """Rows for ``robots`` at the end, appended once per call (and once per group) whatever their number."""
+        """Rows for ``robots`` at the end, appended once per call (and once per group) whatever their number; the
+        vehicle and controller work is done once per distinct block (robots of one template share theirs)."""
         if not robots:
             return
-        params = [vehicle_params(spec.config) for spec in robots]
-        new: dict[str, list[Any]] = {name: [] for name in _ROW_ARRAYS}
-        offsets = []
-        for spec, p in zip(robots, params, strict=True):
-            new["_wheelbase"].append(p["wheelbase_m"])
-            new["_max_steer"].append(p["max_steer_rad"])
-            new["_max_speed"].append(p["max_speed_mps"])
-            new["_speed_cmd"].append(float(spec.config.get("initial", {}).get("v", 0.0)))
-            new["_external"].append(is_external(spec))
-            dims = {**{k: p[k] for k in ("length_m", "rear_overhang_m")}, **spec.config.get("dims", {})}
-            offsets.append(float(dims["length_m"]) - float(dims["rear_overhang_m"]))  # sensor on the front bumper
+        blocks, block_of = shared_rows([spec.config.get("vehicle") for spec in robots])
+        params = SharedParams([vehicle_params({} if b is None else {"vehicle": b}) for b in blocks], block_of)
+        external = np.array([is_external(spec) for spec in robots], bool)
+        leader = np.array([spec.predecessor is None for spec in robots], bool)
+        new: dict[str, np.ndarray] = {
+            "_wheelbase": params.column("wheelbase_m"), "_max_steer": params.column("max_steer_rad"),
+            "_max_speed": params.column("max_speed_mps"), "_external": external,
+            "_speed_cmd": np.array([float(spec.config.get("initial", _NO_INITIAL).get("v", 0.0)) for spec in robots]),
+        }
         for name, fill in (("_yaw_rate_cmd", 0.0), ("_accel_cmd", 0.0), ("_stop", False), ("_desired_gap", np.nan),
                            ("_degraded", False)):
-            new[name] = [fill] * len(robots)
+            new[name] = np.full(len(robots), fill)
         for name, dtype in _ROW_ARRAYS.items():
             setattr(self, name, np.concatenate([getattr(self, name), np.asarray(new[name], dtype)]))
-        self._sensing.add(np.asarray(offsets))
+        self._sensing.add(self._sensor_offsets(robots, params))
 
-        joined: dict[str, list[int]] = {}
-        for spec in robots:
-            if Drivers.is_leader(spec) or is_external(spec):
-                continue
-            key = self._group_for(spec)
-            joined.setdefault(key, []).append(spec.id)
-            self._group_of[spec.id] = self._groups[key]
-        for key, ids in joined.items():
-            group = self._groups[key]
-            group.pipeline.add_rows(len(ids))
-            group.ids = np.concatenate([group.ids, np.asarray(ids, np.int64)])
-        self._drivers.add([spec for spec in robots if Drivers.is_leader(spec) and not is_external(spec)])
+        ids = np.array([s.id for s in robots], np.int64)
+        followers = np.flatnonzero(~leader & ~external)
+        if len(followers):
+            controllers, controller_of = shared_rows([robots[k].config["controller"] for k in followers.tolist()])
+            keys = [self._group_of_block(block, robots[int(followers[np.flatnonzero(controller_of == c)[0]])].name)
+                    for c, block in enumerate(controllers)]
+            # equal blocks that are distinct objects (specs built one by one) still join one group, in one call
+            number = {key: g for g, key in enumerate(dict.fromkeys(keys))}
+            group_of_row = np.array([number[key] for key in keys], np.int64)[controller_of]
+            for key, g in number.items():
+                group = self._groups[key]
+                joined = ids[followers[group_of_row == g]]
+                group.pipeline.add_rows(len(joined))
+                group.ids = np.concatenate([group.ids, joined])
+                self._group_of.update(dict.fromkeys(joined.tolist(), group))
+        self._drivers.add([robots[k] for k in np.flatnonzero(leader & ~external).tolist()])
 
-        self._ids = np.concatenate([self._ids, np.array([s.id for s in robots], np.int64)])
+        self._ids = np.concatenate([self._ids, ids])
         self._checked_ids = None
         self._pred.add(np.array([-1 if s.predecessor is None else s.predecessor for s in robots], np.int64))
         self._leader.add(np.array([-1 if s.leader is None else s.leader for s in robots], np.int64))
-        self._kmax = np.concatenate([self._kmax, [np.tan(p["max_steer_rad"]) / p["wheelbase_m"] for p in params]])
+        self._kmax = np.concatenate([self._kmax, np.tan(new["_max_steer"]) / new["_wheelbase"]])
         if self._maneuvers is not None:
-            self._maneuvers.spawn(robots, [is_external(spec) for spec in robots])
+            self._maneuvers.spawn(robots, external.tolist())
         self._reindex()
+
+    @staticmethod
+    def _sensor_offsets(robots: Sequence[RobotSpec], params: SharedParams) -> np.ndarray:
+        """Where the range sensor sits ahead of the rear axle [m]: the front bumper (the robot's ``dims`` where
+        given, else its vehicle's)."""
+        dims, dims_of = shared_rows([spec.config.get("dims", _NO_INITIAL) for spec in robots])
+        offsets = []
+        for key in ("length_m", "rear_overhang_m"):
+            given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]
+            offsets.append(np.where(np.isnan(given), params.column(key), given))
+        return offsets[0] - offsets[1]
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         gone = np.asarray(list(robot_ids), np.int64)
@@ -182,10 +199,6 @@ class ControlFederate(Federate):
         if self._maneuvers is not None:
             self._maneuvers.despawn(keep)
         self._reindex()
-
-    def _group_for(self, spec: RobotSpec) -> str:
-        """Key of the group of a follower's controller block, created on first use."""
-        return self._group_of_block(spec.config["controller"], spec.name)
 
     def _group_of_block(self, block: Mapping[str, Any], name: str) -> str:
         """Key of the group of a controller block, created on first use (``name``: for the message)."""

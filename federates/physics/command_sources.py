@@ -28,7 +28,7 @@ import numpy as np
 
 from controllers.conversions import steer_to_yaw_rate, yaw_rate_to_steer
 from orchestrator.core.ports import COMMAND_EVENTS
-from orchestrator.core.robots import RobotSpec, rows_of
+from orchestrator.core.robots import RobotSpec, param_column, rows_of
 
 ACCEL_FROM_SPEED_TAU_S = 0.5
 """Time constant [s] of the proportional loop that turns a speed-only command into an acceleration (for models
@@ -84,12 +84,16 @@ class CommandSources:
         """Rows for newly spawned robots (``speed``: their initial speeds)."""
         # a posed robot (``posed_by``) names its pose source but takes no commands from it
         sources = [None if "posed_by" in r.config else r.config.get("command_source") for r in robots]
-        port = [self.ports.index(s["port"]) if s else -1 for s in sources]
-        self.port = np.concatenate([self.port, np.asarray(port, np.int64)])
-        self.timeout_ns = np.concatenate([self.timeout_ns, np.array(
-            [round(s["command_timeout_s"] * 1e9) if s else 0 for s in sources], np.int64)])
-        self.policy = np.concatenate([self.policy, np.array(
-            [_POLICIES.index(s["on_timeout"]) if s else 0 for s in sources], np.int64)])
+        if any(sources):
+            port = np.array([self.ports.index(s["port"]) if s else -1 for s in sources], np.int64)
+            timeout = np.array([round(s["command_timeout_s"] * 1e9) if s else 0 for s in sources], np.int64)
+            policy = np.array([_POLICIES.index(s["on_timeout"]) if s else 0 for s in sources], np.int64)
+        else:  # the usual fleet: nobody outside commands (no per-robot work)
+            port = np.full(len(robots), -1, np.int64)
+            timeout = policy = np.zeros(len(robots), np.int64)
+        self.port = np.concatenate([self.port, port])
+        self.timeout_ns = np.concatenate([self.timeout_ns, timeout])
+        self.policy = np.concatenate([self.policy, policy])
         self.last_ns = np.concatenate([self.last_ns, np.full(len(robots), t_ns, np.int64)])
         self.silent = np.concatenate([self.silent, np.zeros(len(robots), bool)])
         initial = {"speed": speed, "accel": np.zeros(len(robots)), "steer": np.zeros(len(robots)),
@@ -99,7 +103,7 @@ class CommandSources:
         self.speed_ref = np.concatenate([self.speed_ref, speed])
         for attr, key in (("wheelbase", "wheelbase_m"), ("max_steer", "max_steer_rad"), ("max_speed", "max_speed_mps"),
                           ("max_accel", "max_accel_mps2"), ("max_decel", "max_decel_mps2")):
-            setattr(self, attr, np.concatenate([getattr(self, attr), np.array([float(p[key]) for p in params])]))
+            setattr(self, attr, np.concatenate([getattr(self, attr), param_column(params, key)]))
         self.names.extend(r.name for r in robots)
         self._changed()
 

@@ -49,7 +49,7 @@ from orchestrator.core.ports import (
     port,
 )
 from orchestrator.core.rng import KeyedNormal, stream
-from orchestrator.core.robots import RobotSpec, rows_of
+from orchestrator.core.robots import RobotSpec, SharedParams, param_column, rows_of, shared_rows
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import CollisionError, ContactMonitor
@@ -63,6 +63,8 @@ from .vehicle_config import GroupKey, group_key, vehicle_params
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
+_NO_INITIAL: Mapping[str, float] = {}  # a robot without an initial pose (read-only, shared)
+_NO_DIMS: Mapping[str, float] = {}  # a robot whose body is its vehicle's (read-only, shared)
 
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
@@ -77,7 +79,7 @@ class PhysicsFederate(Federate):
         self.sources = CommandSources(command_ports, self.dt)
         """The robots external sources drive (``command_sources``): their last commands and silences."""
         self._groups: dict[GroupKey, Any] = {}  # (model, input mode) -> VehicleModel
-        self._key_of: list[GroupKey] = []  # per row
+        self._group_number = np.empty(0, np.int64)  # per row: the position of its group in self._groups
         self._group_rows: dict[GroupKey, np.ndarray] = {}  # per group, its rows in roster order
         self._ids = np.empty(0, np.int64)
         self._noises: list[KeyedNormal] = []
@@ -147,38 +149,43 @@ class PhysicsFederate(Federate):
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         if not robots:
             return
-        params = [vehicle_params(s.config) for s in robots]
-        keys = [group_key(s.config) for s in robots]
-        initial = {
-            key: np.array([float(s.config.get("initial", {}).get(key, 0.0)) for s in robots])
-            for key in ("x", "y", "yaw", "v")
-        }
-        by_key: dict[GroupKey, list[int]] = {}
-        for k, key in enumerate(keys):
-            by_key.setdefault(key, []).append(k)
-        for key, members in by_key.items():
+        # per distinct vehicle block, not per robot: a fleet of one template costs one preset merge
+        blocks, block_of = shared_rows([s.config.get("vehicle") for s in robots])
+        params = SharedParams([vehicle_params({} if b is None else {"vehicle": b}) for b in blocks], block_of)
+        block_keys = [group_key({} if b is None else {"vehicle": b}) for b in blocks]
+        starts = [s.config.get("initial", _NO_INITIAL) for s in robots]
+        initial = {key: np.array([float(d.get(key, 0.0)) for d in starts]) for key in ("x", "y", "yaw", "v")}
+        for key in dict.fromkeys(block_keys):
             if key not in self._groups:
                 self._groups[key] = self._new_model(key)
             if self._odometry is not None and not hasattr(self._groups[key], "wheel_odometry"):
                 raise ValueError(f"vehicle model '{key[0]}' has no wheel odometry; use physics.estimate: ground_truth")
-            sel = np.asarray(members)
-            self._groups[key].add([params[k] for k in members], {name: arr[sel] for name, arr in initial.items()})
-        # rows keep spawn order: append in the order given (each group keeps its own order)
-        self._key_of.extend(keys)
-        self._names.extend(s.name for s in robots)
+        numbers = {key: g for g, key in enumerate(self._groups)}
+        group_of = np.array([numbers[key] for key in block_keys], np.int64)[block_of]
+        for key in dict.fromkeys(block_keys):  # rows keep spawn order within each group
+            sel = np.flatnonzero(group_of == numbers[key])
+            self._groups[key].add(params.take(sel), {name: arr[sel] for name, arr in initial.items()})
+        self._group_number = np.concatenate([self._group_number, group_of])
+        self._names.extend([s.name for s in robots])
         ids = np.array([s.id for s in robots], np.int64)
         self._ids = np.concatenate([self._ids, ids])
         for noise in self._noises:
             noise.ids = self._ids
-        dims = [{**{k: p[k] for k in ("length_m", "width_m", "rear_overhang_m")}, **s.config.get("dims", {})}
-                for s, p in zip(robots, params, strict=True)]
-        length = np.array([float(d["length_m"]) for d in dims])
-        width = np.array([float(d["width_m"]) for d in dims])
-        rear = np.array([float(d["rear_overhang_m"]) for d in dims])
-        self._bodies.add(length, width, rear, [float(p.get("max_accel_mps2", 10.0)) for p in params])
+        length, width, rear = self._body_sizes(robots, params)
+        self._bodies.add(length, width, rear, params.column("max_accel_mps2", 10.0))
         self.sources.add(robots, params, max(min(s.spawn_ns for s in robots), 0), initial["v"])
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
+
+    @staticmethod
+    def _body_sizes(robots: Sequence[RobotSpec], params: SharedParams) -> tuple[np.ndarray, ...]:
+        """Length, width and rear overhang [m] per robot: the robot's ``dims`` where given, else its vehicle's."""
+        dims, dims_of = shared_rows([s.config.get("dims", _NO_DIMS) for s in robots])
+        sizes = []
+        for key in ("length_m", "width_m", "rear_overhang_m"):
+            given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]
+            sizes.append(np.where(np.isnan(given), params.column(key), given))
+        return tuple(sizes)
 
     def _new_model(self, key: GroupKey) -> Any:
         model, mode = key
@@ -193,7 +200,7 @@ class PhysicsFederate(Federate):
         n = len(robots)
         x, y, yaw = initial["x"], initial["y"], initial["yaw"]
         if self._odometry is not None and self._imu is not None:
-            track = np.array([float(p.get("track_m", 0.0)) for p in params])
+            track = param_column(params, "track_m", 0.0)
             if cfg.odometry.heading_source == "wheels" and np.any(track <= 0):
                 bad = robots[int(np.flatnonzero(track <= 0)[0])].name
                 raise ValueError(f"robot {bad}: odometry heading from the wheels needs track_m > 0")
@@ -223,15 +230,14 @@ class PhysicsFederate(Federate):
         self._ids = self._ids[keep]
         for noise in self._noises:
             noise.ids = self._ids
-        self._key_of = [m for m, k in zip(self._key_of, keep, strict=True) if k]
+        self._group_number = self._group_number[keep]
         self._names = [n for n, k in zip(self._names, keep, strict=True) if k]
         self._bodies.remove(keep, self._ids.tolist())
         self.sources.remove(keep)
         self._rows_changed()
 
     def _rows_changed(self) -> None:
-        keys = np.array([list(self._groups).index(k) for k in self._key_of], np.int64)
-        self._group_rows = {key: np.flatnonzero(keys == g) for g, key in enumerate(self._groups)}
+        self._group_rows = {key: np.flatnonzero(self._group_number == g) for g, key in enumerate(self._groups)}
         self._aligned_ids = None
         self._next_range_ns = 0  # the held range rows no longer match: measure at the next step
 

@@ -3,8 +3,10 @@ the scenario's overrides) and the (model, input mode) group it is stepped in."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from orchestrator.core.robots import RobotSpec, SharedParams, shared_rows
 
 from .presets import preset
 
@@ -26,4 +28,11 @@ def group_key(config: Mapping[str, Any]) -> GroupKey:
     return str(vehicle.get("model", "kinematic")), str(mode)
 
 
-__all__ = ["GroupKey", "group_key", "vehicle_params"]
+def robot_params(robots: Sequence[RobotSpec]) -> SharedParams:
+    """The vehicle parameters of ``robots``, computed once per distinct vehicle block (robots of one template
+    share theirs)."""
+    blocks, index = shared_rows([robot.config.get("vehicle") for robot in robots])
+    return SharedParams([vehicle_params({} if block is None else {"vehicle": block}) for block in blocks], index)
+
+
+__all__ = ["GroupKey", "group_key", "robot_params", "vehicle_params"]

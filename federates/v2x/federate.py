@@ -48,7 +48,11 @@ class V2XFederate(Federate):
         self.step_ns = step_ns
         self.channel_config = dict(channel)
         self.model: CommsModel | None = None
-        self._pairs: dict[int, list[int]] = {}  # receiver id -> sender ids it listens to
+        # the spec's interest: every live robot, and (receiver, sender) pairs grouped by receiver in spawn order,
+        # each receiver's senders (its predecessor and leader) ascending
+        self._alive = np.empty(0, np.int64)
+        self._rx = np.empty(0, np.int64)
+        self._tx = np.empty(0, np.int64)
         self._interest = Interest(np.empty(0, np.int64), np.empty(0, np.int64))
         self._triggers = False  # whether the model reports why it generated each CAM (cam_triggers)
 
@@ -79,21 +83,31 @@ class V2XFederate(Federate):
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         assert self.model is not None
         self.model.spawn(robots)
-        for spec in robots:
-            self._pairs[spec.id] = sorted({s for s in (spec.predecessor, spec.leader) if s is not None})
+        ids = np.array([spec.id for spec in robots], np.int64)
+        pred = np.array([-1 if spec.predecessor is None else spec.predecessor for spec in robots], np.int64)
+        lead = np.array([-1 if spec.leader is None else spec.leader for spec in robots], np.int64)
+        first = np.where(pred < 0, lead, pred)
+        second = np.where(pred < 0, -1, lead)
+        low = np.where(second < 0, first, np.minimum(first, second))
+        high = np.where((second < 0) | (second == first), -1, np.maximum(first, second))
+        senders = np.stack([low, high], axis=1)
+        listens = senders >= 0
+        self._alive = np.concatenate([self._alive, ids])
+        self._rx = np.concatenate([self._rx, np.repeat(ids[:, None], 2, axis=1)[listens]])
+        self._tx = np.concatenate([self._tx, senders[listens]])
         self._rebuild_interest()
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         assert self.model is not None
         self.model.despawn(robot_ids)
-        for rid in robot_ids:
-            self._pairs.pop(int(rid), None)
+        gone = np.asarray(list(robot_ids), np.int64)
+        self._alive = self._alive[~np.isin(self._alive, gone)]
+        keep = ~np.isin(self._rx, gone)
+        self._rx, self._tx = self._rx[keep], self._tx[keep]
         self._rebuild_interest()
 
     def _rebuild_interest(self) -> None:
-        receivers = [r for r, senders in self._pairs.items() for _ in senders]
-        senders = [s for r_senders in self._pairs.values() for s in r_senders]
-        self._interest = Interest(np.asarray(receivers, np.int64), np.asarray(senders, np.int64))
+        self._interest = Interest(self._rx.copy(), self._tx.copy())
         self._listening = None
 
     def _follow_platoon_state(self, state: Mapping[str, np.ndarray]) -> None:
@@ -104,7 +118,7 @@ class V2XFederate(Federate):
                                                np.array_equal(a, b) for a, b in zip(columns, self._listening,
                                                                                     strict=True)):
             return
-        alive = np.fromiter(self._pairs, np.int64, len(self._pairs))
+        alive = self._alive
         ids = np.asarray(state["id"], np.int64)
         receivers = np.concatenate([ids, ids, ids])
         senders = np.concatenate([np.asarray(c, np.float64) for c in columns[1:]])
@@ -112,10 +126,10 @@ class V2XFederate(Federate):
         ok[ok] &= np.isin(senders[ok].astype(np.int64), alive)
         pairs = np.unique(np.stack([receivers[ok], senders[ok].astype(np.int64)], axis=1), axis=0)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-        known = set(ids.tolist())  # robots the control federate has not published yet keep their spec's pairs
-        extra = [(r, s) for r, ss in self._pairs.items() if r not in known for s in ss]
-        if extra:
-            pairs = np.unique(np.vstack([pairs, np.asarray(extra, np.int64)]), axis=0)
+        unknown = ~np.isin(self._rx, ids)  # robots the control federate has not published yet keep their spec's pairs
+        if unknown.any():
+            extra = np.stack([self._rx[unknown], self._tx[unknown]], axis=1)
+            pairs = np.unique(np.vstack([pairs, extra]), axis=0)
         self._interest = Interest(np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]))
         self._listening = tuple(np.array(c, copy=True) for c in columns)
 

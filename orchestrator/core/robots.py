@@ -7,7 +7,7 @@ given, so all ports line up row by row without any lookup in the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,14 +56,17 @@ class Roster:
         return self._specs[robot_id]
 
     def add(self, specs: Iterable[RobotSpec]) -> list[RobotSpec]:
-        """Append robots; a robot that is already alive is an error."""
-        added = []
-        for spec in specs:
-            if spec.id in self._specs:
-                raise ValueError(f"robot {spec.name} (id {spec.id}) is already alive")
-            self._ids.append(spec.id)
-            self._specs[spec.id] = spec
-            added.append(spec)
+        """Append robots; a robot that is already alive (or given twice) is an error."""
+        added = list(specs)
+        ids = [spec.id for spec in added]
+        if len(set(ids)) != len(ids) or not self._specs.keys().isdisjoint(ids):
+            seen = set(self._specs)
+            for spec in added:  # the slow path only to name the offender
+                if spec.id in seen:
+                    raise ValueError(f"robot {spec.name} (id {spec.id}) is already alive")
+                seen.add(spec.id)
+        self._ids.extend(ids)
+        self._specs.update(zip(ids, added, strict=True))
         self.version += 1
         return added
 
@@ -77,6 +80,64 @@ class Roster:
                 del self._specs[rid]
             self.version += 1
         return removed
+
+
+def shared_rows(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct objects among ``values`` (by identity, in first-seen order) and each value's index into them.
+
+    Robots built from one template share their vehicle and controller blocks (the same dict), so a federate does
+    per-configuration work once per distinct block and broadcasts it with the index, instead of once per robot."""
+    keys = list(map(id, values))
+    by_key = dict(zip(keys, values, strict=True))  # one object per identity; insertion order is first-seen order
+    number = {key: k for k, key in enumerate(by_key)}
+    return list(by_key.values()), np.array(list(map(number.__getitem__, keys)), np.int64)
+
+
+class SharedParams(Sequence[Mapping[str, Any]]):
+    """Per-robot parameters stored once per distinct block (a dict) with an index per robot.
+
+    It reads as a sequence of per-robot dicts (the same dict for robots of one template: read-only), and its
+    ``column`` and ``rows`` do the per-parameter work once per distinct block, so spawning a fleet costs no Python
+    per robot (10,000 robots of one template: one preset merge, not 10,000)."""
+
+    def __init__(self, distinct: Sequence[Mapping[str, Any]], index: np.ndarray) -> None:
+        self.distinct = list(distinct)
+        self.index = np.asarray(index, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, row: int) -> Mapping[str, Any]:  # type: ignore[override]
+        return self.distinct[int(self.index[row])]
+
+    def __iter__(self) -> Iterator[Mapping[str, Any]]:
+        distinct = self.distinct
+        return (distinct[k] for k in self.index.tolist())
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> SharedParams:
+        """The parameters of the robots at ``rows``."""
+        return SharedParams(self.distinct, self.index[np.asarray(rows, np.int64)])
+
+    def rows(self, row_of: Callable[[Mapping[str, Any]], Any]) -> np.ndarray:
+        """``row_of(params)`` for every robot as a float array (evaluated once per distinct block)."""
+        per_block = np.asarray([row_of(p) for p in self.distinct], np.float64)
+        return per_block[self.index]
+
+    def column(self, key: str, default: float | None = None) -> np.ndarray:
+        """One parameter for every robot (``default`` where a block lacks it; no default: it must be there)."""
+        return self.rows(lambda p: float(p[key]) if default is None else float(p.get(key, default)))
+
+
+def param_rows(params: Sequence[Mapping[str, Any]], row_of: Callable[[Mapping[str, Any]], Any]) -> np.ndarray:
+    """``row_of`` over per-robot parameters as a float array: once per distinct block for ``SharedParams``."""
+    if isinstance(params, SharedParams):
+        return params.rows(row_of)
+    return np.asarray([row_of(p) for p in params], np.float64)
+
+
+def param_column(params: Sequence[Mapping[str, Any]], key: str, default: float | None = None) -> np.ndarray:
+    """One parameter of every robot as a float array (see ``SharedParams.column``)."""
+    return param_rows(params, lambda p: float(p[key]) if default is None else float(p.get(key, default)))
 
 
 def rows_of(ids: np.ndarray, wanted: Sequence[int] | np.ndarray, missing: int | None = None) -> np.ndarray:

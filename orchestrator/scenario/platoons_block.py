@@ -99,9 +99,10 @@ def plan_robots(scenario: Scenario) -> list[RobotPlan]:
     if isinstance(block, list):
         entries = [(e.name or f"robot{i}", e, e.vehicle or Vehicle(), ("vehicles", i)) for i, e in enumerate(block)]
     elif block is not None:
+        plain = VehicleEntry()  # one shared entry for the robots without overrides (read-only)
         for i in range(block.count):
             key = f"{block.name_prefix}{i}"
-            entry = block.overrides.get(key, VehicleEntry())
+            entry = block.overrides.get(key, plain)
             entries.append((entry.name or key, entry, _merged_vehicle(block.template, entry),
                             ("vehicles", "overrides", key) if key in block.overrides else ("vehicles", "count")))
     size = scenario.platoon.size or len(entries) or 1
@@ -114,13 +115,14 @@ def _platoon_plans(k: int, block: PlatoonBlock, scenario: Scenario) -> list[Robo
     names = block.robot_names(k)
     leader = block.leader or scenario.leader
     plans = []
+    plain = VehicleEntry()  # one shared entry for the robots without overrides (read-only)
     for position, name in enumerate(names):
         if block.members is not None:
             entry = block.members[position]
             vehicle = entry.vehicle or Vehicle()
             loc: Loc = ("platoons", k, "members", position)
         else:
-            entry = block.overrides.get(name, VehicleEntry())
+            entry = block.overrides.get(name, plain)
             vehicle = _merged_vehicle(block.template, entry)
             loc = ("platoons", k, "overrides", name) if name in block.overrides else ("platoons", k, "count")
         plans.append(RobotPlan(name, entry, vehicle, loc, k, position, leader, block.controller,

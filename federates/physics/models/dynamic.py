@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from orchestrator.core.registry import UnknownNameError
+from orchestrator.core.robots import SharedParams, param_rows
 
 from .base import InputMode, VehicleModel
 from .dynamic_kernel import (
@@ -186,7 +187,8 @@ class DynamicSingleTrack(VehicleModel):
         """Append robots with their parameters and initial rear-axle ``x, y, yaw, v`` (optional ``steer``); the
         lateral states start kinematically consistent (``r = v tan(steer)/L``, no rear-axle side slip)."""
         n = len(params)
-        plugins = {plugin for p in params if (plugin := _tyre(str(p.get("tyre_model", "fiala")))[1]) is not None}
+        blocks = params.distinct if isinstance(params, SharedParams) else params
+        plugins = {plugin for p in blocks if (plugin := _tyre(str(p.get("tyre_model", "fiala")))[1]) is not None}
         if self._tyre_plugin is not None:
             plugins.add(self._tyre_plugin)
         if len(plugins) > 1:  # one compiled kernel steps all robots of a model and input mode
@@ -195,7 +197,7 @@ class DynamicSingleTrack(VehicleModel):
         if plugins:
             self._tyre_plugin = plugins.pop()
             self._kernel = kernel_with_tyre(self._tyre_plugin.lateral)
-        rows = np.array([_param_row(p) for p in params], dtype=np.float64).reshape(n, len(PARAM_COLUMNS))
+        rows = param_rows(params, _param_row).reshape(n, len(PARAM_COLUMNS))
         new = np.zeros((len(STATE_ROWS), n))
         for name in ("x", "y", "yaw", "v"):
             new[_S[name]] = np.asarray(initial[name], dtype=np.float64)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from orchestrator.core.robots import param_column, param_rows
+
 from .base import InputMode, VehicleModel
 
 _PARAMS = ("wheelbase_m", "max_steer_rad", "max_steer_rate_radps", "max_speed_mps", "max_accel_mps2", "max_decel_mps2")
@@ -72,7 +74,7 @@ class KinematicBicycle(VehicleModel):
 
     def add(self, params: Sequence[Mapping[str, Any]], initial: Mapping[str, np.ndarray]) -> None:
         """Append robots with their parameters and initial ``x, y, yaw, v``."""
-        rows = np.array([[float(p[k]) for k in _PARAMS] for p in params], dtype=np.float64).reshape(-1, len(_PARAMS))
+        rows = param_rows(params, lambda p: [float(p[k]) for k in _PARAMS]).reshape(-1, len(_PARAMS))
         if np.any(rows[:, 0] <= 0):
             raise ValueError("wheelbase_m must be positive")
         self._p = np.ascontiguousarray(np.vstack([self._p, rows]))
@@ -83,8 +85,8 @@ class KinematicBicycle(VehicleModel):
         }
         for name in _STATE:
             self._s[name] = np.concatenate([self._s[name], np.asarray(new[name], dtype=np.float64)])
-        self._track = np.concatenate([self._track, [float(p.get("track_m", 0.0)) for p in params]])
-        radius = [float(p.get("wheel_radius_m", 0.05)) for p in params]
+        self._track = np.concatenate([self._track, param_column(params, "track_m", 0.0)])
+        radius = param_column(params, "wheel_radius_m", 0.05)
         self._wheel_radius = np.concatenate([self._wheel_radius, radius])
         self._ds = np.concatenate([self._ds, np.zeros(n)])
         self._dth = np.concatenate([self._dth, np.zeros(n)])

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from orchestrator.core.robots import param_column
+
 from .base import VehicleModel
 
 POSED_MODEL = "federates.physics.models.posed:PosedBody"
@@ -41,8 +43,8 @@ class PosedBody(VehicleModel):
             self._s[name] = np.concatenate([self._s[name], np.asarray(new[name], dtype=np.float64)])
         for name in self._before:
             self._before[name] = np.concatenate([self._before[name], np.asarray(new[name], dtype=np.float64)])
-        self._track = np.concatenate([self._track, [float(p.get("track_m", 0.0)) for p in params]])
-        self._wheel_radius = np.concatenate([self._wheel_radius, [float(p.get("wheel_radius_m", 0.3)) for p in params]])
+        self._track = np.concatenate([self._track, param_column(params, "track_m", 0.0)])
+        self._wheel_radius = np.concatenate([self._wheel_radius, param_column(params, "wheel_radius_m", 0.3)])
 
     def remove(self, rows: np.ndarray) -> None:
         """Delete robots at ``rows``."""
