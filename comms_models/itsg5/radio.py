@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from .gain_cache import cached_gains
 from .params import RadioParams
 
 FREE_SPACE_1M_DB = 47.86
@@ -264,7 +265,7 @@ def build_tables(params: RadioParams) -> PropagationTables:
         lim2.append(lim * lim if dual and lim == bp else np.nextafter(lim * lim, np.inf))
         coef.append(far_coef if far else near_coef)
         exp4.append(1 if far else 0)
-        gains.append(gain_quantiles(sigma, m, q))
+        gains.append(cached_gains(gain_quantiles, sigma, m, q))  # bit for bit the computed table
         sigmas.append(sigma)
         ms.append(np.nan if m is None else m)
         lower = lim
