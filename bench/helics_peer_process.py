@@ -19,10 +19,12 @@ all and the broker).
 
 from __future__ import annotations
 
+import faulthandler
 import hashlib
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -296,7 +298,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: float = 0.02, core: str = "zmq",
-                 timeout_s: float = 300.0) -> Exchange:
+                 timeout_s: float = 120.0) -> Exchange:
     """Start a ``helics_broker`` (``core``: zmq, tcp, ...) on a free loopback port and every federate of ``shape``
     as a process; wait for them; stop the broker by pid (also on failure). RuntimeError if a federate fails; once
     more on another port if the broker could not bind its port (another process took it after the check)."""
@@ -329,21 +331,32 @@ def _exchange(shape: str, peers: int, steps: int, robots: int, period_s: float, 
                 spec = {"role": role.name, "shape": shape, "peers": peers, "steps": steps, "robots": robots,
                         "period_ns": period_ns, "port": port, "core": core,
                         "out": str(Path(scratch) / f"{role.name}.json")}
-                procs.append(subprocess.Popen([sys.executable, __file__, json.dumps(spec)], cwd=REPO,
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+                with open(Path(scratch) / f"{role.name}.err", "w") as err:
+                    procs.append(subprocess.Popen([sys.executable, __file__, json.dumps(spec)], cwd=REPO,
+                                                  stdout=subprocess.DEVNULL, stderr=err))
             deadline = time.monotonic() + timeout_s
-            failed, stuck = [], []
-            for role, proc in zip(members, procs, strict=True):
-                _, err = proc.communicate(timeout=max(deadline - time.monotonic(), 1.0))
-                if proc.returncode == DISCONNECT_STUCK:
-                    stuck.append(role.name)
-                elif proc.returncode != 0:  # every failure is reported: the first one is often only a consequence
-                    failed.append(f"federate {role.name} failed ({proc.returncode}): {err[-1500:]}")
-            if failed:
+            while any(proc.poll() is None for proc in procs) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            hung = [role.name for role, proc in zip(members, procs, strict=True) if proc.poll() is None]
+            for proc in procs:
+                if proc.poll() is None:  # where it hangs: each federate dumps its Python stack on SIGUSR1
+                    os.kill(proc.pid, signal.SIGUSR1)
+            if hung:
+                time.sleep(1.0)
+            failed = [f"federate {role.name} did not finish within {timeout_s:g} s" for role in members
+                      if role.name in hung]
+            failed += [f"federate {role.name} failed ({proc.returncode})" for role, proc in
+                       zip(members, procs, strict=True) if role.name not in hung
+                       and proc.returncode not in (0, DISCONNECT_STUCK)]
+            stuck = [role.name for role, proc in zip(members, procs, strict=True)
+                     if proc.returncode == DISCONNECT_STUCK]
+            if failed:  # every failure is reported, with every federate's errors: the first is often a consequence
                 log.flush()
+                details = [f"{role.name}: {(Path(scratch) / f'{role.name}.err').read_text()[-1500:]}"
+                           for role in members]
                 broker_log = (Path(scratch) / "broker.log").read_text()[-1500:]
                 kind = PortTakenError if "Unable to bind" in broker_log else RuntimeError
-                raise kind("\n".join([*failed, f"broker log: {broker_log}"]))
+                raise kind("\n".join([*failed, *details, f"broker log: {broker_log}"]))
             results = {role.name: json.loads((Path(scratch) / f"{role.name}.json").read_text()) for role in members}
         finally:
             for proc in procs:
@@ -354,4 +367,5 @@ def _exchange(shape: str, peers: int, steps: int, robots: int, period_s: float, 
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1)
     federate(json.loads(sys.argv[1]))
