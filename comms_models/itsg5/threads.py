@@ -7,7 +7,8 @@ shared with other processes (each of the two loops per frame waits at a barrier 
 have parked). So the channel measures both: it runs serially; now and then it times how fast the threads wake
 (``threads_wake_fast``, a few empty parallel loops that stop at the first slow one) and, if they do, tries the
 parallel loops for a few steps; it keeps whichever spent less wall time per frame, and tries again less often each
-time the parallel loops lose.
+time the parallel loops lose. A parallel step that costs ``STALL_FACTOR`` times the serial cost per frame ends the
+parallel mode at once, so a machine that gets busy mid-run loses one step, not a whole trial or gap.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ NEVER = 2**62
 PROBE_STEPS = 4  # steps per trial of the other mode
 WAKE_LAUNCHES = 8  # empty parallel loops timed before a trial
 WAKE_FAST_S = 50e-6  # a launch slower than this (a thread the scheduler parked) cancels the trial
+STALL_FACTOR = 2.0  # a parallel step this many times slower per frame than serial ends the parallel mode at once
 
 
 @njit(cache=True, parallel=True)
@@ -60,6 +62,7 @@ class ThreadChoice:
         self.until_trial = FIRST_GAP
         self.trial_left = 0
         self.cost = {False: [0.0, 0], True: [0.0, 0]}  # mode -> [seconds, frames] since the last decision
+        self.serial_per_frame = 0.0  # [s] the latest serial cost per frame (0: not measured yet)
         self.stations = stations
 
     def par_min(self) -> int:
@@ -75,7 +78,15 @@ class ThreadChoice:
         """The wall time of the step just run and how many frames started in it."""
         if self.threads < 2 or self.stations <= PARALLEL_MIN_LINKS or frames == 0:
             return
-        acc = self.cost[self._mode()]
+        parallel = self._mode()
+        if parallel and self.serial_per_frame > 0.0 and seconds > STALL_FACTOR * self.serial_per_frame * frames:
+            # the threads stalled (the cores got busy): serial from the next step on, the next trial later
+            self.parallel = True  # so that _decide below sees a parallel mode that lost
+            self.cost = {False: [self.serial_per_frame, 1], True: [seconds, frames]}
+            self.trial_left = 0
+            self._decide()
+            return
+        acc = self.cost[parallel]
         acc[0] += seconds
         acc[1] += frames
         if self.trial_left > 0:
@@ -87,11 +98,16 @@ class ThreadChoice:
             if self.until_trial <= 0:
                 if self.parallel or threads_wake_fast():
                     self.trial_left = PROBE_STEPS
+                    s_sec, s_n = self.cost[False]
+                    if not self.parallel and s_n:
+                        self.serial_per_frame = s_sec / s_n  # the reference a stalled trial step is held to
                 else:  # the threads are slow to wake: no trial, and the next check comes later
                     self._decide()
 
     def _decide(self) -> None:
         (s_sec, s_n), (p_sec, p_n) = self.cost[False], self.cost[True]
+        if s_n:
+            self.serial_per_frame = s_sec / s_n
         if s_n and p_n:
             self.parallel = p_sec / p_n < s_sec / s_n
         # a parallel mode that loses is tried ever more rarely; while it wins, serial is re-checked at the first gap

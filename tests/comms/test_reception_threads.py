@@ -94,3 +94,15 @@ def test_a_slow_wake_skips_the_trial(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_wake_probe_runs() -> None:
     assert isinstance(threads.threads_wake_fast(), bool)
     assert np.isfinite(threads.WAKE_FAST_S)
+
+
+def test_a_stalled_parallel_step_ends_the_parallel_mode_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads, "threads_wake_fast", lambda: True)
+    choice = ThreadChoice(stations=1000)
+    choice.threads = 2
+    for _ in range(100):  # parallel twice as fast: kept
+        choice.record(1e-3 if choice.par_min() != NEVER else 2e-3, 10)
+    while choice.par_min() == NEVER:  # a serial re-check may be under way
+        choice.record(2e-3, 10)
+    choice.record(1.0, 10)  # the cores got busy: one step 500 times slower
+    assert choice.par_min() == NEVER and choice.until_trial > threads.FIRST_GAP
