@@ -1,14 +1,15 @@
 """Lock-step over HELICS beside lock-step over gRPC (``coopsim host``): p50/p99 per step, steps/s, peak memory.
 
-    .venv/bin/python bench/bench_helics.py
-    .venv/bin/python bench/bench_helics.py --steps 500 --counts 1 2 4 --robots 4 100 --cores zmq tcp
+    .venv/bin/python bench/bench_helics.py --steps 500 --counts 1 2 4 --robots 4 100
+    .venv/bin/python bench/bench_helics.py --steps 500 --robots 4 --cores zmq tcp   # tcp: values under ~4 kB only
 
 HELICS: a real ``helics_broker`` on loopback (a free port, stopped by pid) and one process per federate, stepped
 at 50 Hz (``bench/helics_peer_process.py``). ``fan N``: a coordinating federate publishes coopsim's ``state``
 table (encoded with ``federates/remote/codec.py``, sent as HELICS raw bytes) and N peers each answer with a probe
 table; ``chain``: physics -> V2X (``cam_rx``) -> control (``commands``) -> physics. Every table is decoded and
 compared with the one sent for that step; any mismatch, missing value or unexpected grant stops the benchmark.
-The round trip is the coordinator's, from encoding ``state`` at step k to having decoded every answer at its
+An exchange that fails or hangs (a hung federate dumps its Python stack) is run once more and the first failure
+is printed below the table. The round trip is the coordinator's, from encoding ``state`` at step k to having decoded every answer at its
 next grant. Its steps/s and real-time factor are of that exchange alone (no physics); peak memory is the largest
 federate process's.
 
