@@ -9,9 +9,9 @@ table (encoded with ``federates/remote/codec.py``, sent as HELICS raw bytes) and
 table; ``chain``: physics -> V2X (``cam_rx``) -> control (``commands``) -> physics. Every table is decoded and
 compared with the one sent for that step; any mismatch, missing value or unexpected grant stops the benchmark.
 An exchange that fails or hangs (a hung federate dumps its Python stack) is run once more and the first failure
-is printed below the table. The round trip is the coordinator's, from encoding ``state`` at step k to having decoded every answer at its
-next grant. Its steps/s and real-time factor are of that exchange alone (no physics); peak memory is the largest
-federate process's.
+is printed below the table. The round trip is the coordinator's, from encoding ``state`` at step k to having
+decoded every answer at its next grant. Its steps/s and real-time factor are of that exchange alone (no
+physics); peak memory is the largest federate process's.
 
 gRPC, in the same run: ``bench/bench_remote.py``'s platoon run with N probes in one ``coopsim host`` (N = 1, 2, 4
 and 3 for the chain's three federates), the same steps at 50 Hz. Its per-instant figure is the sum of the N remote
