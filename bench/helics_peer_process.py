@@ -262,13 +262,15 @@ def peak_rss_kib() -> int:
 # -- the whole exchange -----------------------------------------------------------------------------------------
 @dataclass
 class Exchange:
-    """What one run gave: each federate's summary by name, the broker process (stopped), the roles, and the
-    federates whose disconnect did not complete (their summaries were written before they tried)."""
+    """What one run gave: each federate's summary by name, the broker process (stopped), the roles, the
+    federates whose disconnect did not complete (their summaries were written before they tried), the broker's
+    port."""
 
     results: dict[str, dict[str, Any]]
     broker: subprocess.Popen
     roles: list[Role] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
+    port: int = 0
 
 
 def _free_port() -> int:
@@ -284,6 +286,15 @@ def _free_port() -> int:
             except OSError:
                 continue
             return port
+
+
+def broker_program() -> Path:
+    """The ``helics_broker`` program itself. The script of that name in the environment's ``bin`` is a Python
+    wrapper that runs it as a child: stopping the wrapper by pid would leave the broker running."""
+    from helics.bin import BIN_DIR
+
+    program = Path(BIN_DIR) / "helics_broker"
+    return program if program.is_file() else Path(sys.executable).parent / "helics_broker"
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -320,7 +331,7 @@ def _exchange(shape: str, peers: int, steps: int, robots: int, period_s: float, 
     period_ns = round(period_s * 1e9)
     members = roles(shape, peers, period_ns)
     port = _free_port()
-    broker_bin = Path(sys.executable).parent / "helics_broker"
+    broker_bin = broker_program()
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="bench-helics-") as scratch:
         log = open(Path(scratch) / "broker.log", "w")  # noqa: SIM115 - closed after the broker stops
@@ -363,7 +374,7 @@ def _exchange(shape: str, peers: int, steps: int, robots: int, period_s: float, 
                 _stop(proc)
             _stop(broker)
             log.close()
-    return Exchange(results, broker, members, stuck)
+    return Exchange(results, broker, members, stuck, port)
 
 
 if __name__ == "__main__":
