@@ -21,12 +21,21 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
+def _broker_program() -> Path:
+    """The broker itself, not the environment's ``bin/helics_broker`` wrapper script: stopping the wrapper by pid
+    would leave its child, the real broker, running."""
+    from helics.bin import BIN_DIR
+
+    program = Path(BIN_DIR) / "helics_broker"
+    return program if program.is_file() else BIN / "helics_broker"
+
+
 @pytest.fixture
 def broker(tmp_path) -> Iterator[int]:
     """A zmq helics_broker for two federates (coopsim and the peer); its port."""
     port = free_port()
     log = open(tmp_path / "broker.log", "w")  # noqa: SIM115 - closed below, after the broker stops
-    proc = subprocess.Popen([str(BIN / "helics_broker"), "-t", "zmq", "-f", "2", f"--local_port={port}",
+    proc = subprocess.Popen([str(_broker_program()), "-t", "zmq", "-f", "2", f"--local_port={port}",
                              "--loglevel=warning"], stdout=log, stderr=subprocess.STDOUT)
     try:
         yield port
