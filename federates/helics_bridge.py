@@ -80,6 +80,8 @@ class HelicsBridge(Federate):
         h.helicsFederateInfoSetCoreTypeFromString(info, self.core_type)
         h.helicsFederateInfoSetCoreInitString(info, f"--federates=1 --broker_address=tcp://{self.broker}")
         h.helicsFederateInfoSetTimeProperty(info, h.helics_property_time_period, self.period_ns / NS_PER_S)
+        # granted exactly the time asked for: a peer's value must not wake the bridge at an earlier time
+        h.helicsFederateInfoSetFlagOption(info, h.helics_flag_uninterruptible, True)
         try:
             self._fed = h.helicsCreateValueFederate(self.federation_name, info)
             for port, fields in self.publish.items():
