@@ -25,7 +25,11 @@ the serial work per link some ten nanoseconds)."""
 NEVER = 2**62
 """``par_min`` that keeps every loop serial."""
 
-PROBE_STEPS = 4  # steps per trial of the other mode
+# Trials and gaps count frames (the work a step does), not steps: with the ETSI rules a road of stations at constant
+# speed sends in bursts, a few steps a second.
+PROBE_FRAMES = 300  # frames per trial of the other mode (at least one step)
+FIRST_GAP = 3000  # frames before the first trial
+MAX_GAP = 400_000  # trials of a losing parallel mode become rarer up to this gap
 WAKE_LAUNCHES = 8  # empty parallel loops timed before a trial
 WAKE_FAST_S = 50e-6  # a launch slower than this (a thread the scheduler parked) cancels the trial
 STALL_FACTOR = 2.0  # a parallel step this many times slower per frame than serial ends the parallel mode at once
@@ -48,8 +52,6 @@ def threads_wake_fast() -> bool:
         if time.perf_counter() - t0 > WAKE_FAST_S:
             return False
     return True
-FIRST_GAP = 32  # steps before the first trial
-MAX_GAP = 4096  # trials of a losing parallel mode become rarer up to this gap
 
 
 class ThreadChoice:
@@ -81,23 +83,25 @@ class ThreadChoice:
         parallel = self._mode()
         if parallel and self.serial_per_frame > 0.0 and seconds > STALL_FACTOR * self.serial_per_frame * frames:
             # the threads stalled (the cores got busy): serial from the next step on, the next trial later
-            self.parallel = True  # so that _decide below sees a parallel mode that lost
-            self.cost = {False: [self.serial_per_frame, 1], True: [seconds, frames]}
+            self.parallel = False
             self.trial_left = 0
-            self._decide()
+            self.gap = min(2 * self.gap, MAX_GAP)
+            self.until_trial = self.gap
+            self.cost = {False: [0.0, 0], True: [0.0, 0]}
             return
         acc = self.cost[parallel]
         acc[0] += seconds
         acc[1] += frames
         if self.trial_left > 0:
-            self.trial_left -= 1
-            if self.trial_left == 0:
+            self.trial_left -= frames
+            if self.trial_left <= 0:
+                self.trial_left = 0
                 self._decide()
         else:
-            self.until_trial -= 1
+            self.until_trial -= frames
             if self.until_trial <= 0:
                 if self.parallel or threads_wake_fast():
-                    self.trial_left = PROBE_STEPS
+                    self.trial_left = PROBE_FRAMES
                     s_sec, s_n = self.cost[False]
                     if not self.parallel and s_n:
                         self.serial_per_frame = s_sec / s_n  # the reference a stalled trial step is held to
@@ -108,9 +112,10 @@ class ThreadChoice:
         (s_sec, s_n), (p_sec, p_n) = self.cost[False], self.cost[True]
         if s_n:
             self.serial_per_frame = s_sec / s_n
+        before = self.parallel
         if s_n and p_n:
             self.parallel = p_sec / p_n < s_sec / s_n
-        # a parallel mode that loses is tried ever more rarely; while it wins, serial is re-checked at the first gap
-        self.gap = FIRST_GAP if self.parallel else min(2 * self.gap, MAX_GAP)
+        # the mode that keeps winning is re-checked ever more rarely (a stalled parallel step still ends it at once)
+        self.gap = min(2 * self.gap, MAX_GAP) if self.parallel == before else FIRST_GAP
         self.until_trial = self.gap
         self.cost = {False: [0.0, 0], True: [0.0, 0]}
