@@ -176,25 +176,65 @@ def _pack(data: Mapping[str, Any], out: pb.Columns) -> bool:
         code = _TO_WIRE.get(value.dtype)
         if code is None:
             return False
-        raw = value.tobytes()
-        parts.append(raw)
-        offset += len(raw)
-        if offset % 8:  # the next column starts 8-aligned, so a reader can view it in place
-            parts.append(_PAD[: 8 - offset % 8])
-            offset += 8 - offset % 8
         codes.append(code)
-        lengths.append(len(value))
-    out.names.extend(data.keys())
+        lengths.append(value.shape[0])
+        size = value.nbytes
+        if size:  # an empty column adds nothing (the queued receptions of a step are mostly empty)
+            parts.append(value.tobytes())
+            offset += size
+            if offset % 8:  # the next column starts 8-aligned, so a reader can view it in place
+                parts.append(_PAD[: 8 - offset % 8])
+                offset += 8 - offset % 8
+    out.names.extend(data)
     out.dtypes.extend(codes)
     out.lengths.extend(lengths)
-    out.data = b"".join(parts)
+    if parts:
+        out.data = b"".join(parts)
     return True
 
 
+def _empty(dtype: np.dtype) -> np.ndarray:
+    empty = np.empty(0, dtype)
+    empty.flags.writeable = False
+    return empty
+
+
+# read-only empty columns, shared: a read-only view of no bytes is the same whichever message it came from
+_EMPTY = {code: _empty(dtype) for code, dtype in _FROM_WIRE.items()}
+_ITEMSIZE = {code: dtype.itemsize for code, dtype in _FROM_WIRE.items()}
+
+
 def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
-    names, codes, lengths, data = message.names, message.dtypes, message.lengths, message.data
+    # slices copy the repeated fields into lists at once: iterating the message's containers costs more
+    names, codes, lengths, data = message.names[:], message.dtypes[:], message.lengths[:], message.data
     if not len(names) == len(codes) == len(lengths):
         raise CodecError(f"{where}: {len(names)} names, {len(codes)} dtypes and {len(lengths)} lengths")
+    if not data and not any(lengths) and all(map(_EMPTY.__contains__, codes)):  # all empty: no buffer to view
+        if copy:
+            return {name: np.empty(0, _FROM_WIRE[code]) for name, code in zip(names, codes, strict=True)}
+        return dict(zip(names, map(_EMPTY.__getitem__, codes), strict=True))
+    try:
+        return _unpack_fast(names, codes, lengths, data, copy)
+    except (KeyError, ValueError):  # a bad code or a length past the buffer: the checked loop names the column
+        return _unpack_checked(names, codes, lengths, data, where, copy)
+
+
+def _unpack_fast(names: Any, codes: Any, lengths: Any, data: bytes, copy: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    offset = 0
+    frombuffer, dtypes, itemsize, empty = np.frombuffer, _FROM_WIRE, _ITEMSIZE, _EMPTY
+    for name, code, count in zip(names, codes, lengths, strict=True):
+        if count:
+            array = frombuffer(data, dtypes[code], count, offset)  # positional: keywords cost twice as much
+            out[name] = array.copy() if copy else array
+            size = count * itemsize[code]
+            offset += size + (-size) % 8
+        else:
+            out[name] = np.empty(0, dtypes[code]) if copy else empty[code]
+    return out
+
+
+def _unpack_checked(names: Any, codes: Any, lengths: Any, data: bytes, where: str, copy: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     offset = 0
     for name, code, count in zip(names, codes, lengths, strict=True):
@@ -205,7 +245,7 @@ def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
         if offset + size > len(data):
             raise CodecError(f"{where}.{name}: {count} {dtype.name} values run past the {len(data)} bytes of the "
                              "packed columns")
-        array = np.frombuffer(data, dtype, count, offset)  # positional: keywords cost twice as much
+        array = np.frombuffer(data, dtype, count, offset)
         out[name] = array.copy() if copy else array
         offset += size + (-size) % 8
     return out
@@ -217,7 +257,7 @@ def encode_port(data: Mapping[str, Any] | None, out: pb.PortValue, where: str) -
     if data is None:
         out.none = True
         return out
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # (a dict is the usual case: no ABC check)
         raise CodecError(f"{where}: a port value is a mapping of fields, got a {type(data).__name__}")
     if _pack(data, out.columns):
         return out
@@ -237,6 +277,8 @@ def decode_port(message: pb.PortValue, where: str, copy: bool = True) -> dict[st
     if message.none:
         return None
     out: dict[str, Any] = _unpack(message.columns, where, copy) if message.HasField("columns") else {}
+    if not message.fields:  # packed columns only: the usual case
+        return out
     for field in message.fields:
         value = field.value
         name = field.name
@@ -265,7 +307,8 @@ def decode_inputs(step: pb.Step, copy: bool = True) -> dict[str, Any]:
     views of the message, as an in-process plug-in gets its inputs."""
     inputs: dict[str, Any] = {}
     for item in step.inputs:
-        values = [decode_port(v, f"inputs.{item.port}", copy=copy) for v in item.values]
+        where = f"inputs.{item.port}"
+        values = [decode_port(v, where, copy) for v in item.values]
         if item.queued:
             inputs[item.port] = values
         elif len(values) > 1:

@@ -170,7 +170,10 @@ class _Session:
         reply = pb.Reply()
         call = request.WhichOneof("call")
         try:
-            if call == "hello":
+            if call == "step" and self.federate is not None:  # the call of every instant: tested first
+                outputs = self.federate.step(request.step.t_ns, decode_inputs(request.step, self.copy_inputs))
+                encode_outputs(dict(outputs or {}), reply.outputs)
+            elif call == "hello":
                 self._hello(request.hello, reply.welcome)
             elif call == "setup":
                 self._setup(request.setup, reply.meta)
@@ -185,9 +188,6 @@ class _Session:
             elif call == "despawn":
                 self.federate.despawn(list(request.despawn.robot_ids))
                 reply.done.SetInParent()
-            elif call == "step":
-                outputs = self.federate.step(request.step.t_ns, decode_inputs(request.step, self.copy_inputs))
-                encode_outputs(dict(outputs or {}), reply.outputs)
             elif call == "next_time":
                 t_ns = self.federate.next_time()
                 reply.next_time.SetInParent()
@@ -201,8 +201,9 @@ class _Session:
                 raise RuntimeError("an empty request (no call set)")
         except Exception as exc:  # the federate's failure is the orchestrator's to report, with name and time
             reply = error_reply(exc)
-        reply.requests.extend(self.requests.pending)
-        self.requests.pending.clear()
+        if self.requests.pending:
+            reply.requests.extend(self.requests.pending)
+            self.requests.pending.clear()
         return reply
 
     def _hello(self, hello: pb.Hello, welcome: pb.Welcome) -> None:
