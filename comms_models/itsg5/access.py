@@ -24,8 +24,9 @@ times):
   duty cycle) is accumulated into windows aligned to multiples of the window length; each closed window yields
   one CBR row.
 
-The kernel returns a status when an output buffer or the link buffer runs short;
-the caller grows it and calls again, and the kernel resumes where it stopped (all state lives in the arrays).
+The kernel returns a status when an output buffer or the link buffer runs short, or (``NEED_CHECK``) after
+``C_PAR_LEFT`` frames on the parallel loops, so that the caller can time them (``threads``); the caller grows the
+buffer or re-chooses and calls again, and the kernel resumes where it stopped (all state lives in the arrays).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ INF_NS = np.iinfo(np.int64).max
 SENT, RECEIVED, BELOW_SENSITIVITY, COLLISION, HALF_DUPLEX, DCC_DROPPED = 0, 1, 2, 3, 4, 5
 
 # -- kernel status -------------------------------------------------------------------------------------------
-DONE, NEED_RANDOM, NEED_LINKS, NEED_TX_OUT, NEED_RX_OUT, NEED_WIN_OUT, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
+DONE, NEED_CHECK, NEED_LINKS, NEED_TX_OUT, NEED_RX_OUT, NEED_WIN_OUT, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
 
 # -- per-station integer columns (SI64) ----------------------------------------------------------------------
 S_PENDING = 0  # 1 when a frame waits in the queue
@@ -112,7 +113,7 @@ N_RXO_F = 7
 # -- counters (C) --------------------------------------------------------------------------------------------------
 C_ACTIVE = 0  # frames on air
 C_LINKS = 1  # used rows of the link buffer
-C_RAND = 2  # unused (draws are keyed per link, see keyed_u01)
+C_PAR_LEFT = 2  # frames the parallel loops may still open before the kernel returns NEED_CHECK
 C_TX_OUT = 3
 C_RX_OUT = 4
 C_WIN_OUT = 5
@@ -336,6 +337,8 @@ def advance(
                 return NEED_ACTIVE
             if ctr[C_TX_OUT] >= tx_out.shape[0]:
                 return NEED_TX_OUT
+            if ctr[C_PAR_LEFT] <= 0 and par_min < n:
+                return NEED_CHECK
             npend -= 1
             pend[ps] = pend[npend]
             si[src, S_PENDING] = 0
@@ -393,6 +396,8 @@ def advance(
             frame = frame_key(radio_key if kind == KIND_CAM else pm_radio_key, ids[src], ti[j, T_GEN])
             _open_links(lo, m, cand, xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
                         cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns, par_min)
+            if m >= par_min:
+                ctr[C_PAR_LEFT] -= 1
             nl = lo + m
             ctr[C_LINKS] = nl
             ti[j, T_LINK_LO] = lo

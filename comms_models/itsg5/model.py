@@ -53,7 +53,7 @@ from .pm import (
 )
 from .radio import airtime_ns, build_tables, dbm_to_mw
 from .receiving import Receptions
-from .threads import NEVER, PARALLEL_MIN_LINKS, ThreadChoice
+from .threads import CHECK_FRAMES, NEVER, PARALLEL_MIN_LINKS, ThreadChoice
 from .wire import CamWire
 
 
@@ -256,7 +256,9 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         ctr[ax.C_TX_OUT] = ctr[ax.C_RX_OUT] = ctr[ax.C_WIN_OUT] = 0
         choose = n > PARALLEL_MIN_LINKS  # fewer stations never run the parallel loops: no timing either
         par_min = np.int64(self._threads.par_min() if choose else NEVER)
+        ctr[ax.C_PAR_LEFT] = CHECK_FRAMES
         started = time.perf_counter() if choose else 0.0
+        timed = 0  # frames of this step already handed to the thread choice
         while True:
             status = ax.advance(
                 np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
@@ -271,7 +273,13 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
             )
             if status == ax.DONE:
                 break
-            if status == ax.NEED_LINKS:
+            if status == ax.NEED_CHECK:  # CHECK_FRAMES frames on the parallel loops: still faster than serial?
+                now = time.perf_counter()
+                self._threads.record(now - started, int(ctr[ax.C_TX_OUT]) - timed)
+                started, timed = now, int(ctr[ax.C_TX_OUT])
+                par_min = np.int64(self._threads.par_min())
+                ctr[ax.C_PAR_LEFT] = CHECK_FRAMES
+            elif status == ax.NEED_LINKS:
                 self._li = _grow(self._li, int(ctr[ax.C_LINKS]) + n)
                 self._lf = _grow(self._lf, int(ctr[ax.C_LINKS]) + n)
             elif status == ax.NEED_ACTIVE:
@@ -287,7 +295,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
                 self._collect_windows()
                 ctr[ax.C_WIN_OUT] = 0
         if choose:
-            self._threads.record(time.perf_counter() - started, int(ctr[ax.C_TX_OUT]))
+            self._threads.record(time.perf_counter() - started, int(ctr[ax.C_TX_OUT]) - timed)
         self._collect_windows()
         self._collect_tx()
         self._collect_rx()

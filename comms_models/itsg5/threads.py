@@ -8,7 +8,8 @@ have parked). So the channel measures both: it runs serially; now and then it ti
 (``threads_wake_fast``, a few empty parallel loops that stop at the first slow one) and, if they do, tries the
 parallel loops for a few steps; it keeps whichever spent less wall time per frame, and tries again less often each
 time the parallel loops lose. A parallel step that costs ``STALL_FACTOR`` times the serial cost per frame ends the
-parallel mode at once, so a machine that gets busy mid-run loses one step, not a whole trial or gap.
+parallel mode at once; the kernel hands back every ``CHECK_FRAMES`` parallel frames to be timed, so a machine that
+gets busy mid-run loses a few milliseconds, not a step, a trial or a gap.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ FIRST_GAP = 3000  # frames before the first trial
 MAX_GAP = 400_000  # trials of a losing parallel mode become rarer up to this gap
 WAKE_LAUNCHES = 8  # empty parallel loops timed before a trial
 WAKE_FAST_S = 50e-6  # a launch slower than this (a thread the scheduler parked) cancels the trial
+CHECK_FRAMES = 64
+"""The kernel hands back after this many frames on the parallel loops, so that a stall ends them within a few
+milliseconds even in a step that starts a thousand frames (the ETSI rules send in bursts)."""
 STALL_FACTOR = 2.0  # a parallel step this many times slower per frame than serial ends the parallel mode at once
 
 
@@ -77,7 +81,7 @@ class ThreadChoice:
         return (not self.parallel) if self.trial_left > 0 else self.parallel
 
     def record(self, seconds: float, frames: int) -> None:
-        """The wall time of the step just run and how many frames started in it."""
+        """The wall time of the step (or the part of a step) just run and how many frames started in it."""
         if self.threads < 2 or self.stations <= PARALLEL_MIN_LINKS or frames == 0:
             return
         parallel = self._mode()
