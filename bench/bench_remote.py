@@ -11,8 +11,12 @@ that is encoding the request, the round trip over the gRPC stream, the host's wo
 
 With one remote federate, the step is split into encoding the request, the round trip (with the host's own
 handling of the step, timed inside the host) and decoding the reply. For scale, a plain TCP round trip of a
-message of the request's size (TCP_NODELAY, a Python echo process) is timed too. Figures are per step of one
-federate, in microseconds.
+message of the request's size (TCP_NODELAY, a Python echo process) is timed too, and so is the floor of the
+transport itself: the same gRPC pattern as the client (an aio bidirectional stream driven by
+``run_until_complete``) against a bare sync gRPC server in another process that answers each request with a
+reply of the run's size at once, back to back and with 1 ms of busy work between calls (about the spacing of a
+federate's steps in a run: the other threads sleep in between). Figures are per step of one federate, in
+microseconds.
 """
 
 from __future__ import annotations
@@ -158,6 +162,61 @@ def tcp_round_trip(size: int, count: int = 3000) -> np.ndarray:
         stop(proc)
 
 
+_GRPC_ECHO = """
+import sys
+from concurrent import futures
+import grpc
+size = int(sys.argv[1])
+def session(requests, context):
+    for _ in requests:
+        yield bytes(size)
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("bench.Echo", {
+    "Session": grpc.stream_stream_rpc_method_handler(session)}),))
+print(server.add_insecure_port("127.0.0.1:0"), flush=True)
+server.start()
+server.wait_for_termination()
+"""
+
+
+def grpc_round_trip(size: int, reply_size: int, gap_s: float, count: int = 2000) -> np.ndarray:
+    """Round trips of ``size`` bytes answered by ``reply_size`` bytes over one gRPC stream, driven as the client
+    drives its calls, with ``gap_s`` of busy work between calls, in seconds."""
+    import asyncio
+
+    import grpc
+
+    proc = subprocess.Popen([sys.executable, "-c", _GRPC_ECHO, str(reply_size)], stdout=subprocess.PIPE, text=True)
+    loop = asyncio.new_event_loop()
+    try:
+        port = int(proc.stdout.readline()) if proc.stdout else 0
+
+        async def open_stream() -> tuple[Any, Any]:
+            channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+            await channel.channel_ready()
+            return channel, channel.stream_stream("/bench.Echo/Session")()
+
+        async def exchange(stream: Any, message: bytes) -> bytes:
+            await stream.write(message)
+            return await stream.read()
+
+        channel, stream = loop.run_until_complete(open_stream())
+        message, out = bytes(size), []
+        for _ in range(count):
+            start = time.perf_counter()
+            loop.run_until_complete(exchange(stream, message))
+            end = time.perf_counter()
+            out.append(end - start)
+            while time.perf_counter() < end + gap_s:  # the orchestrator's own work between two calls
+                pass
+        stream.cancel()
+        loop.run_until_complete(channel.close())
+        return np.asarray(out[200:])
+    finally:
+        loop.close()
+        stop(proc)
+
+
 def run(address: str, count: int, robots: int, duration: float, times: dict[str, list[float]]) -> None:
     from orchestrator.runner import run_scenario
     from orchestrator.scenario import parse_scenario
@@ -190,6 +249,7 @@ def main() -> None:
     # where a remote step's time goes, on the orchestrator's side
     parts: dict[str, list[float]] = defaultdict(list)
     sizes: list[int] = []
+    reply_sizes: list[int] = []
     for name in ("build_request", "decode_outputs", "_run"):
         original = getattr(client, name)
 
@@ -199,12 +259,14 @@ def main() -> None:
             parts[_name].append(time.perf_counter() - start)
             if _name == "build_request":
                 sizes.append(out.ByteSize())
+            elif _name == "_run" and hasattr(out, "ByteSize"):
+                reply_sizes.append(out.ByteSize())
             return out
 
         setattr(client, name, timed)
     rows = []
     split: dict[str, np.ndarray] = {}
-    size = 1200  # without a run of one federate to measure it: about a step request of the probe
+    size, reply_size = 600, 140  # without a run of one federate to measure them: about a step of the probe
     with tempfile.TemporaryDirectory(prefix="bench-remote-host-") as scratch:
         host_times = Path(scratch) / "host_step.npy"
         proc, address = start_host(max(args.counts), host_times)
@@ -215,6 +277,7 @@ def main() -> None:
                 if count == 1:
                     parts.clear()
                     sizes.clear()
+                    reply_sizes.clear()
                 run(address, count, args.robots, args.duration, times)
                 local = np.asarray(times["local"][50:]) * 1e6
                 remote = np.concatenate([np.asarray(times[f"remote{k}"][50:]) for k in range(count)]) * 1e6
@@ -223,10 +286,12 @@ def main() -> None:
                 if count == 1:
                     split = {k: np.asarray(v[50:]) * 1e6 for k, v in parts.items()}
                     size = int(np.median(sizes))
+                    reply_size = int(np.median(reply_sizes))
         finally:
             stop(proc)
         host_step = np.load(host_times) * 1e6 if host_times.is_file() else np.zeros(1)
     tcp = tcp_round_trip(size) * 1e6
+    bare = {gap: grpc_round_trip(size, reply_size, gap) * 1e6 for gap in (0.0, 1e-3)}
     print(f"{args.robots} robots, {args.duration:g} s at 50 Hz per run; per step of one federate, microseconds")
     print("| remote federates | in-process p50 / p99 | remote p50 / p99 | all remote per instant p50 / p99 |")
     print("|---|---|---|---|")
@@ -244,6 +309,10 @@ def main() -> None:
               f"; request {size} bytes")
     print(f"plain TCP round trip of {size} bytes (Python echo, TCP_NODELAY): p50 {np.percentile(tcp, 50):.0f} / "
           f"p99 {np.percentile(tcp, 99):.0f}")
+    print(f"bare gRPC round trip, {size} bytes out and {reply_size} back (the client's aio stream, a sync server "
+          f"answering at once): back to back p50 {np.percentile(bare[0.0], 50):.0f} / "
+          f"p99 {np.percentile(bare[0.0], 99):.0f}, 1 ms apart p50 {np.percentile(bare[1e-3], 50):.0f} / "
+          f"p99 {np.percentile(bare[1e-3], 99):.0f}")
 
 
 if __name__ == "__main__":
