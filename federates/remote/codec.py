@@ -193,14 +193,9 @@ def _pack(data: Mapping[str, Any], out: pb.Columns) -> bool:
     return True
 
 
-def _empty(dtype: np.dtype) -> np.ndarray:
-    empty = np.empty(0, dtype)
-    empty.flags.writeable = False
-    return empty
-
-
-# read-only empty columns, shared: a read-only view of no bytes is the same whichever message it came from
-_EMPTY = {code: _empty(dtype) for code, dtype in _FROM_WIRE.items()}
+# read-only views of no bytes (they cannot be made writeable); each decode gets its own slice of one, so a reshape
+# of an input stays with that input
+_EMPTY = {code: np.frombuffer(b"", dtype) for code, dtype in _FROM_WIRE.items()}
 _ITEMSIZE = {code: dtype.itemsize for code, dtype in _FROM_WIRE.items()}
 
 
@@ -212,7 +207,7 @@ def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
     if not data and not any(lengths) and all(map(_EMPTY.__contains__, codes)):  # all empty: no buffer to view
         if copy:
             return {name: np.empty(0, _FROM_WIRE[code]) for name, code in zip(names, codes, strict=True)}
-        return dict(zip(names, map(_EMPTY.__getitem__, codes), strict=True))
+        return {name: _EMPTY[code][:] for name, code in zip(names, codes, strict=True)}
     try:
         return _unpack_fast(names, codes, lengths, data, copy)
     except (KeyError, ValueError):  # a bad code or a length past the buffer: the checked loop names the column
@@ -230,7 +225,7 @@ def _unpack_fast(names: Any, codes: Any, lengths: Any, data: bytes, copy: bool) 
             size = count * itemsize[code]
             offset += size + (-size) % 8
         else:
-            out[name] = np.empty(0, dtypes[code]) if copy else empty[code]
+            out[name] = np.empty(0, dtypes[code]) if copy else empty[code][:]
     return out
 
 
