@@ -118,7 +118,9 @@ C_TX_OUT = 3
 C_RX_OUT = 4
 C_WIN_OUT = 5
 C_WIN_END = 6  # [ns] end of the current CBR window
-N_C = 7
+C_NPEND = 7  # stations in pend when the kernel returned NEED_CHECK
+C_RESUME = 8  # 1 after NEED_CHECK: the next call resumes the loop as it was (no compaction, same pend order)
+N_C = 9
 
 
 
@@ -209,7 +211,7 @@ def advance(
     pm_radio_key: np.uint64, ids: np.ndarray, id_hash_of: np.ndarray,
     grid_x0: float, grid_y0: float, cell_m: float, ncx: np.int64, ncy: np.int64,
     cell_start: np.ndarray, cell_items: np.ndarray,
-    int_ptr: np.ndarray, int_rx: np.ndarray,
+    int_ptr: np.ndarray, int_rx: np.ndarray, pend: np.ndarray,
     tx_out: np.ndarray, rx_out_i: np.ndarray, rx_out_f: np.ndarray, win_out: np.ndarray, win_t: np.ndarray,
     scratch_code: np.ndarray, scratch_row: np.ndarray, scratch_power: np.ndarray,
     cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray, gain_q: np.ndarray,
@@ -222,32 +224,35 @@ def advance(
     least ``par_min`` links opens and resolves them on all threads (the results do not depend on it)."""
     n = si.shape[0]
     cand = np.empty(n, np.int64)  # receivers of the frame starting
-    # Compact the link buffer down to the links of the frames still on air (ordered by their position).
-    if ctr[C_ACTIVE] == 0:
-        ctr[C_LINKS] = 0
+    if ctr[C_RESUME] == 1:  # back after NEED_CHECK: the loop carries on exactly where it stopped
+        ctr[C_RESUME] = 0
+        npend = ctr[C_NPEND]
     else:
-        na = ctr[C_ACTIVE]
-        order = np.argsort(ti[:na, T_LINK_LO])
-        dst = 0
-        for k in range(na):
-            j = order[k]
-            lo = ti[j, T_LINK_LO]
-            hi = ti[j, T_LINK_HI]
-            if lo != dst:
-                for q in range(hi - lo):
-                    li[dst + q, :] = li[lo + q, :]
-                    lf[dst + q, :] = lf[lo + q, :]
-            ti[j, T_LINK_LO] = dst
-            ti[j, T_LINK_HI] = dst + hi - lo
-            dst += hi - lo
-        ctr[C_LINKS] = dst
-    # Stations with a waiting frame.
-    pend = np.empty(n, np.int64)
-    npend = 0
-    for i in range(n):
-        if si[i, S_PENDING] == 1:
-            pend[npend] = i
-            npend += 1
+        # Compact the link buffer down to the links of the frames still on air (ordered by their position).
+        if ctr[C_ACTIVE] == 0:
+            ctr[C_LINKS] = 0
+        else:
+            na = ctr[C_ACTIVE]
+            order = np.argsort(ti[:na, T_LINK_LO])
+            dst = 0
+            for k in range(na):
+                j = order[k]
+                lo = ti[j, T_LINK_LO]
+                hi = ti[j, T_LINK_HI]
+                if lo != dst:
+                    for q in range(hi - lo):
+                        li[dst + q, :] = li[lo + q, :]
+                        lf[dst + q, :] = lf[lo + q, :]
+                ti[j, T_LINK_LO] = dst
+                ti[j, T_LINK_HI] = dst + hi - lo
+                dst += hi - lo
+            ctr[C_LINKS] = dst
+        # Stations with a waiting frame.
+        npend = 0
+        for i in range(n):
+            if si[i, S_PENDING] == 1:
+                pend[npend] = i
+                npend += 1
 
     while True:
         # Next end, window boundary, start (ties in that order).
@@ -338,6 +343,8 @@ def advance(
             if ctr[C_TX_OUT] >= tx_out.shape[0]:
                 return NEED_TX_OUT
             if ctr[C_PAR_LEFT] <= 0 and par_min < n:
+                ctr[C_NPEND] = npend  # ties between equal start times follow the order of pend: keep it
+                ctr[C_RESUME] = 1
                 return NEED_CHECK
             npend -= 1
             pend[ps] = pend[npend]

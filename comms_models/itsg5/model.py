@@ -130,6 +130,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self._int_rx = np.empty(0, np.int64)
         self._roster_version = 0
         self._threads = ThreadChoice()  # serial or parallel link loops: the same results
+        self._pend = np.empty(0, np.int64)
 
         self.log = ChannelLog()
         # the platooning message (None: CAMs only, and nothing below is used)
@@ -257,13 +258,16 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         choose = n > PARALLEL_MIN_LINKS  # fewer stations never run the parallel loops: no timing either
         par_min = np.int64(self._threads.par_min() if choose else NEVER)
         ctr[ax.C_PAR_LEFT] = CHECK_FRAMES
+        if self._pend.shape[0] != n:
+            self._pend = np.empty(n, np.int64)  # stations with a waiting frame, kept across NEED_CHECK
         started = time.perf_counter() if choose else 0.0
         timed = 0  # frames of this step already handed to the thread choice
         while True:
             status = ax.advance(
                 np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
                 self._radio_key, self._pm_radio_key, self._ids, self._id_hashes(),
-                x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr, self._int_rx,
+                x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr,
+                self._int_rx, self._pend,
                 self._tx_out, self._rx_out_i, self._rx_out_f, self._win_out, self._win_t,
                 self._scratch_code, self._scratch_row, self._scratch_power,
                 t.class_limit_m2, t.class_coef, t.class_exp4, t.gain_q,
