@@ -8,7 +8,9 @@ the run with this federate's name and the simulation time, as for any federate.
 Speed: the stream lives as long as the federate, and each call is driven in the caller's own thread by the one
 asyncio loop of this process's remote federates (``run_until_complete``), so a lock-step call costs one write and
 one read on gRPC's completion queue and no hand-over between Python threads. gRPC sets TCP_NODELAY on its
-sockets. Port values travel as packed columns where they can (``codec``).
+sockets. Port values travel as packed columns where they can (``codec``). What is left is gRPC's own round trip
+(``bench/bench_remote.py`` prints it beside a run's figures), which no Python thread of the orchestrator delays:
+during a run only the step watchdog (woken every 50 ms) and gRPC's poller run beside the caller.
 """
 
 from __future__ import annotations

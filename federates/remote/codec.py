@@ -188,15 +188,12 @@ def _pack(data: Mapping[str, Any], out: pb.Columns) -> bool:
     out.names.extend(data)
     out.dtypes.extend(codes)
     out.lengths.extend(lengths)
-    if parts:
-        out.data = b"".join(parts)
+    out.data = b"".join(parts)
     return True
 
 
-# read-only views of no bytes (they cannot be made writeable); each decode gets its own slice of one, so a reshape
-# of an input stays with that input
+# read-only views of no bytes (never writeable), sliced per decode: reshaping one input leaves the others alone
 _EMPTY = {code: np.frombuffer(b"", dtype) for code, dtype in _FROM_WIRE.items()}
-_ITEMSIZE = {code: dtype.itemsize for code, dtype in _FROM_WIRE.items()}
 
 
 def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
@@ -208,42 +205,35 @@ def _unpack(message: pb.Columns, where: str, copy: bool) -> dict[str, Any]:
         if copy:
             return {name: np.empty(0, _FROM_WIRE[code]) for name, code in zip(names, codes, strict=True)}
         return {name: _EMPTY[code][:] for name, code in zip(names, codes, strict=True)}
-    try:
-        return _unpack_fast(names, codes, lengths, data, copy)
-    except (KeyError, ValueError):  # a bad code or a length past the buffer: the checked loop names the column
-        return _unpack_checked(names, codes, lengths, data, where, copy)
-
-
-def _unpack_fast(names: Any, codes: Any, lengths: Any, data: bytes, copy: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     offset = 0
-    frombuffer, dtypes, itemsize, empty = np.frombuffer, _FROM_WIRE, _ITEMSIZE, _EMPTY
-    for name, code, count in zip(names, codes, lengths, strict=True):
-        if count:
-            array = frombuffer(data, dtypes[code], count, offset)  # positional: keywords cost twice as much
-            out[name] = array.copy() if copy else array
-            size = count * itemsize[code]
-            offset += size + (-size) % 8
-        else:
-            out[name] = np.empty(0, dtypes[code]) if copy else empty[code][:]
+    try:
+        for name, code, count in zip(names, codes, lengths, strict=True):
+            dtype = _FROM_WIRE[code]
+            if count:
+                array = np.frombuffer(data, dtype, count, offset)  # positional: keywords cost twice as much
+                out[name] = array.copy() if copy else array
+                size = count * dtype.itemsize
+                offset += size + (-size) % 8
+            else:
+                out[name] = np.empty(0, dtype) if copy else _EMPTY[code][:]
+    except (KeyError, ValueError, OverflowError):  # a bad code or length: found again, to name the column
+        raise _column_error(names, codes, lengths, data, where) from None
     return out
 
 
-def _unpack_checked(names: Any, codes: Any, lengths: Any, data: bytes, where: str, copy: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _column_error(names: list, codes: list, lengths: list, data: bytes, where: str) -> CodecError:
     offset = 0
     for name, code, count in zip(names, codes, lengths, strict=True):
         dtype = _FROM_WIRE.get(code)
         if dtype is None:
-            raise CodecError(f"{where}.{name}: unknown dtype code {code} (packed columns take fixed-width dtypes)")
+            return CodecError(f"{where}.{name}: unknown dtype code {code} (packed columns take fixed-width dtypes)")
         size = count * dtype.itemsize
         if offset + size > len(data):
-            raise CodecError(f"{where}.{name}: {count} {dtype.name} values run past the {len(data)} bytes of the "
-                             "packed columns")
-        array = np.frombuffer(data, dtype, count, offset)
-        out[name] = array.copy() if copy else array
+            return CodecError(f"{where}.{name}: {count} {dtype.name} values run past the {len(data)} bytes of the "
+                              "packed columns")
         offset += size + (-size) % 8
-    return out
+    return CodecError(f"{where}: the packed columns cannot be read")
 
 
 def encode_port(data: Mapping[str, Any] | None, out: pb.PortValue, where: str) -> pb.PortValue:
@@ -272,8 +262,6 @@ def decode_port(message: pb.PortValue, where: str, copy: bool = True) -> dict[st
     if message.none:
         return None
     out: dict[str, Any] = _unpack(message.columns, where, copy) if message.HasField("columns") else {}
-    if not message.fields:  # packed columns only: the usual case
-        return out
     for field in message.fields:
         value = field.value
         name = field.name
@@ -302,8 +290,7 @@ def decode_inputs(step: pb.Step, copy: bool = True) -> dict[str, Any]:
     views of the message, as an in-process plug-in gets its inputs."""
     inputs: dict[str, Any] = {}
     for item in step.inputs:
-        where = f"inputs.{item.port}"
-        values = [decode_port(v, where, copy) for v in item.values]
+        values = [decode_port(v, f"inputs.{item.port}", copy) for v in item.values]
         if item.queued:
             inputs[item.port] = values
         elif len(values) > 1:

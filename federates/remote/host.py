@@ -201,9 +201,8 @@ class _Session:
                 raise RuntimeError("an empty request (no call set)")
         except Exception as exc:  # the federate's failure is the orchestrator's to report, with name and time
             reply = error_reply(exc)
-        if self.requests.pending:
-            reply.requests.extend(self.requests.pending)
-            self.requests.pending.clear()
+        reply.requests.extend(self.requests.pending)
+        self.requests.pending.clear()
         return reply
 
     def _hello(self, hello: pb.Hello, welcome: pb.Welcome) -> None:
@@ -321,6 +320,7 @@ def serve(listen: str, max_sessions: int = 8, allow: Sequence[str] = (), *, allo
         root.mkdir(parents=True, exist_ok=True)
     limit = int(max_message_mb * MIB)
     host = _Host(policy, root, limit, idle_timeout_s)
+    # a worker thread per session: measured 10-20 µs sooner per call than a grpc.aio server (docs/remote.md, Cost)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_sessions), maximum_concurrent_rpcs=max_sessions,
         interceptors=[TokenInterceptor(token)] if token else None,
