@@ -161,9 +161,11 @@ def _parser() -> argparse.ArgumentParser:
 
     host = sub.add_parser("host", help="serve federates over gRPC to an orchestrator elsewhere (scenario "
                                        "'federates:' entries with 'remote: host:port')")
+    from federates.remote.framing import add_framed_arguments
     from federates.remote.options import add_host_arguments
 
     add_host_arguments(host)
+    add_framed_arguments(host)
 
     demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5 vs ITS-G5 with prediction, "
                                        "report included")

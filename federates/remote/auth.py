@@ -1,11 +1,12 @@
 """Who may talk to a ``coopsim host``: a shared token and optional TLS, read from the environment on the client.
 
-- ``COOPSIM_TOKEN``: the shared secret. The client sends it as ``authorization: Bearer <token>`` call metadata;
-  the host compares it in constant time (``hmac.compare_digest``) in a server interceptor, before any session
-  starts. Required on a host that listens beyond loopback; used when set on loopback.
+- ``COOPSIM_TOKEN``: the shared secret. The client sends it as ``authorization: Bearer <token>`` call metadata
+  (gRPC) or in the authentication frame (framed TCP); the host compares it in constant time
+  (``hmac.compare_digest``) before any session starts. Required on a host that listens beyond loopback; used
+  when set on loopback.
 - ``COOPSIM_TLS_CA``: on the client, a PEM file of the certificate (or its CA) the host presents; with it the
   client connects over TLS. ``COOPSIM_TLS_SERVER_NAME`` overrides the name checked against the certificate.
-- The host takes ``--tls-cert`` and ``--tls-key`` (PEM files).
+- The host takes ``--tls-cert`` and ``--tls-key`` (PEM files), for both transports.
 
 Tokens and certificates never come from a scenario: a scenario is shared, the environment is not.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+import ssl
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,16 @@ def _refuse(details: str) -> grpc.RpcMethodHandler:
     return grpc.stream_stream_rpc_method_handler(behaviour)
 
 
+def token_refusal(sent: bytes | None, expected: bytes) -> str | None:
+    """Why a client that sent ``sent`` (None: nothing) is refused by a host expecting ``expected``, or None when
+    they match (constant-time comparison)."""
+    if sent is None:
+        return f"this host needs a token: set {TOKEN_ENV} in the orchestrator's environment"
+    if not hmac.compare_digest(sent, expected):
+        return f"wrong token: {TOKEN_ENV} differs from the host's"
+    return None
+
+
 class TokenInterceptor(grpc.ServerInterceptor):
     """Lets a call through only when its metadata carries the host's token (constant-time comparison)."""
 
@@ -80,11 +92,10 @@ class TokenInterceptor(grpc.ServerInterceptor):
     def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
                           handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         sent = dict(handler_call_details.invocation_metadata or ()).get(_METADATA_KEY)
-        if sent is None:
-            return _refuse(f"this host needs a token: set {TOKEN_ENV} in the orchestrator's environment")
-        got = sent.encode() if isinstance(sent, str) else bytes(sent)
-        if not hmac.compare_digest(got, self._expected):
-            return _refuse(f"wrong token: {TOKEN_ENV} differs from the host's")
+        got = sent.encode() if isinstance(sent, str) else None if sent is None else bytes(sent)
+        refusal = token_refusal(got, self._expected)
+        if refusal is not None:
+            return _refuse(refusal)
         return continuation(handler_call_details)
 
 
@@ -105,3 +116,24 @@ def client_tls(env: Mapping[str, str] | None = None) -> tuple[grpc.ChannelCreden
         raise RuntimeError(f"{TLS_CA_ENV}={ca}: cannot read it ({exc.strerror})") from None
     name = env.get(TLS_SERVER_NAME_ENV, "").strip()
     return credentials, [("grpc.ssl_target_name_override", name)] if name else []
+
+
+def ssl_server_context(cert: str | Path, key: str | Path) -> ssl.SSLContext:
+    """The TLS context of a framed-TCP host from PEM files."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+def ssl_client_context(env: Mapping[str, str] | None = None) -> tuple[ssl.SSLContext | None, str | None]:
+    """The framed-TCP client's TLS context from ``COOPSIM_TLS_CA`` (None: plain TCP) and the name to check
+    (``COOPSIM_TLS_SERVER_NAME``; None: the address's host)."""
+    env = os.environ if env is None else env
+    ca = env.get(TLS_CA_ENV, "").strip()
+    if not ca:
+        return None, None
+    try:
+        context = ssl.create_default_context(cafile=ca)
+    except (OSError, ssl.SSLError) as exc:
+        raise RuntimeError(f"{TLS_CA_ENV}={ca}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    return context, env.get(TLS_SERVER_NAME_ENV, "").strip() or None

@@ -40,13 +40,15 @@ from .codec import (
     meta_dict,
     pb,
 )
+from .framed_client import FramedTransport, SessionEndedError
+from .framing import FRAMED, split_address
 from .host import METHOD
 
-_HINTS = {
-    grpc.StatusCode.CANCELLED: " (a host closes a session whose client is silent for longer than its "
-                               "--idle-timeout-s, and every session when it stops)",
-    grpc.StatusCode.RESOURCE_EXHAUSTED: " (the host serves --max-sessions federates at once and takes messages up "
-                                        "to --max-message-mb)",
+_HINTS = {  # by status name, the same for both transports
+    "CANCELLED": " (a host closes a session whose client is silent for longer than its --idle-timeout-s, and every "
+                 "session when it stops)",
+    "RESOURCE_EXHAUSTED": " (the host serves --max-sessions federates at once and takes messages up to "
+                          "--max-message-mb)",
 }
 
 
@@ -90,10 +92,6 @@ def _run(coroutine: Any, timeout_s: float | None = None) -> Any:
                 timer.cancel()
 
 
-class _EndedError(Exception):
-    """The call ended with a gRPC status: (code, details)."""
-
-
 def build_request(call: str, **fields: Any) -> pb.Request:
     """The request of one interface call from Python values, e.g. ``build_request("step", t_ns=0, inputs={...})``
     (``setup`` takes ``federate={name, type, params}``, ``seed``, ``end_ns``, ``out_dir``: a label or None)."""
@@ -121,7 +119,8 @@ def build_request(call: str, **fields: Any) -> pb.Request:
 
 
 class RemoteFederate(Federate):
-    """Proxy of the federate ``type`` (with keyword ``params``) hosted at ``address`` ("host:port")."""
+    """Proxy of the federate ``type`` (with keyword ``params``) hosted at ``address``: "host:port" (or
+    "grpc://host:port") over gRPC, "framed://host:port" over framed TCP."""
 
     def __init__(self, name: str, address: str, type: str, params: Mapping[str, Any] | None = None,
                  connect_timeout_s: float = 10.0, call_timeout_s: float = 60.0) -> None:
@@ -133,39 +132,58 @@ class RemoteFederate(Federate):
         self.call_timeout_s = call_timeout_s
         self._channel: grpc.aio.Channel | None = None
         self._stream: Any = None
+        self._framed: FramedTransport | None = None  # in place of the gRPC stream for a framed:// address
         self._hello_due = True
         self._ctx: SetupContext | None = None
         self.welcome: pb.Welcome | None = None
 
     # -- transport ----------------------------------------------------------------------------------------------
     def _open(self) -> None:
+        try:
+            transport, target = split_address(self.address)
+        except ValueError as exc:
+            raise RemoteError(f"remote address: {exc}") from None
+        self._hello_due = True
+        if transport == FRAMED:
+            self._open_framed(target)
+            return
         # identity comes from the environment, never from the scenario (federates.remote.auth)
         try:
             credentials, tls_options = client_tls()
         except RuntimeError as exc:
             raise RemoteError(str(exc)) from None
         try:
-            _run(self._connect(credentials, tls_options))
+            _run(self._connect(target, credentials, tls_options))
         except TimeoutError:
             self._close()
             hint = (f" (over TLS with {TLS_CA_ENV}: the host must present a certificate it signs)" if credentials
                     else " (a host started with --tls-cert needs COOPSIM_TLS_CA here)")
             raise RemoteError(f"no coopsim host answers at {self.address} (waited {self.connect_timeout_s:g} s); "
                               f"start one with 'coopsim host --listen ADDRESS'{hint}") from None
-        self._hello_due = True
 
-    async def _connect(self, credentials: grpc.ChannelCredentials | None, tls_options: list) -> None:
+    def _open_framed(self, target: str) -> None:
+        framed = FramedTransport(target, self.connect_timeout_s, self.call_timeout_s)
+        try:
+            framed.open()
+        except TimeoutError as exc:
+            raise RemoteError(f"no coopsim host answers at {self.address} (waited {self.connect_timeout_s:g} s: "
+                              f"{exc}); start one with 'coopsim host --framed-listen ADDRESS'") from None
+        except RuntimeError as exc:  # TLS: the CA cannot be read, or the host's certificate is not trusted
+            raise RemoteError(f"the host at {self.address}: {exc}") from None
+        self._framed = framed
+
+    async def _connect(self, target: str, credentials: grpc.ChannelCredentials | None, tls_options: list) -> None:
         options = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1), *tls_options]
         if credentials is None:
-            self._channel = grpc.aio.insecure_channel(self.address, options=options)
+            self._channel = grpc.aio.insecure_channel(target, options=options)
         else:
-            self._channel = grpc.aio.secure_channel(self.address, credentials, options=options)
+            self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         await asyncio.wait_for(self._channel.channel_ready(), self.connect_timeout_s)
         method = self._channel.stream_stream(METHOD, request_serializer=pb.Request.SerializeToString,
                                              response_deserializer=pb.Reply.FromString)
         self._stream = method(metadata=token_metadata(token_from_env()))
 
-    async def _status_of_a_silent_call(self, code: grpc.StatusCode, details: str) -> tuple[grpc.StatusCode, str]:
+    async def _status_of_a_silent_call(self, code: str, details: str) -> tuple[str, str]:
         """Why the host ended the first call. A write that crossed the host's refusal (a wrong token) can turn
         its status into INTERNAL; a second call that writes nothing gets the refusal itself. Unchanged when that
         call is not refused within a few seconds."""
@@ -177,7 +195,7 @@ class RemoteFederate(Federate):
         try:
             await asyncio.wait_for(probe.read(), min(self.call_timeout_s, 5.0))
         except grpc.RpcError as exc:
-            return exc.code(), exc.details()
+            return exc.code().name, exc.details()
         except TimeoutError:
             pass
         finally:
@@ -189,28 +207,31 @@ class RemoteFederate(Federate):
             await self._stream.write(request)
             return await self._stream.read()
         except grpc.RpcError as exc:
-            raise _EndedError(exc.code(), exc.details()) from exc
+            raise SessionEndedError(exc.code().name, exc.details()) from exc
         except asyncio.InvalidStateError:  # written after the host ended the call: its status says why
-            raise _EndedError(await self._stream.code(), await self._stream.details()) from None
+            raise SessionEndedError((await self._stream.code()).name, await self._stream.details()) from None
 
     def _one(self, call: str, request: pb.Request) -> pb.Reply:
         """Send ``request`` and wait up to ``call_timeout_s`` for its reply."""
-        if self._stream is None:
+        if self._stream is None and self._framed is None:
             raise RemoteError(f"'{call}' on a closed connection to {self.address}")
         try:
-            reply = _run(self._exchange(request), self.call_timeout_s)
+            if self._framed is not None:  # in the caller's thread, its socket bounded by call_timeout_s
+                reply = self._framed.exchange(request)
+            else:
+                reply = _run(self._exchange(request), self.call_timeout_s)
         except TimeoutError:
             self._close()
             raise RemoteError(f"the host at {self.address} did not answer '{call}' within "
                               f"{self.call_timeout_s:g} s") from None
-        except _EndedError as ended:
+        except SessionEndedError as ended:
             code, details = ended.args
-            if code == grpc.StatusCode.INTERNAL and self._hello_due:
+            if code == "INTERNAL" and self._hello_due and self._framed is None:
                 code, details = _run(self._status_of_a_silent_call(code, details))
             self._close()
-            raise RemoteError(f"the host at {self.address} failed during '{call}': {code.name} "
+            raise RemoteError(f"the host at {self.address} failed during '{call}': {code} "
                               f"{details}{_HINTS.get(code, '')}") from None
-        if reply is grpc.aio.EOF:
+        if reply is None or reply is grpc.aio.EOF:
             self._close()
             raise RemoteError(f"the host at {self.address} closed the session during '{call}'")
         self._raise_error(reply)
@@ -297,13 +318,16 @@ class RemoteFederate(Federate):
 
     def finalize(self) -> None:
         try:
-            if self._stream is not None:
+            if self._stream is not None or self._framed is not None:
                 self._call("finalize")
         finally:
             self._close()
 
     def _close(self) -> None:
-        """End the stream and close the channel (idempotent)."""
+        """End the stream and close the channel, or the framed connection (idempotent)."""
+        framed, self._framed = self._framed, None
+        if framed is not None:
+            framed.close()
         stream, self._stream = self._stream, None
         channel, self._channel = self._channel, None
         if stream is not None:

@@ -7,8 +7,8 @@ kind or a ``package.module:Class`` path), its name and keyword parameters; the h
 stream ends. A federate's exception travels back as the reply's ``error`` and the session stays usable for
 ``finalize``. Spawns and despawns the federate asks for during a call travel back with that call's reply.
 
-Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m federates.remote.host``). What a
-client may ask for is bounded (``docs/remote.md``, "Security"):
+Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m federates.remote.host``; with
+``--framed-listen HOST:PORT``, over framed TCP too). What a client may ask for is bounded (``docs/remote.md``):
 
 - kinds: ``physics``, ``v2x`` and ``control``, plus what ``--allow`` names; every class is checked to be a
   Federate before anything is called (``federates.remote.policy``);
@@ -42,7 +42,6 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from orchestrator.core.federate import Federate, SetupContext
-from orchestrator.core.robots import RobotSpec
 
 from .auth import (
     TokenInterceptor,
@@ -59,45 +58,18 @@ from .codec import (
     decode_robot,
     encode_meta,
     encode_outputs,
-    encode_robot,
     pb,
 )
+from .framing import add_framed_arguments
 from .options import add_host_arguments
 from .policy import HostPolicy
+from .spawn_requests import SpawnRequests
 
 SERVICE = "coopsim.federate.v1.FederateHost"
 METHOD = f"/{SERVICE}/Session"
 MIB = 1024 * 1024
 SHUTDOWN_GRACE_S = 0.3
 """On SIGTERM, how long sessions get to finish their call and finalize; the process ends well within 1 s."""
-
-
-class _SpawnRequests:
-    """Stands in for the scheduler in a hosted federate's SetupContext: the spawns and despawns it asks for are
-    collected and travel back with the reply of the call that made them, for the orchestrator to apply. Without
-    the client's "spawn_requests" capability they are refused, as before the protocol had them."""
-
-    def __init__(self) -> None:
-        self.enabled = False
-        self.pending: list[pb.RobotRequest] = []
-
-    def _check(self, what: str) -> None:
-        if not self.enabled:
-            raise RuntimeError(f"this orchestrator does not take {what} from a remote federate; declare them in "
-                               "the scenario")
-
-    def schedule_spawn(self, spec: RobotSpec, at_ns: int) -> None:
-        self._check("spawn requests")
-        request = pb.RobotRequest()
-        encode_robot(spec, request.spawn.robot, "spawn request")
-        request.spawn.at_ns = int(at_ns)
-        self.pending.append(request)
-
-    def schedule_despawn(self, robot_id: int, at_ns: int) -> None:
-        self._check("despawn requests")
-        request = pb.RobotRequest()
-        request.despawn.robot_id, request.despawn.at_ns = int(robot_id), int(at_ns)
-        self.pending.append(request)
 
 
 def session_label(out_dir: Any, name: Any) -> str:
@@ -162,7 +134,7 @@ class _Session:
         self.remove_out_dir = False
         self.waiting_since: float | None = time.monotonic()  # None while a call is being answered
         self.idle_closed = False
-        self.requests = _SpawnRequests()
+        self.requests = SpawnRequests()
         self.copy_inputs = True
 
     def handle(self, request: pb.Request) -> pb.Reply:
@@ -257,9 +229,23 @@ def error_reply(exc: BaseException) -> pb.Reply:
     return reply
 
 
-def _session_handler(host: _Host) -> Any:
-    limit = host.max_message_bytes
+def answer(state: _Session, frame: bytes) -> tuple[bytes, bool]:
+    """The serialized reply to one frame of a session and whether the session goes on (shared by both
+    transports). Bytes that are not a Request get one error reply and end it; a reply over the limit becomes an
+    error reply."""
+    try:  # parsed here rather than by the transport, so a peer that sends garbage gets a reply saying so
+        request = pb.Request.FromString(frame)
+    except DecodeError as exc:
+        return error_reply(CodecError(f"not a coopsim.federate.v1.Request: {exc}")).SerializeToString(), False
+    reply = state.handle(request).SerializeToString()
+    limit = state.host.max_message_bytes
+    if len(reply) > limit:
+        reply = error_reply(CodecError(f"the reply to '{request.WhichOneof('call')}' has {len(reply)} bytes, more "
+                                       f"than this host's limit of {limit} (--max-message-mb)")).SerializeToString()
+    return reply, True
 
+
+def _session_handler(host: _Host) -> Any:
     def session(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
         state = _Session(host, context)
         with host.lock:
@@ -274,23 +260,33 @@ def _session_handler(host: _Host) -> Any:
                 state.waiting_since = None
                 if state.idle_closed:
                     return
-                try:  # parsed here rather than by gRPC, so a peer that sends garbage gets a reply saying so
-                    request = pb.Request.FromString(frame)
-                except DecodeError as exc:  # one answer, then no more
-                    yield error_reply(CodecError(f"not a coopsim.federate.v1.Request: {exc}")).SerializeToString()
-                    return
-                reply = state.handle(request).SerializeToString()
-                if len(reply) > limit:
-                    call = request.WhichOneof("call")
-                    reply = error_reply(CodecError(f"the reply to '{call}' has {len(reply)} bytes, more than this "
-                                                   f"host's limit of {limit} (--max-message-mb)")).SerializeToString()
+                reply, more = answer(state, frame)
                 yield reply
+                if not more:  # garbage: one answer, then no more
+                    return
         finally:  # the client went away without finalize: release what the federate holds
             with host.lock:
                 host.sessions.discard(state)
             state.close()
 
     return session
+
+
+def make_host(listen: str, max_sessions: int, allow: Sequence[str], allow_paths: Sequence[str | Path],
+              allow_brokers: Sequence[str], out_root: str | Path | None, max_message_mb: float,
+              idle_timeout_s: float, token: str | None, tls_cert: str | Path | None,
+              tls_key: str | Path | None) -> _Host:
+    """The checked options of one listener as the state its sessions share (ValueError, RuntimeError)."""
+    if max_sessions < 1 or max_message_mb <= 0 or idle_timeout_s <= 0:
+        raise ValueError("--max-sessions, --max-message-mb and --idle-timeout-s must be positive")
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together")
+    require_token_beyond_loopback(listen, token)
+    policy = HostPolicy.from_options(allow, allow_paths, allow_brokers)
+    root = None if out_root is None else Path(out_root).expanduser().resolve()
+    if root is not None:
+        root.mkdir(parents=True, exist_ok=True)
+    return _Host(policy, root, int(max_message_mb * MIB), idle_timeout_s)
 
 
 def serve(listen: str, max_sessions: int = 8, allow: Sequence[str] = (), *, allow_paths: Sequence[str | Path] = (),
@@ -308,18 +304,9 @@ def serve(listen: str, max_sessions: int = 8, allow: Sequence[str] = (), *, allo
     (UNAUTHENTICATED); without one, only a loopback address is accepted (RuntimeError). ``tls_cert`` and
     ``tls_key`` (PEM files, both or neither) serve over TLS.
     """
-    if max_sessions < 1 or max_message_mb <= 0 or idle_timeout_s <= 0:
-        raise ValueError("--max-sessions, --max-message-mb and --idle-timeout-s must be positive")
-    if (tls_cert is None) != (tls_key is None):
-        raise ValueError("--tls-cert and --tls-key go together")
-    require_token_beyond_loopback(listen, token)
-    policy = HostPolicy.from_options(allow, allow_paths, allow_brokers)
-    root = None
-    if out_root is not None:
-        root = Path(out_root).expanduser().resolve()
-        root.mkdir(parents=True, exist_ok=True)
-    limit = int(max_message_mb * MIB)
-    host = _Host(policy, root, limit, idle_timeout_s)
+    host = make_host(listen, max_sessions, allow, allow_paths, allow_brokers, out_root, max_message_mb,
+                     idle_timeout_s, token, tls_cert, tls_key)
+    limit = host.max_message_bytes
     # a worker thread per session: measured 10-20 µs sooner per call than a grpc.aio server (docs/remote.md, Cost)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_sessions), maximum_concurrent_rpcs=max_sessions,
@@ -364,13 +351,21 @@ def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
     else:
         parser = argparse.ArgumentParser(prog="coopsim host", description=__doc__.splitlines()[0])
         add_host_arguments(parser)
+        add_framed_arguments(parser)
         args = parser.parse_args(argv)
+    options: dict[str, Any] = dict(allow_paths=args.allow_path, allow_brokers=args.allow_broker, out_root=args.out_root,
+                                   max_message_mb=args.max_message_mb, idle_timeout_s=args.idle_timeout_s,
+                                   token=token_from_env(), tls_cert=args.tls_cert, tls_key=args.tls_key)
+    framed = None
     try:
-        server = serve(args.listen, args.max_sessions, args.allow, allow_paths=args.allow_path,
-                       allow_brokers=args.allow_broker, out_root=args.out_root, max_message_mb=args.max_message_mb,
-                       idle_timeout_s=args.idle_timeout_s, token=token_from_env(), tls_cert=args.tls_cert,
-                       tls_key=args.tls_key)
+        if getattr(args, "framed_listen", None):
+            from .framed import serve_framed
+
+            framed = serve_framed(args.framed_listen, args.max_sessions, args.allow, **options)
+        server = serve(args.listen, args.max_sessions, args.allow, **options)
     except (OSError, RuntimeError, ValueError) as exc:
+        if framed is not None:
+            framed.shutdown()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
@@ -383,11 +378,16 @@ def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     print(f"coopsim federate host listening on port {server.coopsim_port}", flush=True)
-    if not is_loopback(args.listen) and args.tls_cert is None:
+    if framed is not None:
+        print(f"coopsim framed host listening on port {framed.port}", flush=True)
+    if args.tls_cert is None and not all(map(is_loopback, [args.listen, *([args.framed_listen] if framed else [])])):
         print("warning: without --tls-cert/--tls-key the token and all data cross the network in clear text",
               file=sys.stderr, flush=True)
     stop.wait()
+    if framed is not None:
+        framed.stop()  # its sessions end while gRPC's get their grace
     clean = shutdown(server)
+    clean = (framed is None or framed.wait(SHUTDOWN_GRACE_S + 0.15)) and clean
     if not clean:
         # a federate stuck in a call holds a worker thread that the interpreter would wait for at exit: abandon it
         sys.stdout.flush()

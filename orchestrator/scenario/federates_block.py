@@ -18,8 +18,8 @@ class ExtraFederate(Strict):
     type: str
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the federate")
     remote: str | None = Field(
-        None, description="host:port of a 'coopsim host' that runs this federate over gRPC (type and params are "
-        "resolved there)"
+        None, description="host:port of a 'coopsim host' that runs this federate over gRPC, or framed://host:port "
+        "over framed TCP (type and params are resolved there)"
     )
     connect_timeout_s: float = Field(10.0, gt=0, description="how long to wait for the remote host at setup [s]")
     call_timeout_s: float = Field(60.0, gt=0, description="how long to wait for each answer of a remote host [s]")
@@ -35,9 +35,12 @@ class ExtraFederate(Strict):
     @classmethod
     def _host_port(cls, value: str | None) -> str | None:
         if value is not None:
-            host, _, port = value.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"remote must be 'host:port' with a port in 1-65535, got '{value}'")
+            from federates.remote.framing import split_address
+
+            try:  # host:port (gRPC) or framed://host:port; another scheme is refused, naming the ones there are
+                split_address(value)
+            except ValueError as exc:
+                raise ValueError(f"remote {exc}") from None
         return value
 
     @field_validator("type")

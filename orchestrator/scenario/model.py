@@ -160,16 +160,20 @@ class Execution(Strict):
     late_warning_s: float = Field(0.05, gt=0, description="[s] lateness behind the wall clock that warns that the "
                                   "run cannot keep up")
     remote: dict[Literal["physics", "v2x", "control"], str] = Field(
-        default_factory=dict, description="host:port of a 'coopsim host' that runs this built-in federate instead "
-        "of this process (one container per federate); the traces are the same")
+        default_factory=dict, description="host:port (gRPC) or framed://host:port (framed TCP) of a 'coopsim host' "
+        "that runs this built-in federate instead of this process (one container per federate); the traces are the "
+        "same")
 
     @field_validator("remote")
     @classmethod
     def _host_ports(cls, value: dict[str, str]) -> dict[str, str]:
+        from federates.remote.framing import split_address
+
         for name, address in value.items():
-            host, _, port = address.rpartition(":")
-            if not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"remote.{name} must be 'host:port' with a port in 1-65535, got '{address}'")
+            try:  # host:port (gRPC) or framed://host:port; another scheme is refused, naming the ones there are
+                split_address(address)
+            except ValueError as exc:
+                raise ValueError(f"remote.{name} {exc}") from None
         return value
 
 
