@@ -1,18 +1,20 @@
-"""Lock-step cost of remote federates: p50/p99 per step for 1, 2 and 4 hosted federates beside an in-process one.
+"""Lock-step cost of remote federates over gRPC and framed TCP: p50/p99 per step for 1, 2 and 4 hosted federates.
 
     .venv/bin/python bench/bench_remote.py
-    .venv/bin/python bench/bench_remote.py --duration 20 --counts 1 2 4 --robots 4
+    .venv/bin/python bench/bench_remote.py --duration 20 --counts 1 2 4 --robots 4 --transports gRPC framed
 
-Per count N, the platoon scenario (ideal channel, 10 ms steps) runs with N probes in a ``coopsim host`` (another
-process on 127.0.0.1, started and stopped here by pid) and one probe in process, the baseline, all stepped at
-50 Hz. A probe reads ``state`` and the queued ``cam_rx`` receptions and publishes a robot-indexed port, as the
-remote tests' probe does. Each federate's ``step`` is timed call by call in the orchestrator: for a remote probe
-that is encoding the request, the round trip over the gRPC stream, the host's work and decoding the reply.
+Per transport (gRPC, ``host:port``; framed TCP, ``framed://host:port``) and count N, the platoon scenario (ideal
+channel, 10 ms steps) runs with N probes in a ``coopsim host`` (another process on 127.0.0.1 serving both
+transports, started and stopped here by pid) and one probe in process, the baseline, all stepped at 50 Hz; the
+runs of the two transports alternate, count by count. A probe reads ``state`` and the queued ``cam_rx``
+receptions and publishes a robot-indexed port, as the remote tests' probe does. Each federate's ``step`` is timed
+call by call in the orchestrator: for a remote probe that is encoding the request, the round trip over the
+transport, the host's work and decoding the reply.
 
-With one remote federate, the step is split into encoding the request, the round trip (with the host's own
-handling of the step, timed inside the host) and decoding the reply. For scale, a plain TCP round trip of a
-message of the request's size (TCP_NODELAY, a Python echo process) is timed too, and so is the floor of the
-transport itself: the same gRPC pattern as the client (an aio bidirectional stream driven by
+With one remote federate, per transport, the step is split into encoding the request, the round trip (with the
+host's own handling of the step, timed inside the host) and decoding the reply. For scale, a plain TCP round trip
+of a message of the request's size (TCP_NODELAY, a Python echo process) is timed too, and so is the floor of the
+gRPC transport itself: the same gRPC pattern as the client (an aio bidirectional stream driven by
 ``run_until_complete``) against a bare sync gRPC server in another process that answers each request with a
 reply of the run's size at once, back to back and with 1 ms of busy work between calls (about the spacing of a
 federate's steps in a run: the other threads sleep in between). Figures are per step of one federate, in
@@ -97,19 +99,21 @@ sys.exit(code)
 """
 
 
-def start_host(max_sessions: int, times_file: Path) -> tuple[subprocess.Popen, str]:
-    """A ``coopsim host`` whose session handler times every step (written to ``times_file`` when it stops)."""
+def start_host(max_sessions: int, times_file: Path) -> tuple[subprocess.Popen, dict[str, str]]:
+    """A ``coopsim host`` serving gRPC and framed TCP whose session handler times every step (written to
+    ``times_file`` when it stops); its address per transport."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "bench"), str(REPO)])}
     env.pop("COOPSIM_TOKEN", None)
     code = _HOST.replace("OUT", repr(str(times_file)))
-    proc = subprocess.Popen([sys.executable, "-c", code, "--listen", "127.0.0.1:0", "--allow", "bench_remote",
-                             "--max-sessions", str(max_sessions)], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline() if proc.stdout else ""
-    if "listening on port" not in line:
+    proc = subprocess.Popen([sys.executable, "-c", code, "--listen", "127.0.0.1:0", "--framed-listen", "127.0.0.1:0",
+                             "--allow", "bench_remote", "--max-sessions", str(max_sessions)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    lines = [proc.stdout.readline() if proc.stdout else "" for _ in range(2)]
+    if not all("listening on port" in line for line in lines):
         proc.kill()
-        raise SystemExit(f"the host did not start: {line!r}")
-    return proc, f"127.0.0.1:{int(line.rsplit(' ', 1)[1])}"
+        raise SystemExit(f"the host did not start: {lines!r}")
+    grpc_port, framed_port = (int(line.rsplit(" ", 1)[1]) for line in lines)
+    return proc, {"gRPC": f"127.0.0.1:{grpc_port}", "framed": f"framed://127.0.0.1:{framed_port}"}
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -233,86 +237,87 @@ def run(address: str, count: int, robots: int, duration: float, times: dict[str,
         raise SystemExit(f"run with {count} remote federates failed: {result.error}")
 
 
+def _pct(values: np.ndarray) -> str:
+    return f"{np.percentile(values, 50):.0f} / {np.percentile(values, 99):.0f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=20.0, help="simulated seconds per run")
     parser.add_argument("--counts", type=int, nargs="+", default=[1, 2, 4], help="remote federates per run")
     parser.add_argument("--robots", type=int, default=4)
+    parser.add_argument("--transports", nargs="+", default=["gRPC", "framed"], choices=["gRPC", "framed"])
     args = parser.parse_args()
 
     import federates.remote.client as client
+    import federates.remote.framed_client as framed_client
 
     sys.modules.setdefault("bench_remote", sys.modules[__name__])
     times: dict[str, list[float]] = defaultdict(list)
     _timed(client.RemoteFederate, times)
     _timed(BenchProbe, times)
-    # where a remote step's time goes, on the orchestrator's side
+    # where a remote step's time goes, on the orchestrator's side: the round trip is ``_run`` over gRPC and
+    # ``FramedTransport.exchange`` over framed TCP (both include the host's handling)
     parts: dict[str, list[float]] = defaultdict(list)
     sizes: list[int] = []
     reply_sizes: list[int] = []
-    for name in ("build_request", "decode_outputs", "_run"):
-        original = getattr(client, name)
+    patched = [(client, "build_request"), (client, "decode_outputs"), (client, "_run"),
+               (framed_client.FramedTransport, "exchange")]
+    for owner, name in patched:
+        original = getattr(owner, name)
+        key = "round_trip" if name in ("_run", "exchange") else name
 
-        def timed(*a: Any, _original: Any = original, _name: str = name, **k: Any) -> Any:
+        def timed(*a: Any, _original: Any = original, _key: str = key, **k: Any) -> Any:
             start = time.perf_counter()
             out = _original(*a, **k)
-            parts[_name].append(time.perf_counter() - start)
-            if _name == "build_request":
+            parts[_key].append(time.perf_counter() - start)
+            if _key == "build_request":
                 sizes.append(out.ByteSize())
-            elif _name == "_run" and hasattr(out, "ByteSize"):
+            elif _key == "round_trip" and hasattr(out, "ByteSize"):
                 reply_sizes.append(out.ByteSize())
             return out
 
-        setattr(client, name, timed)
+        setattr(owner, name, timed)
     rows = []
-    split: dict[str, np.ndarray] = {}
+    split: dict[str, dict[str, np.ndarray]] = {}
     size, reply_size = 600, 140  # without a run of one federate to measure them: about a step of the probe
     with tempfile.TemporaryDirectory(prefix="bench-remote-host-") as scratch:
         host_times = Path(scratch) / "host_step.npy"
-        proc, address = start_host(max(args.counts), host_times)
+        proc, addresses = start_host(max(args.counts), host_times)
         try:
-            run(address, 1, args.robots, 2.0, defaultdict(list))  # warm-up: imports, compiled kernels, the host
+            for transport in args.transports:  # warm-up: imports, compiled kernels, the host
+                run(addresses[transport], 1, args.robots, 2.0, defaultdict(list))
             for count in args.counts:
-                times.clear()
-                if count == 1:
+                for transport in args.transports:
+                    times.clear()
                     parts.clear()
                     sizes.clear()
                     reply_sizes.clear()
-                run(address, count, args.robots, args.duration, times)
-                local = np.asarray(times["local"][50:]) * 1e6
-                remote = np.concatenate([np.asarray(times[f"remote{k}"][50:]) for k in range(count)]) * 1e6
-                per_instant = np.sum([np.asarray(times[f"remote{k}"][50:]) for k in range(count)], axis=0) * 1e6
-                rows.append((count, local, remote, per_instant))
-                if count == 1:
-                    split = {k: np.asarray(v[50:]) * 1e6 for k, v in parts.items()}
-                    size = int(np.median(sizes))
-                    reply_size = int(np.median(reply_sizes))
+                    run(addresses[transport], count, args.robots, args.duration, times)
+                    steps = [np.asarray(times[f"remote{k}"][50:]) for k in range(count)]
+                    local = np.asarray(times["local"][50:]) * 1e6
+                    rows.append((transport, count, local, np.concatenate(steps) * 1e6, np.sum(steps, axis=0) * 1e6))
+                    if count == 1:
+                        split[transport] = {k: np.asarray(v[50:]) * 1e6 for k, v in parts.items()}
+                        size, reply_size = int(np.median(sizes)), int(np.median(reply_sizes))
         finally:
             stop(proc)
         host_step = np.load(host_times) * 1e6 if host_times.is_file() else np.zeros(1)
     tcp = tcp_round_trip(size) * 1e6
     bare = {gap: grpc_round_trip(size, reply_size, gap) * 1e6 for gap in (0.0, 1e-3)}
     print(f"{args.robots} robots, {args.duration:g} s at 50 Hz per run; per step of one federate, microseconds")
-    print("| remote federates | in-process p50 / p99 | remote p50 / p99 | all remote per instant p50 / p99 |")
-    print("|---|---|---|---|")
-    for count, local, remote, per_instant in rows:
-        print(f"| {count} | {np.percentile(local, 50):.0f} / {np.percentile(local, 99):.0f} | "
-              f"{np.percentile(remote, 50):.0f} / {np.percentile(remote, 99):.0f} | "
-              f"{np.percentile(per_instant, 50):.0f} / {np.percentile(per_instant, 99):.0f} |")
-    if "_run" in split:
-        print("one remote federate, p50 / p99: encode the request "
-              f"{np.percentile(split['build_request'], 50):.0f} / {np.percentile(split['build_request'], 99):.0f}, "
-              f"round trip {np.percentile(split['_run'], 50):.0f} / {np.percentile(split['_run'], 99):.0f} "
-              f"(the host's handling, all runs: {np.percentile(host_step, 50):.0f} / "
-              f"{np.percentile(host_step, 99):.0f}), decode the reply "
-              f"{np.percentile(split['decode_outputs'], 50):.0f} / {np.percentile(split['decode_outputs'], 99):.0f}"
-              f"; request {size} bytes")
-    print(f"plain TCP round trip of {size} bytes (Python echo, TCP_NODELAY): p50 {np.percentile(tcp, 50):.0f} / "
-          f"p99 {np.percentile(tcp, 99):.0f}")
+    print("| transport | remote federates | in-process p50 / p99 | remote p50 / p99 | all remote per instant "
+          "p50 / p99 |")
+    print("|---|---|---|---|---|")
+    for transport, count, local, remote, per_instant in rows:
+        print(f"| {transport} | {count} | {_pct(local)} | {_pct(remote)} | {_pct(per_instant)} |")
+    for transport, parts_of in split.items():
+        print(f"{transport}, one remote federate, p50 / p99: encode the request {_pct(parts_of['build_request'])}, "
+              f"round trip {_pct(parts_of['round_trip'])}, decode the reply {_pct(parts_of['decode_outputs'])}")
+    print(f"the host's handling of a step, all runs: {_pct(host_step)}; request {size} bytes, reply {reply_size}")
+    print(f"plain TCP round trip of {size} bytes (Python echo, TCP_NODELAY): p50 / p99 {_pct(tcp)}")
     print(f"bare gRPC round trip, {size} bytes out and {reply_size} back (the client's aio stream, a sync server "
-          f"answering at once): back to back p50 {np.percentile(bare[0.0], 50):.0f} / "
-          f"p99 {np.percentile(bare[0.0], 99):.0f}, 1 ms apart p50 {np.percentile(bare[1e-3], 50):.0f} / "
-          f"p99 {np.percentile(bare[1e-3], 99):.0f}")
+          f"answering at once): back to back p50 / p99 {_pct(bare[0.0])}, 1 ms apart {_pct(bare[1e-3])}")
 
 
 if __name__ == "__main__":
