@@ -31,7 +31,8 @@ HANDSHAKE_S = 10.0
 HANDSHAKE_SLOTS = 8
 """Connections still in their handshake beyond ``--max-sessions``; one more is closed at once."""
 POLL_S = 0.2
-"""How often a session's thread, waiting for a request, looks whether its session was closed (idle, stopping)."""
+"""Under TLS, how often a session's thread waiting for a request looks whether its session was closed (idle,
+stopping). A plain connection is woken instead, so its thread sleeps until a request comes."""
 
 
 def _status_frame(status: str, message: str) -> bytes:
@@ -45,9 +46,15 @@ class _Connection:
     """What a ``_Session`` needs from its transport (in gRPC, the call's context): ``cancel``, called once the
     session is marked closed (``idle_closed``: silent too long, or the host stops)."""
 
+    def __init__(self, sock: socket.socket, tls: bool) -> None:
+        self.sock, self.tls = sock, tls
+
     def cancel(self) -> None:
-        """Nothing to do: the session's own thread sees the mark within :data:`POLL_S`, tells the client why and
-        closes the connection. No other thread touches it (a TLS connection is not safe to share)."""
+        """Wake the session's thread from its read; it then tells the client why and closes the connection. Under
+        TLS the thread sees the mark within :data:`POLL_S` instead: no other thread may touch a TLS connection."""
+        if not self.tls:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RD)  # the read ends; the write side stays open for that last reply
 
 
 def _send(conn: socket.socket, data: bytes, stopped: threading.Event) -> None:
@@ -147,7 +154,7 @@ class FramedServer:
             if refusal is not None:
                 conn.sendall(_status_frame("UNAUTHENTICATED", refusal))
                 return None
-        state = _Session(self.host, _Connection())  # type: ignore[arg-type]  # duck-typed context
+        state = _Session(self.host, _Connection(conn, self.tls is not None))  # type: ignore[arg-type]
         with self.host.lock:
             full = len(self.host.sessions) >= self.max_sessions
             if not full:
@@ -156,7 +163,8 @@ class FramedServer:
             conn.sendall(_status_frame("RESOURCE_EXHAUSTED", f"this host serves {self.max_sessions} federates at "
                                                              "once (--max-sessions) and all are in use"))
             return None
-        conn.settimeout(POLL_S)  # from here silence is bounded by the idle watcher, which counts only waiting time
+        # from here silence is bounded by the idle watcher, which counts only the time spent waiting for a request
+        conn.settimeout(POLL_S if self.tls is not None else None)
         conn.sendall(frame(b""))  # an empty Reply: the session is open
         return state
 
