@@ -1,8 +1,9 @@
 """A federate that runs in a ``coopsim host`` elsewhere: the scheduler sees an ordinary Federate.
 
-Every call of the interface becomes one ``coopsim.federate.v1.Request`` on a gRPC bidirectional stream and waits
-for its ``Reply`` (lock step), so the remote federate is stepped exactly as an in-process one would be and the
-traces are the same. A failure on the far side is raised here with the remote message; the scheduler then stops
+Every call of the interface becomes one ``coopsim.federate.v1.Request`` on a gRPC bidirectional stream, or on a
+framed-TCP connection for a ``framed://`` address (``federates.remote.framed_client``), and waits for its
+``Reply`` (lock step), so the remote federate is stepped exactly as an in-process one would be and the traces are
+the same. A failure on the far side is raised here with the remote message; the scheduler then stops
 the run with this federate's name and the simulation time, as for any federate.
 
 Speed: the stream lives as long as the federate, and each call is driven in the caller's own thread by the one

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -127,6 +128,8 @@ class FramedServer:
                 self._run(state, conn, reader)
         except (OSError, ValueError):  # a reset, a TLS failure, a handshake timeout: the connection just ends
             pass
+        except Exception as exc:  # anything else ends this session only, said in one line rather than a traceback
+            print(f"coopsim host: a framed session ended on {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         finally:
             with contextlib.suppress(OSError):
                 conn.close()
@@ -165,7 +168,12 @@ class FramedServer:
             return None
         # from here silence is bounded by the idle watcher, which counts only the time spent waiting for a request
         conn.settimeout(POLL_S if self.tls is not None else None)
-        conn.sendall(frame(b""))  # an empty Reply: the session is open
+        try:
+            conn.sendall(frame(b""))  # an empty Reply: the session is open
+        except OSError:  # gone already: free the slot
+            with self.host.lock:
+                self.host.sessions.discard(state)
+            raise
         return state
 
     def _run(self, state: _Session, conn: socket.socket, reader: FrameReader) -> None:

@@ -272,3 +272,19 @@ def test_tls_round_trip_and_sigterm(tmp_path, client_env):
                                               r"session: the host is stopping"):
             session.call("next_time")
         session.close()
+
+
+def test_a_host_that_stops_answering_is_a_timeout_naming_the_call(tmp_path, client_env):
+    with framed_host(tmp_path, "--allow", "tests.orchestrator") as (port, _):
+        address = f"framed://127.0.0.1:{port}"
+        session = Session(address, call_timeout_s=0.5)
+        session.setup(PROBE, {"stall_at_s": 0.0})  # the probe sleeps 3 s in its step at t = 0
+        session.call("spawn", robots=[])
+        state = {"id": np.array([1]), "v": np.array([1.0]), "yaw": np.array([0.0])}
+        started = time.monotonic()
+        with pytest.raises(RemoteError, match=rf"the host at {address} did not answer 'step' within 0.5 s"):
+            session.call("step", t_ns=0, inputs={"state": state, "cam_rx": []})
+        assert time.monotonic() - started < 2.0
+        with pytest.raises(RemoteError, match=rf"'next_time' on a closed connection to {address}"):
+            session.call("next_time")
+        session.close()
