@@ -159,8 +159,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="comma-separated tyre models compared side by side (default: %(default)s)")
     vt.add_argument("--out", type=Path, help="output directory (default: runs/vehicle-test-<kind>)")
 
-    host = sub.add_parser("host", help="serve federates over gRPC to an orchestrator elsewhere (scenario "
-                                       "'federates:' entries with 'remote: host:port')")
+    host = sub.add_parser("host", help="serve federates over gRPC (and framed TCP) to an orchestrator elsewhere "
+                                       "(scenario 'federates:' entries with 'remote: host:port' or "
+                                       "'framed://host:port')")
     from federates.remote.framing import add_framed_arguments
     from federates.remote.options import add_host_arguments
 
