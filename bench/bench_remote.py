@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
+
+from bridge_args import stop  # noqa: E402
 
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext  # noqa: E402
 from orchestrator.core.ports import STATE, port  # noqa: E402
@@ -114,16 +116,6 @@ def start_host(max_sessions: int, times_file: Path) -> tuple[subprocess.Popen, d
         raise SystemExit(f"the host did not start: {lines!r}")
     grpc_port, framed_port = (int(line.rsplit(" ", 1)[1]) for line in lines)
     return proc, {"gRPC": f"127.0.0.1:{grpc_port}", "framed": f"framed://127.0.0.1:{framed_port}"}
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 _ECHO = """

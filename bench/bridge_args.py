@@ -1,9 +1,11 @@
-"""The arguments every bridge benchmark takes (run length, robot counts, bridge period), in one place."""
+"""What the bridge and remote benchmarks share: their arguments (run length, robot counts, bridge period), the
+machine line and stopping the processes they start."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 
 
 def bridge_arguments(doc: str | None) -> tuple[argparse.Namespace, int]:
@@ -19,3 +21,14 @@ def bridge_arguments(doc: str | None) -> tuple[argparse.Namespace, int]:
 def machine() -> str:
     """CPUs and load, for the header of a figure measured on a shared machine."""
     return f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a process the benchmark started, by pid: SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

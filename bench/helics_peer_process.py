@@ -37,7 +37,9 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "bench")]
+
+from bridge_args import stop  # noqa: E402
 
 from federates.remote.codec import decode_port, encode_port, pb  # noqa: E402
 
@@ -297,17 +299,6 @@ def broker_program() -> Path:
     return program if program.is_file() else Path(sys.executable).parent / "helics_broker"
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM by pid, then SIGKILL after 10 s."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def run_exchange(shape: str, peers: int, steps: int, robots: int, period_s: float = 0.02, core: str = "zmq",
                  timeout_s: float = 120.0) -> Exchange:
     """Start a ``helics_broker`` (``core``: zmq, tcp, ...) on a free loopback port and every federate of ``shape``
@@ -371,8 +362,8 @@ def _exchange(shape: str, peers: int, steps: int, robots: int, period_s: float, 
             results = {role.name: json.loads((Path(scratch) / f"{role.name}.json").read_text()) for role in members}
         finally:
             for proc in procs:
-                _stop(proc)
-            _stop(broker)
+                stop(proc)
+            stop(broker)
             log.close()
     return Exchange(results, broker, members, stuck, port)
 
