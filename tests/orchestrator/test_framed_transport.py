@@ -51,14 +51,6 @@ def framed_host(tmp_path: Path, *options: str, env: dict[str, str] | None = None
         assert "Traceback" not in errors.read_text(), errors.read_text()
 
 
-@pytest.fixture
-def client_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """The test process acts as the orchestrator: no token and no TLS in its environment to start with."""
-    for name in ("COOPSIM_TOKEN", "COOPSIM_TLS_CA", "COOPSIM_TLS_SERVER_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
 class Raw:
     """A framed-TCP peer that sends exactly the bytes it is given (not only what coopsim's client would)."""
 

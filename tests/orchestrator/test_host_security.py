@@ -59,14 +59,6 @@ def running_host(*options: str, env: dict[str, str] | None = None) -> Iterator[t
         stop(proc)
 
 
-@pytest.fixture
-def client_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """The test process acts as the orchestrator: start with no token and no TLS in its environment."""
-    for name in ("COOPSIM_TOKEN", "COOPSIM_TLS_CA", "COOPSIM_TLS_SERVER_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    return monkeypatch
-
-
 class Session:
     """One session at a host, driven request by request as any client could (not only coopsim's)."""
 
