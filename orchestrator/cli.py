@@ -220,7 +220,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.command == "demo":
         return demo(args.out, console, err)
     if args.command == "host":
-        from federates.remote.host import main as host_main
+        from federates.remote.host_command import main as host_main
 
         return host_main(args)  # parsed by add_host_arguments: every host option passes through
     if args.command == "vehicle-test":

@@ -7,7 +7,7 @@ kind or a ``package.module:Class`` path), its name and keyword parameters; the h
 stream ends. A federate's exception travels back as the reply's ``error`` and the session stays usable for
 ``finalize``. Spawns and despawns the federate asks for during a call travel back with that call's reply.
 
-Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m federates.remote.host``; with
+Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m federates.remote.host_command``; with
 ``--framed-listen HOST:PORT``, over framed TCP too). What a client may ask for is bounded (``docs/remote.md``):
 
 - kinds: ``physics``, ``v2x`` and ``control``, plus what ``--allow`` names; every class is checked to be a
@@ -23,12 +23,9 @@ Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m fed
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -45,10 +42,8 @@ from orchestrator.core.federate import Federate, SetupContext
 
 from .auth import (
     TokenInterceptor,
-    is_loopback,
     require_token_beyond_loopback,
     server_credentials,
-    token_from_env,
 )
 from .codec import (
     PROTOCOL_VERSION,
@@ -60,8 +55,6 @@ from .codec import (
     encode_outputs,
     pb,
 )
-from .framing import add_framed_arguments
-from .options import add_host_arguments
 from .policy import HostPolicy
 from .spawn_requests import SpawnRequests
 
@@ -341,60 +334,3 @@ def shutdown(server: grpc.Server) -> bool:
     host.remove_session_dirs()
     with host.lock:
         return ended and not host.sessions
-
-
-def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
-    """``coopsim host``: serve federates until SIGINT or SIGTERM (``argv`` may be options already parsed by
-    ``coopsim``)."""
-    if isinstance(argv, argparse.Namespace):
-        args = argv
-    else:
-        parser = argparse.ArgumentParser(prog="coopsim host", description=__doc__.splitlines()[0])
-        add_host_arguments(parser)
-        add_framed_arguments(parser)
-        args = parser.parse_args(argv)
-    options: dict[str, Any] = dict(allow_paths=args.allow_path, allow_brokers=args.allow_broker, out_root=args.out_root,
-                                   max_message_mb=args.max_message_mb, idle_timeout_s=args.idle_timeout_s,
-                                   token=token_from_env(), tls_cert=args.tls_cert, tls_key=args.tls_key)
-    framed = None
-    try:
-        if getattr(args, "framed_listen", None):
-            from .framed import serve_framed
-
-            framed = serve_framed(args.framed_listen, args.max_sessions, args.allow, **options)
-        server = serve(args.listen, args.max_sessions, args.allow, **options)
-    except (OSError, RuntimeError, ValueError) as exc:
-        if framed is not None:
-            framed.shutdown()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-
-    def on_signal(*_: Any) -> None:
-        if stop.is_set():  # a second signal: no more waiting
-            os._exit(1)
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-    print(f"coopsim federate host listening on port {server.coopsim_port}", flush=True)
-    if framed is not None:
-        print(f"coopsim framed host listening on port {framed.port}", flush=True)
-    if args.tls_cert is None and not all(map(is_loopback, [args.listen, *([args.framed_listen] if framed else [])])):
-        print("warning: without --tls-cert/--tls-key the token and all data cross the network in clear text",
-              file=sys.stderr, flush=True)
-    stop.wait()
-    if framed is not None:
-        framed.stop()  # its sessions end while gRPC's get their grace
-    clean = shutdown(server)
-    clean = (framed is None or framed.wait(SHUTDOWN_GRACE_S + 0.15)) and clean
-    if not clean:
-        # a federate stuck in a call holds a worker thread that the interpreter would wait for at exit: abandon it
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
