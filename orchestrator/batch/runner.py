@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -77,8 +78,28 @@ def _execute_locally(tasks: Sequence[Task], jobs: int, done: Callable[[Record], 
             done(record)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, do not start the queued runs
+        _end_workers(pool)
         raise
     pool.shutdown()
+
+
+WORKER_GRACE_S = 10.0
+"""How long an interrupted batch waits for its worker processes to close the runs they were in (each run ends on
+the interrupt with what it recorded so far) before it stops them."""
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Wait up to ``WORKER_GRACE_S`` for the pool's processes to end, then terminate the ones left. A worker caught
+    by Ctrl-C while it was handing back a result can hold the pool's result queue, and the interpreter's exit would
+    then wait for it forever; a command that was interrupted must end."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    deadline = time.monotonic() + WORKER_GRACE_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+            process.join(5.0)
 
 
 def write_partial(path: Path, records: Sequence[Record], total: int) -> None:
