@@ -30,7 +30,7 @@ from federates.control.drivers import Drivers
 from federates.control.maneuvering import ManeuverLayer
 from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
-from federates.physics.vehicle_config import vehicle_params
+from federates.physics.vehicle_config import body_sizes, robot_params
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.core.ports import (
     CAM_RX,
@@ -43,7 +43,7 @@ from orchestrator.core.ports import (
     RANGE,
     fields_of,
 )
-from orchestrator.core.robots import RobotSpec, SharedParams, rows_of, shared_rows
+from orchestrator.core.robots import RobotSpec, rows_of, shared_rows
 from orchestrator.core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
@@ -54,7 +54,7 @@ _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dt
 }
 
 
-_NO_INITIAL: Mapping[str, Any] = {}  # a robot without an initial state or dims of its own (read-only, shared)
+_NO_INITIAL: Mapping[str, Any] = {}  # a robot without an initial state of its own (read-only, shared)
 
 
 def is_external(spec: RobotSpec) -> bool:
@@ -124,8 +124,7 @@ class ControlFederate(Federate):
         vehicle and controller work is done once per distinct block (robots of one template share theirs)."""
         if not robots:
             return
-        blocks, block_of = shared_rows([spec.config.get("vehicle") for spec in robots])
-        params = SharedParams([vehicle_params({} if b is None else {"vehicle": b}) for b in blocks], block_of)
+        params = robot_params(robots)
         external = np.array([is_external(spec) for spec in robots], bool)
         leader = np.array([spec.predecessor is None for spec in robots], bool)
         new: dict[str, np.ndarray] = {
@@ -138,7 +137,8 @@ class ControlFederate(Federate):
             new[name] = np.full(len(robots), fill)
         for name, dtype in _ROW_ARRAYS.items():
             setattr(self, name, np.concatenate([getattr(self, name), np.asarray(new[name], dtype)]))
-        self._sensing.add(self._sensor_offsets(robots, params))
+        length, rear = body_sizes(robots, params, ("length_m", "rear_overhang_m"))
+        self._sensing.add(length - rear)  # the range sensor sits on the front bumper
 
         ids = np.array([s.id for s in robots], np.int64)
         followers = np.flatnonzero(~leader & ~external)
@@ -165,17 +165,6 @@ class ControlFederate(Federate):
         if self._maneuvers is not None:
             self._maneuvers.spawn(robots, external.tolist())
         self._reindex()
-
-    @staticmethod
-    def _sensor_offsets(robots: Sequence[RobotSpec], params: SharedParams) -> np.ndarray:
-        """Where the range sensor sits ahead of the rear axle [m]: the front bumper (the robot's ``dims`` where
-        given, else its vehicle's)."""
-        dims, dims_of = shared_rows([spec.config.get("dims", _NO_INITIAL) for spec in robots])
-        offsets = []
-        for key in ("length_m", "rear_overhang_m"):
-            given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]
-            offsets.append(np.where(np.isnan(given), params.column(key), given))
-        return offsets[0] - offsets[1]
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         gone = np.asarray(list(robot_ids), np.int64)

@@ -49,7 +49,7 @@ from orchestrator.core.ports import (
     port,
 )
 from orchestrator.core.rng import KeyedNormal, stream
-from orchestrator.core.robots import RobotSpec, SharedParams, param_column, rows_of, shared_rows
+from orchestrator.core.robots import RobotSpec, param_column, rows_of, shared_rows
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import CollisionError, ContactMonitor
@@ -59,12 +59,11 @@ from .models import VEHICLE_MODELS
 from .poses import POSES, PoseInbox
 from .range_scan import RangeSensor
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
-from .vehicle_config import GroupKey, group_key, vehicle_params
+from .vehicle_config import GroupKey, body_sizes, group_key, params_of_blocks
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
 _NO_INITIAL: Mapping[str, float] = {}  # a robot without an initial pose (read-only, shared)
-_NO_DIMS: Mapping[str, float] = {}  # a robot whose body is its vehicle's (read-only, shared)
 
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
@@ -151,7 +150,7 @@ class PhysicsFederate(Federate):
             return
         # per distinct vehicle block, not per robot: a fleet of one template costs one preset merge
         blocks, block_of = shared_rows([s.config.get("vehicle") for s in robots])
-        params = SharedParams([vehicle_params({} if b is None else {"vehicle": b}) for b in blocks], block_of)
+        params = params_of_blocks(blocks, block_of)
         block_keys = [group_key({} if b is None else {"vehicle": b}) for b in blocks]
         starts = [s.config.get("initial", _NO_INITIAL) for s in robots]
         initial = {key: np.array([float(d.get(key, 0.0)) for d in starts]) for key in ("x", "y", "yaw", "v")}
@@ -171,21 +170,11 @@ class PhysicsFederate(Federate):
         self._ids = np.concatenate([self._ids, ids])
         for noise in self._noises:
             noise.ids = self._ids
-        length, width, rear = self._body_sizes(robots, params)
+        length, width, rear = body_sizes(robots, params, ("length_m", "width_m", "rear_overhang_m"))
         self._bodies.add(length, width, rear, params.column("max_accel_mps2", 10.0))
         self.sources.add(robots, params, max(min(s.spawn_ns for s in robots), 0), initial["v"])
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
-
-    @staticmethod
-    def _body_sizes(robots: Sequence[RobotSpec], params: SharedParams) -> tuple[np.ndarray, ...]:
-        """Length, width and rear overhang [m] per robot: the robot's ``dims`` where given, else its vehicle's."""
-        dims, dims_of = shared_rows([s.config.get("dims", _NO_DIMS) for s in robots])
-        sizes = []
-        for key in ("length_m", "width_m", "rear_overhang_m"):
-            given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]
-            sizes.append(np.where(np.isnan(given), params.column(key), given))
-        return tuple(sizes)
 
     def _new_model(self, key: GroupKey) -> Any:
         model, mode = key

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from orchestrator.core.robots import RobotSpec, SharedParams, shared_rows
 
 from .presets import preset
@@ -28,11 +30,29 @@ def group_key(config: Mapping[str, Any]) -> GroupKey:
     return str(vehicle.get("model", "kinematic")), str(mode)
 
 
-def robot_params(robots: Sequence[RobotSpec]) -> SharedParams:
-    """The vehicle parameters of ``robots``, computed once per distinct vehicle block (robots of one template
-    share theirs)."""
-    blocks, index = shared_rows([robot.config.get("vehicle") for robot in robots])
+def params_of_blocks(blocks: Sequence[Mapping[str, Any] | None], index: np.ndarray) -> SharedParams:
+    """The vehicle parameters of distinct vehicle blocks (``shared_rows``), one merge per block."""
     return SharedParams([vehicle_params({} if block is None else {"vehicle": block}) for block in blocks], index)
 
 
-__all__ = ["GroupKey", "group_key", "robot_params", "vehicle_params"]
+def robot_params(robots: Sequence[RobotSpec]) -> SharedParams:
+    """The vehicle parameters of ``robots``, computed once per distinct vehicle block (robots of one template
+    share theirs)."""
+    return params_of_blocks(*shared_rows([robot.config.get("vehicle") for robot in robots]))
+
+
+_NO_DIMS: Mapping[str, float] = {}  # a robot whose body is its vehicle's (read-only, shared)
+
+
+def body_sizes(robots: Sequence[RobotSpec], params: SharedParams, keys: Sequence[str]) -> list[np.ndarray]:
+    """Each body size in ``keys`` [m] per robot: the robot's own ``dims`` where given, else its vehicle's (once per
+    distinct dims block)."""
+    dims, dims_of = shared_rows([robot.config.get("dims", _NO_DIMS) for robot in robots])
+    sizes = []
+    for key in keys:
+        given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]
+        sizes.append(np.where(np.isnan(given), params.column(key), given))
+    return sizes
+
+
+__all__ = ["GroupKey", "body_sizes", "group_key", "params_of_blocks", "robot_params", "vehicle_params"]
