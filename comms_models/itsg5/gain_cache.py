@@ -72,11 +72,14 @@ def _load(key: str, size: int) -> np.ndarray | None:
 
 def _store(key: str, table: np.ndarray) -> None:
     directory = cache_dir()
+    temporary = None
     try:
         directory.mkdir(parents=True, exist_ok=True)
         # written whole under a temporary name, then renamed: a reader never sees half a table
         with tempfile.NamedTemporaryFile(dir=directory, prefix=f".{key}.", suffix=".npy", delete=False) as handle:
+            temporary = Path(handle.name)
             np.save(handle, table, allow_pickle=False)
-        os.replace(handle.name, directory / f"{key}.npy")
-    except OSError:
-        pass  # a read-only or full disk: the table is simply computed again next time
+        os.replace(temporary, directory / f"{key}.npy")
+    except OSError:  # a read-only or full disk: the table is simply computed again next time
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
