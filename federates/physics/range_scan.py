@@ -62,6 +62,9 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
     key = tx if along_x else ty
     order = np.argsort(key)
     sorted_key = key[order]
+    rank = np.empty(n, dtype=np.int64)  # each robot's place in the sort: where its own window search starts
+    for k in range(n):
+        rank[order[k]] = k
     ch = np.cos(half_fov)
     sh = np.sin(half_fov)
     # ahead (fwd > 0), |atan2(left, fwd)| <= half_fov is |left| <= tan(half_fov) fwd; always true from pi/2 on
@@ -93,8 +96,26 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
             box_lo = min(0.0, cos_axis * max_range) - lateral * abs(sin_axis)
             hi = min(hi, box_hi)
             lo = max(lo, box_lo)
-        k0 = np.searchsorted(sorted_key, origin + lo - 1e-9)
-        k1 = np.searchsorted(sorted_key, origin + hi + 1e-9, side="right")
+        # the window [k0, k1) is what searchsorted (left, then right) gives, found by walking from the robot's
+        # own rank: its sensor lies a body length from its key, so a few steps instead of a bisection of all keys
+        key_lo = origin + lo - 1e-9
+        key_hi = origin + hi + 1e-9
+        k0 = rank[i]
+        while k0 > 0 and sorted_key[k0 - 1] >= key_lo:
+            k0 -= 1
+        while k0 < n and sorted_key[k0] < key_lo:
+            k0 += 1
+        k1 = max(k0, rank[i])
+        while k1 > k0 and sorted_key[k1 - 1] > key_hi:
+            k1 -= 1
+        while k1 < n and sorted_key[k1] <= key_hi:
+            k1 += 1
+        best = -1  # the nearest accepted target so far; rate and bearing are computed for the winner only
+        best_d = 0.0
+        best_dx = 0.0
+        best_dy = 0.0
+        best_fwd = 0.0
+        best_left = 0.0
         for k in range(k0, k1):
             j = order[k]
             if j == i:
@@ -113,12 +134,16 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
             if not in_path(path_offset(fwd, left, curvature[i]), corridor[i], ids[j] == locked[i], keep):
                 continue
             d = np.sqrt(d2)
-            if row_out[i] < 0 or d < rng_out[i]:
-                rng_out[i] = d
-                rate_out[i] = ((v[j] * c[j] - v[i] * c[i]) * dx + (v[j] * s[j] - v[i] * s[i]) * dy) / max(d, 1e-9)
-                bearing_out[i] = np.arctan2(left, fwd)
-                row_out[i] = j
-                id_out[i] = ids[j]
+            if best < 0 or d < best_d:
+                best, best_d, best_dx, best_dy, best_fwd, best_left = j, d, dx, dy, fwd, left
+        if best >= 0:
+            j = best
+            rng_out[i] = best_d
+            rate_out[i] = (((v[j] * c[j] - v[i] * c[i]) * best_dx + (v[j] * s[j] - v[i] * s[i]) * best_dy)
+                           / max(best_d, 1e-9))
+            bearing_out[i] = np.arctan2(best_left, best_fwd)
+            row_out[i] = j
+            id_out[i] = ids[j]
     return rng_out, rate_out, bearing_out, row_out, id_out
 
 
