@@ -9,16 +9,18 @@ the age of the information. ``controller.predict`` chooses what the law sees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 
 import numpy as np
 
-Predictor = Callable[[Mapping[str, np.ndarray], np.ndarray], dict[str, np.ndarray]]
+from .columns import LazyColumns
+
+Predictor = Callable[[Mapping[str, np.ndarray], np.ndarray], MutableMapping[str, np.ndarray]]
 
 
-def predict_none(sample: Mapping[str, np.ndarray], age_s: np.ndarray) -> dict[str, np.ndarray]:
-    """The sample as received (a shallow copy, so callers may add columns)."""
-    return dict(sample)
+def predict_none(sample: Mapping[str, np.ndarray], age_s: np.ndarray) -> MutableMapping[str, np.ndarray]:
+    """The sample as received (a shallow copy, so callers may add columns; columns not read yet stay unread)."""
+    return sample.copy() if isinstance(sample, LazyColumns) else dict(sample)
 
 
 def predict_ctrv(sample: Mapping[str, np.ndarray], age_s: np.ndarray) -> dict[str, np.ndarray]:

@@ -219,8 +219,8 @@ class ControlFederate(Federate):
         if rx is None or not len(rx["receiver"]):
             return
         n = len(rx["receiver"])  # u_des: only where a platooning message travelled (NaN, or absent, otherwise)
-        fields = np.stack([np.asarray(rx[name], np.float64) if name in rx else np.full(n, np.nan)
-                           for name in RX_FIELDS])
+        # one array per field, read in place by the compiled kernel (no stacked copy)
+        fields = tuple(np.asarray(rx[name], np.float64) if name in rx else np.full(n, np.nan) for name in RX_FIELDS)
         self._pred.receive(rx, fields, self._row_of_id)
         self._leader.receive(rx, fields, self._row_of_id)
         if self._maneuvers is not None:
@@ -244,7 +244,7 @@ class ControlFederate(Federate):
         for group, rows in self._group_rows:
             if t_ns % group.period_ns == 0:
                 pred = self._pred.rows(rows)
-                group_sensors = {name: values[rows] for name, values in sensors.items()}
+                group_sensors = sensors.take(rows)  # gathered only if a stage reads them
                 if maneuver is not None:
                     self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"),
                                      est)

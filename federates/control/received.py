@@ -11,6 +11,7 @@ from collections.abc import Mapping
 import numpy as np
 from numba import njit
 
+from controllers.columns import LazyColumns
 from orchestrator.core.timebase import NS_PER_S
 
 RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
@@ -20,7 +21,8 @@ RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
 @njit(cache=True)
 def receive_kernel(receiver, sender, generated, fields, row_of_id, wanted_sender, held_gen, held):  # pragma: no cover
     """For each delivery whose sender is the one its receiver wants and that is newer than what the receiver holds,
-    store it (``row_of_id``: row of each robot id, -1 when not ours)."""
+    store it (``row_of_id``: row of each robot id, -1 when not ours; ``fields``: one array per held field, or a 2-D
+    array with one row per field)."""
     for j in range(receiver.shape[0]):
         rid = receiver[j]
         if rid < 0 or rid >= row_of_id.shape[0]:
@@ -29,8 +31,17 @@ def receive_kernel(receiver, sender, generated, fields, row_of_id, wanted_sender
         if row < 0 or wanted_sender[row] != sender[j] or generated[j] <= held_gen[row]:
             continue
         held_gen[row] = generated[j]
-        for f in range(fields.shape[0]):
-            held[f, row] = fields[f, j]
+        for f in range(len(fields)):
+            held[f, row] = fields[f][j]
+
+
+@njit(cache=True)
+def ages_kernel(generated_ns, rows, all_rows, t_ns, ns_per_s, never, out):  # pragma: no cover - compiled
+    """``out[k]`` = age [s] at ``t_ns`` of the sample held by row ``rows[k]`` (every row in order when
+    ``all_rows``), ``never`` where nothing was received: (t_ns - generated) / ns_per_s as numpy divides integers."""
+    for k in range(out.shape[0]):
+        gen = generated_ns[k] if all_rows else generated_ns[rows[k]]
+        out[k] = (t_ns - gen) / ns_per_s if gen >= 0 else never
 
 
 PEER_FIELDS = ("maneuver", "maneuver_peer", "platoon_id", "platoon_index", "x", "y", "yaw", "v")
@@ -52,10 +63,12 @@ class Received:
     def _views(self) -> None:
         self.values = {name: self.held[f] for f, name in enumerate(self.fields)}
 
-    def rows(self, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """The held samples of some robots, by field name (one gather for all fields)."""
-        block = self.held[:, rows]
-        return {name: block[f] for f, name in enumerate(self.fields)}
+    def rows(self, rows: np.ndarray) -> LazyColumns:
+        """The held samples of some robots, by field name; each field is gathered when first read (a law that
+        never reads the leader's sample does not pay for it)."""
+        held = self.held
+        index = {name: f for f, name in enumerate(self.fields)}
+        return LazyColumns(self.fields, lambda name: held[index[name]][rows])
 
     def retarget(self, row: int, sender: int) -> None:
         """Row ``row`` wants samples from robot ``sender`` from now on (-1: none); what it held is forgotten."""
@@ -67,8 +80,16 @@ class Received:
 
     def age_s(self, t_ns: int, rows: np.ndarray | slice = slice(None), never: float = np.inf) -> np.ndarray:
         """Age [s] at ``t_ns`` of the held samples of ``rows``; ``never`` where nothing was received."""
-        gen = self.generated_ns[rows]
-        return np.where(gen >= 0, (t_ns - gen) / NS_PER_S, never)
+        if isinstance(rows, slice):
+            if rows != slice(None):
+                gen = self.generated_ns[rows]
+                return np.where(gen >= 0, (t_ns - gen) / NS_PER_S, never)
+            out = np.empty(len(self.generated_ns))
+            ages_kernel(self.generated_ns, self.generated_ns, True, t_ns, NS_PER_S, float(never), out)
+            return out
+        out = np.empty(len(rows))
+        ages_kernel(self.generated_ns, np.asarray(rows, np.int64), False, t_ns, NS_PER_S, float(never), out)
+        return out
 
     def add(self, wanted: np.ndarray) -> None:
         """Rows for new robots at the end, each wanting samples from the robot id in ``wanted`` (-1: none)."""
@@ -85,7 +106,8 @@ class Received:
         self.held = np.ascontiguousarray(self.held[:, keep])
         self._views()
 
-    def receive(self, rx: Mapping[str, np.ndarray], fields: np.ndarray, row_of_id: np.ndarray) -> None:
+    def receive(self, rx: Mapping[str, np.ndarray], fields: np.ndarray | tuple[np.ndarray, ...],
+                row_of_id: np.ndarray) -> None:
         """Takes the deliveries of ``rx`` addressed to each row from the sender it wants (``fields``: the
         ``self.fields`` columns of ``rx`` stacked; ``row_of_id``: a robot id's row, -1 when not ours, e.g.
         ``rows_of(ids, np.arange(max(ids) + 1), missing=-1)`` built once per roster change)."""

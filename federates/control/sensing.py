@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from controllers.columns import LazyColumns
+
 SENSOR_FIELDS = ("gap_m", "gap_rate_mps", "target_x", "target_y")
 """Columns of ``RangeSensing.measure``: gap [m] and its rate [m/s], sensed rear bumper ahead (x, y) [m]."""
 
@@ -32,15 +34,21 @@ class RangeSensing:
         self.sensor_offset = self.sensor_offset[keep]
 
     def measure(self, range_port: Mapping[str, np.ndarray] | None, est: Mapping[str, np.ndarray],
-                ids: np.ndarray) -> dict[str, np.ndarray]:
+                ids: np.ndarray) -> LazyColumns:
         """The ``SENSOR_FIELDS`` of every row (``ids``: the robots' ids in row order). Without a range sensor, or
-        rows that do not match, NaN: laws then act on V2X data alone."""
+        rows that do not match, NaN: laws then act on V2X data alone. The columns are computed when first read
+        (most laws read none of them), from this step's inputs."""
         n = len(ids)
         if range_port is None or range_port["id"] is None or not np.array_equal(range_port["id"], ids):
-            return {name: np.full(n, np.nan) for name in SENSOR_FIELDS}
-        gap = np.asarray(range_port["range_m"], float)
+            return LazyColumns(SENSOR_FIELDS, lambda name: np.full(n, np.nan))
         fresh = range_port is not self._last
         self._last = range_port
+        return LazyColumns.all_at_once(SENSOR_FIELDS, lambda: self._columns(range_port, est, fresh))
+
+    def _columns(self, range_port: Mapping[str, np.ndarray], est: Mapping[str, np.ndarray],
+                 fresh: bool) -> dict[str, np.ndarray]:
+        n = len(est["x"])
+        gap = np.asarray(range_port["range_m"], float)
         if fresh:
             # the sensor sits on the front bumper; the target is ``range`` away at ``bearing`` from the heading
             heading = est["yaw"] + np.asarray(range_port.get("bearing_rad", np.full(n, np.nan)), float)
