@@ -1,22 +1,47 @@
-"""PNG plots of a run: trajectories, speeds, spacing errors and string stability (matplotlib, headless)."""
+"""PNG plots of a run: trajectories, speeds, spacing errors and string stability (matplotlib, headless).
+
+Each figure is a ``PlotJob``: a file name, the name of its drawing function and that function's arguments (plain
+data: arrays, robots, metrics). ``run_plot_jobs`` decides which figures a run gets without matplotlib; the jobs are
+drawn here (``plot_run``) or in a worker process beside the run (``plot_worker``), with the same bytes either way.
+matplotlib itself is imported on the first drawing, so planning costs nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from .core.robots import RobotSpec
-from .metrics import Series
+
+if TYPE_CHECKING:
+    from .metrics import Series
 
 MAX_ROBOTS_DRAWN = 16
 """Beyond this many robots only the first platoons are drawn (a plot of 1,000 lines shows nothing)."""
+
+
+@dataclass(frozen=True)
+class PlotJob:
+    """One PNG to draw: ``draw`` names a function of ``DRAWERS`` (here or in ``v2x_plots``), called as
+    ``fn(out_dir / file, **args)``."""
+
+    file: str
+    draw: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the headless Agg backend (imported on first use: planning needs none of it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _drawn(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[RobotSpec]:
@@ -26,10 +51,57 @@ def _drawn(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[Ro
 def palette(n: int) -> list[Any]:
     """``n`` distinct colours: matplotlib's ten up to ten lines, then tab20, then a continuous map (the default
     cycle repeats after ten, so robot 11 would look like robot 1)."""
+    plt = pyplot()
     if n <= 10:
         return list(plt.rcParams["axes.prop_cycle"].by_key()["color"])[:max(n, 1)]
     cmap = plt.get_cmap("tab20" if n <= 20 else "turbo")
     return [cmap(j if n <= 20 else j / (n - 1)) for j in range(n)]
+
+
+def series_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[PlotJob]:
+    """The figures drawn from the vehicle samples alone (trajectories, speeds, the state estimate): they can be
+    drawn while the metrics are computed. Only the drawn robots' samples are carried."""
+    drawn = _drawn(robots, series)
+    carried = {r.id: series[r.id] for r in drawn}
+    jobs = [PlotJob("trajectories.png", "trajectories", {"robots": drawn, "series": carried}),
+            PlotJob("speeds.png", "speeds", {"robots": drawn, "series": carried})]
+    estimated = [r for r in drawn if not np.array_equal(series[r.id].cols["est_x"], series[r.id].cols["x"])]
+    if estimated:
+        jobs.append(PlotJob("estimate_vs_truth.png", "estimate", {"robots": estimated, "series": carried}))
+    return jobs
+
+
+def follower_plot_jobs(robots: Sequence[RobotSpec], follower_series: Mapping[str, Mapping[str, np.ndarray]],
+                       followers: Mapping[str, Mapping[str, Any]] | None = None) -> list[PlotJob]:
+    """The figures drawn from the follower metrics: spacing errors and, with followers beyond the first,
+    string stability."""
+    names = list(follower_series)[:MAX_ROBOTS_DRAWN]
+    jobs = [PlotJob("spacing_errors.png", "spacing_errors", {"follower_series": {n: follower_series[n]
+                                                                                  for n in names}})]
+    if followers and any(r.position_in_platoon >= 2 for r in robots):
+        jobs.append(PlotJob("string_stability.png", "string_stability",
+                            {"robots": list(robots), "followers": followers}))
+    return jobs
+
+
+def ordered(jobs: Sequence[PlotJob]) -> list[PlotJob]:
+    """The jobs in the order ``plot_run`` has always returned its files (the report shows them in this order)."""
+    rank = {name: k for k, name in enumerate(("trajectories.png", "speeds.png", "spacing_errors.png",
+                                              "string_stability.png", "estimate_vs_truth.png"))}
+    return sorted(jobs, key=lambda job: rank.get(job.file, len(rank)))
+
+
+def run_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series],
+                  follower_series: Mapping[str, Mapping[str, np.ndarray]],
+                  followers: Mapping[str, Mapping[str, Any]] | None = None) -> list[PlotJob]:
+    """Every figure of ``plot_run``, in its order."""
+    return ordered([*series_plot_jobs(robots, series), *follower_plot_jobs(robots, follower_series, followers)])
+
+
+def draw_job(out_dir: Path, job: PlotJob, drawers: Mapping[str, Callable[..., Path]] | None = None) -> Path:
+    """Draw one job into ``out_dir`` (created if needed); returns the PNG's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return (drawers or DRAWERS)[job.draw](out_dir / job.file, **job.args)
 
 
 def plot_run(
@@ -42,12 +114,13 @@ def plot_run(
     """Write trajectories.png, speeds.png, spacing_errors.png and, given the per-follower metrics,
     string_stability.png; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    drawn = _drawn(robots, series)
-    paths = []
+    return [draw_job(out_dir, job) for job in run_plot_jobs(robots, series, follower_series, followers)]
 
-    colors = palette(len(drawn))
+
+def _trajectories(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 5))
-    for r, color in zip(drawn, colors, strict=False):
+    for r, color in zip(robots, palette(len(robots)), strict=False):
         s = series[r.id]
         ax.plot(s.cols["x"], s.cols["y"], lw=1.2, color=color, label=r.name)
     ax.set_xlabel("x east [m]")
@@ -56,10 +129,13 @@ def plot_run(
     ax.set_title("Trajectories (rear-axle reference point)")
     ax.legend(fontsize=8, ncol=2)
     ax.grid(alpha=0.3)
-    paths.append(_save(fig, out_dir / "trajectories.png"))
+    return save(fig, path)
 
+
+def _speeds(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
-    for r, color in zip(drawn, colors, strict=False):
+    for r, color in zip(robots, palette(len(robots)), strict=False):
         s = series[r.id]
         ax.plot(s.t_ns / 1e9, s.cols["v"], lw=1.2, color=color, label=r.name)
     ax.set_xlabel("time [s]")
@@ -67,10 +143,13 @@ def plot_run(
     ax.set_title("Speeds")
     ax.legend(fontsize=8, ncol=2)
     ax.grid(alpha=0.3)
-    paths.append(_save(fig, out_dir / "speeds.png"))
+    return save(fig, path)
 
+
+def _spacing_errors(path: Path, follower_series: Mapping[str, Mapping[str, np.ndarray]]) -> Path:
+    plt = pyplot()
     fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    names = list(follower_series)[:MAX_ROBOTS_DRAWN]
+    names = list(follower_series)
     for name, color in zip(names, palette(len(names)), strict=False):
         fs = follower_series[name]
         axes[0].plot(fs["t_s"], fs["spacing_error_m"], lw=1.2, color=color, label=name)
@@ -83,14 +162,7 @@ def plot_run(
     for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, ncol=2)
-    paths.append(_save(fig, out_dir / "spacing_errors.png"))
-
-    if followers and any(r.position_in_platoon >= 2 for r in robots):
-        paths.append(_plot_string_stability(out_dir, robots, followers))
-    estimated = [r for r in drawn if not np.array_equal(series[r.id].cols["est_x"], series[r.id].cols["x"])]
-    if estimated:
-        paths.append(_plot_estimate(out_dir, estimated, series))
-    return paths
+    return save(fig, path)
 
 
 STRING_STABILITY_PANELS = (
@@ -102,11 +174,13 @@ STRING_STABILITY_PANELS = (
 MAX_PLATOONS_DRAWN = 8
 
 
-def _plot_string_stability(out_dir: Path, robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]
-                           ) -> Path:
+def _string_stability(path: Path, robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]) -> Path:
     """L2 norm of each quantity against the position in the platoon, one line per platoon (log scale where the
     norms span a decade or more): a line that rises from follower to follower is amplification along the chain
     (ratio > 1)."""
+    plt = pyplot()
+    import matplotlib.ticker
+
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
     platoons = sorted({r.platoon for r in robots})[:MAX_PLATOONS_DRAWN]
     for (key, label), ax in zip(STRING_STABILITY_PANELS, axes.flat, strict=True):
@@ -136,11 +210,12 @@ def _plot_string_stability(out_dir: Path, robots: Sequence[RobotSpec], followers
     if len(platoons) > 1:
         axes.flat[0].legend(fontsize=7, ncol=2)
     fig.suptitle("String stability along the chain: rising lines amplify", fontsize=11)
-    return _save(fig, out_dir / "string_stability.png")
+    return save(fig, path)
 
 
-def _plot_estimate(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
+def _estimate(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
     """What each robot believed (odometry, fusion) against where it was: position error over time and paths."""
+    plt = pyplot()
     fig, (ax_err, ax_xy) = plt.subplots(1, 2, figsize=(11, 4.5))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, r in enumerate(robots):
@@ -160,11 +235,19 @@ def _plot_estimate(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[i
     for ax in (ax_err, ax_xy):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, ncol=2)
-    return _save(fig, out_dir / "estimate_vs_truth.png")
+    return save(fig, path)
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def save(fig: Any, path: Path) -> Path:
+    """Lay out, write at 110 dpi and close a figure (every PNG of a run is written this way)."""
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
+
+
+DRAWERS: dict[str, Callable[..., Path]] = {
+    "trajectories": _trajectories, "speeds": _speeds, "spacing_errors": _spacing_errors,
+    "string_stability": _string_stability, "estimate": _estimate,
+}
+"""The drawing functions a ``PlotJob`` may name (a worker draws nothing else)."""

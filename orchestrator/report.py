@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,11 +105,17 @@ MAX_CHART_ROBOTS = 64
 
 
 def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
-                         follower_series: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+                         follower_series: Mapping[str, Mapping[str, Any]],
+                         colors: Callable[[int], list[str] | None] | None = None) -> list[tuple[str, str]]:
     """Zoomable speed and spacing-error charts (the first ``MAX_CHART_LINES`` robots drawn, up to
     ``MAX_CHART_ROBOTS`` behind a button), as report sections (the chart script rides in the last one, the style
-    in the first)."""
+    in the first). ``colors``: the palette of n lines when already known (a plot worker computed it), else None
+    and it is computed here with matplotlib."""
     from .interactive import charts_page_parts, hex_colors, series_lines, time_series_chart
+
+    def palette(n: int) -> list[str]:
+        known = colors(n) if colors is not None else None
+        return known if known is not None else hex_colors(n)
 
     carried = [r for r in robots if r.id in series][:MAX_CHART_ROBOTS]
     speeds = series_lines({r.id: r.name for r in carried}, series, "v")
@@ -119,10 +125,10 @@ def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
     more = f" ({MAX_CHART_ROBOTS} of {len(robots)} robots)" if len(robots) > MAX_CHART_ROBOTS else ""
     if speeds:
         sections.append((f"Speeds, interactive{more}", time_series_chart(
-            speeds, "m/s", hex_colors(len(speeds)), "chart-speeds", MAX_CHART_LINES)))
+            speeds, "m/s", palette(len(speeds)), "chart-speeds", MAX_CHART_LINES)))
     if errors:
         sections.append((f"Spacing errors, interactive{more}", time_series_chart(
-            errors, "m", hex_colors(len(errors)), "chart-spacing", MAX_CHART_LINES)))
+            errors, "m", palette(len(errors)), "chart-spacing", MAX_CHART_LINES)))
     if sections:
         style, script = charts_page_parts()
         sections[0] = (sections[0][0], style + sections[0][1])
@@ -131,9 +137,11 @@ def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
 
 
 def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path],
-                     robots: Sequence[Any] = (), charts: Sequence[tuple[str, str]] = ()) -> Path:
+                     robots: Sequence[Any] = (), charts: Sequence[tuple[str, str]] = (),
+                     missing_plots: Mapping[str, str] | None = None) -> Path:
     """report.html of one run (``robots``: the run's RobotSpecs, for the per-platoon table; ``charts``:
-    interactive sections from ``interactive_sections``, placed before the static plots)."""
+    interactive sections from ``interactive_sections``, placed before the static plots; ``missing_plots``: the
+    PNG files that could not be drawn, with why, listed after the plots)."""
     from .metrics import report_columns
 
     followers = metrics.get("followers", {})
@@ -160,6 +168,9 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
         sections.append(("Channel", table({k: {"value": v} for k, v in values.items()}, ["value"], first="metric")))
     sections += list(charts)
     sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots]
+    if missing_plots:
+        items = "".join(f"<li>{html.escape(file)}: {html.escape(why)}</li>" for file, why in missing_plots.items())
+        sections.append(("Plots not drawn", f"<ul class='bad'>{items}</ul>"))
     path = out_dir / "report.html"
     path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta, outcome_banner(run_info)),
                     encoding="utf-8")

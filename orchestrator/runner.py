@@ -26,8 +26,10 @@ from .core.timebase import seconds_to_ns
 from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
 from .outcomes import run_outcomes
 from .pacing import RealtimePacer
+from .plot_worker import PlotWorkers
 from .port_recorder import DEFAULT_SKIP, PortRecorder
 from .recorder import VehicleRecorder
+from .report import MAX_CHART_ROBOTS
 from .run_control import RunControl
 from .scale_notes import scale_notes
 from .scenario import Problem, Scenario, ScenarioError
@@ -86,6 +88,18 @@ def run_scenario(
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ScenarioError(source, [Problem("--out", f"cannot write the run directory {out_dir}: {reason}")]) from None
+    # started now, so the workers import matplotlib while the loop runs; stopped by pid whatever happens next
+    workers = PlotWorkers.start() if scenario.outputs.plots and scenario.outputs.trace else None
+    try:
+        return _run(scenario, out_dir, seed, progress, source, step_timeout_s, extra_observers, workers)
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: str, step_timeout_s: float | None,
+         extra_observers: Sequence[Any], workers: PlotWorkers | None) -> RunResult:
+    """The run of ``run_scenario`` once its directory is written."""
     error: FederateError | None = None
     interrupted: str | None = None
     t0 = time.perf_counter()
@@ -158,7 +172,7 @@ def run_scenario(
         # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
             result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
-                                           report=scenario.outputs.report)
+                                           report=scenario.outputs.report, workers=workers)
             if scenario.outputs.mcap:
                 from .mcap_export.export import write_mcap
 
@@ -210,26 +224,54 @@ def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: 
     return world, observers
 
 
-def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, report: bool = True) -> dict[str, Any]:
-    """``metrics.json``, the plots and ``report.html`` of a run directory, from the directory alone."""
-    metrics, follower_series = write_metrics(run)
-    drawn: list[Path] = []
+def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, report: bool = True,
+                  workers: PlotWorkers | None = None) -> dict[str, Any]:
+    """``metrics.json``, the plots and ``report.html`` of a run directory, from the directory alone. With
+    ``workers`` the plots are drawn there, each as soon as its data is ready; a plot they could not draw is left
+    out, named in ``run_info["notes"]``, on stderr and in the report."""
+    from .plots import follower_plot_jobs, ordered, plot_run, series_plot_jobs
+
+    plot_dir = run.out_dir / "plots"
+    workers = workers if plots else None
     series: dict[int, Any] = {}
     if plots or report:
         stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
         series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
-    if plots:
-        from .plots import plot_run
+    early = series_plot_jobs(run.robots, series) if workers is not None else []
+    if workers is not None:  # drawn while the metrics are computed; palettes for the report's charts too
+        workers.submit(plot_dir, early, colors=range(1, min(len(run.robots), MAX_CHART_ROBOTS) + 1) if report else ())
+    metrics, follower_series = write_metrics(run)
+    drawn: list[Path] = []
+    missing: dict[str, str] = {}
+    if workers is not None:
+        from .v2x_plots import v2x_plot_jobs
 
-        drawn = plot_run(run.out_dir / "plots", run.robots, series, follower_series, metrics["followers"])
+        late = follower_plot_jobs(run.robots, follower_series, metrics["followers"])
+        v2x = v2x_plot_jobs(run)
+        workers.submit(plot_dir, [*late, *v2x])
+    elif plots:
         from .v2x_plots import plot_v2x
 
-        drawn += plot_v2x(run, run.out_dir / "plots")
+        drawn = plot_run(plot_dir, run.robots, series, follower_series, metrics["followers"])
+        drawn += plot_v2x(run, plot_dir)
+    charts: list[tuple[str, str]] = []
     if report:
-        from .report import interactive_sections, write_run_report
+        from .report import interactive_sections
 
-        charts = interactive_sections(run.robots, series, follower_series)
-        write_run_report(run.out_dir, run_info, metrics, drawn, run.robots, charts)
+        palettes = workers.colors() if workers is not None else None
+        charts = interactive_sections(run.robots, series, follower_series,
+                                      palettes.get if palettes is not None else None)
+    if workers is not None:
+        done, missing = workers.finish()
+        drawn = [plot_dir / job.file for job in [*ordered([*early, *late]), *v2x] if job.file in done]
+    if report:
+        from .report import write_run_report
+
+        write_run_report(run.out_dir, run_info, metrics, drawn, run.robots, charts, missing)
+    if missing:
+        note = "plots not drawn: " + "; ".join(f"{file} ({why})" for file, why in missing.items())
+        run_info.setdefault("notes", []).append(note)
+        print(f"warning: {note}", file=sys.stderr)
     return metrics
 
 

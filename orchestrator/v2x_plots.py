@@ -16,18 +16,17 @@ PDR one by construction.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from .core.robots import RobotSpec
-from .metrics import RunData, Series
+from .plots import PlotJob, draw_job, pyplot, save
+
+if TYPE_CHECKING:
+    from .metrics import RunData, Series
 
 POSITION_POINTS = 4000
 """Samples per robot kept to look up distances (nearest sample in time: an error of at most half a sample's
@@ -45,34 +44,52 @@ def has_radio(v2x: Mapping[str, np.ndarray] | None) -> bool:
 
 def plot_v2x(run: RunData, out_dir: Path) -> list[Path]:
     """The V2X plots of a run with a radio channel (none otherwise); returns their paths."""
+    return [draw_job(out_dir, job, DRAWERS) for job in v2x_plot_jobs(run)]
+
+
+def v2x_plot_jobs(run: RunData) -> list[PlotJob]:
+    """The V2X figures of a run with a radio channel (none otherwise), with the data each draws: everything read
+    from the run directory and the radio's analytic curve are computed here, so drawing needs only matplotlib."""
     v2x = run.trace("v2x")
     if not has_radio(v2x):
         return []
     assert v2x is not None
-    out_dir.mkdir(parents=True, exist_ok=True)
     rx = np.flatnonzero(np.asarray(v2x["event"]) == "rx")
     sender, receiver = np.asarray(v2x["sender"])[rx], np.asarray(v2x["receiver"])[rx]
     generated = np.asarray(v2x["generated_ns"])[rx]
     received = np.asarray(v2x["outcome"])[rx] == "received"
     stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // POSITION_POINTS)
     series = run.series(np.unique(np.r_[sender, receiver]).tolist(), ("x", "y", "pred_age_s"), stride)
-    distance = _distances(series, sender, receiver, generated)
-    paths = [_plot_pdr(out_dir, distance, received, _radio(run))]
+    bins = pdr_by_distance(_distances(series, sender, receiver, generated), received)
     t_rx = np.asarray(v2x["t_ns"])[rx][received]
-    paths.append(_plot_latency(out_dir, np.asarray(v2x["latency_s"])[rx][received], sender[received],
-                               receiver[received], t_rx))
-    paths.append(_plot_over_time(out_dir, run.robots, series, run.trace("channel_load")))
-    generation = _plot_generation(out_dir, run.trace("cam_triggers"), run.trace("channel_load"))
-    if generation is not None:
-        paths.append(generation)
-    return paths
+    load = run.trace("channel_load")
+    jobs = [PlotJob("v2x_pdr_distance.png", "v2x_pdr", {"bins": bins, "analytic": _analytic(run, bins[0])}),
+            PlotJob("v2x_latency.png", "v2x_latency",
+                    {"latency_s": np.asarray(v2x["latency_s"])[rx][received], "sender": sender[received],
+                     "receiver": receiver[received], "t_ns": t_rx}),
+            PlotJob("v2x_over_time.png", "v2x_over_time", {"robots": run.robots, "series": series, "load": load})]
+    triggers = run.trace("cam_triggers")
+    if triggers is not None and len(triggers.get("t_ns", ())):
+        jobs.append(PlotJob("v2x_generation.png", "v2x_generation", {"triggers": triggers, "load": load}))
+    return jobs
 
 
-def _plot_generation(out_dir: Path, triggers: Mapping[str, np.ndarray] | None,
-                     load: Mapping[str, np.ndarray] | None) -> Path | None:
-    """Why CAMs were generated (per cause, per time bin) and the DCC gap the stations were held to."""
-    if triggers is None or not len(triggers.get("t_ns", ())):
+def _analytic(run: RunData, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The configured radio's single-frame reception probability over the measured distances (None without an
+    ITS-G5 radio or without measured bins)."""
+    radio = _radio(run)
+    if radio is None or not len(centre):
         return None
+    from comms_models.itsg5.radio import reception_probability
+
+    grid = np.linspace(0.1, float(centre.max()) * 1.05, 200)
+    return grid, reception_probability(grid, radio)
+
+
+def _plot_generation(path: Path, triggers: Mapping[str, np.ndarray], load: Mapping[str, np.ndarray] | None
+                     ) -> Path:
+    """Why CAMs were generated (per cause, per time bin) and the DCC gap the stations were held to."""
+    plt = pyplot()
     fig, (ax_cause, ax_dcc) = plt.subplots(2, 1, figsize=(9.5, 5.5), sharex=True)
     t = np.asarray(triggers["t_ns"]) / 1e9
     cause = np.asarray(triggers["cause"]).astype(str)
@@ -98,7 +115,7 @@ def _plot_generation(out_dir: Path, triggers: Mapping[str, np.ndarray] | None,
     ax_dcc.set_title("DCC state: shortest interval allowed between a station's CAMs")
     for ax in (ax_cause, ax_dcc):
         ax.grid(alpha=0.3)
-    return _save(fig, out_dir / "v2x_generation.png")
+    return save(fig, path)
 
 
 def _distances(series: Mapping[int, Series], sender: np.ndarray, receiver: np.ndarray,
@@ -156,28 +173,26 @@ def pdr_by_distance(distance: np.ndarray, received: np.ndarray, max_bins: int = 
     return 0.5 * (edges[:-1] + edges[1:])[filled], pdr, n, half
 
 
-def _plot_pdr(out_dir: Path, distance: np.ndarray, received: np.ndarray, radio: Any) -> Path:
+def _plot_pdr(path: Path, bins: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+              analytic: tuple[np.ndarray, np.ndarray] | None) -> Path:
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    centre, pdr, n, half = pdr_by_distance(distance, received)
+    centre, pdr, n, half = bins
     if len(centre):
         z = 1.96
         mid = (pdr + z * z / (2 * n)) / (1 + z * z / n)
         below, above = np.maximum(pdr - (mid - half), 0.0), np.maximum((mid + half) - pdr, 0.0)  # rounding
         ax.errorbar(centre, pdr, yerr=[below, above], fmt="o", ms=4, capsize=2,
                     label=f"measured ({int(n.sum()):,} receptions of links the applications read)")
-        if radio is not None:
-            from comms_models.itsg5.radio import reception_probability
-
-            grid = np.linspace(0.1, float(centre.max()) * 1.05, 200)
-            ax.plot(grid, reception_probability(grid, radio), "k--", lw=1.2,
-                    label="analytic: one frame above sensitivity, no interference")
+        if analytic is not None:
+            ax.plot(*analytic, "k--", lw=1.2, label="analytic: one frame above sensitivity, no interference")
     ax.set_ylim(-0.02, 1.05)
     ax.set_xlabel("sender-receiver distance at generation [m]")
     ax.set_ylabel("packet delivery ratio")
     ax.set_title("PDR against distance")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
-    return _save(fig, out_dir / "v2x_pdr_distance.png")
+    return save(fig, path)
 
 
 def _ecdf(ax: Any, values: np.ndarray, label: str) -> None:
@@ -186,8 +201,11 @@ def _ecdf(ax: Any, values: np.ndarray, label: str) -> None:
         ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
 
 
-def _plot_latency(out_dir: Path, latency_s: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
+def _plot_latency(path: Path, latency_s: np.ndarray, sender: np.ndarray, receiver: np.ndarray,
                   t_ns: np.ndarray) -> Path:
+    plt = pyplot()
+    import matplotlib.ticker
+
     fig, (ax_lat, ax_gap) = plt.subplots(1, 2, figsize=(10, 4))
     _ecdf(ax_lat, latency_s * 1e3, f"{len(latency_s):,} receptions")
     order = np.lexsort((t_ns, receiver, sender))
@@ -208,11 +226,12 @@ def _plot_latency(out_dir: Path, latency_s: np.ndarray, sender: np.ndarray, rece
             ax.legend(fontsize=8, loc="lower right")
     ax_lat.set_title("Latency (ECDF)")
     ax_gap.set_title("Inter-reception time (ECDF)")
-    return _save(fig, out_dir / "v2x_latency.png")
+    return save(fig, path)
 
 
-def _plot_over_time(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series],
+def _plot_over_time(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series],
                     load: Mapping[str, np.ndarray] | None) -> Path:
+    plt = pyplot()
     fig, (ax_aoi, ax_cbr) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     followers = [r for r in robots if r.predecessor is not None and r.id in series]
     if followers:
@@ -245,7 +264,7 @@ def _plot_over_time(out_dir: Path, robots: Sequence[RobotSpec], series: Mapping[
     ax_cbr.set_title("Channel load (CBR per DCC window)")
     for ax in (ax_aoi, ax_cbr):
         ax.grid(alpha=0.3)
-    return _save(fig, out_dir / "v2x_over_time.png")
+    return save(fig, path)
 
 
 def per_window(t_ns: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -256,8 +275,8 @@ def per_window(t_ns: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, list[n
     return windows, np.split(v, start[1:])
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+DRAWERS: dict[str, Callable[..., Path]] = {
+    "v2x_pdr": _plot_pdr, "v2x_latency": _plot_latency, "v2x_over_time": _plot_over_time,
+    "v2x_generation": _plot_generation,
+}
+"""The V2X drawing functions a ``PlotJob`` may name."""

@@ -7,17 +7,29 @@ registry (``registry.py``); installed plug-ins join through the ``coopsim.metric
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .follower import FollowerView, follower_views
-from .geometry import Series, l2_norm, path_projection, signed_path_distance, split_by_robot
 from .limits import PLOT_POINTS
-from .registry import METRICS, Metric, follower_metric, report_columns, run_metric, selected
-from .rundata import DIGEST_TRACES, RunData, file_digest, read_traces
+
+if TYPE_CHECKING:
+    from .follower import FollowerView
+    from .geometry import Series, l2_norm, path_projection, signed_path_distance, split_by_robot
+    from .registry import METRICS, Metric, follower_metric, report_columns, run_metric
+    from .rundata import DIGEST_TRACES, RunData, file_digest, read_traces
+
+_LAZY = {
+    "FollowerView": "follower", "Series": "geometry", "l2_norm": "geometry", "path_projection": "geometry",
+    "signed_path_distance": "geometry", "split_by_robot": "geometry", "METRICS": "registry", "Metric": "registry",
+    "follower_metric": "registry", "report_columns": "registry", "run_metric": "registry",
+    "DIGEST_TRACES": "rundata", "RunData": "rundata", "file_digest": "rundata", "read_traces": "rundata",
+}
+"""Names this package exports from its modules, imported on first use: a process that needs one module (the
+resource estimate reads ``limits``, a plot worker unpickles a ``Series``) does not pay for all of them."""
 
 __all__ = [
     "DIGEST_TRACES", "METRICS", "PLOT_POINTS", "FollowerView", "Metric", "RunData", "Series", "compute_metrics",
@@ -26,9 +38,21 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once: later lookups are plain attribute reads
+    return value
+
+
 def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
     """``metrics.json``'s content (``followers`` by name, ``run``, and whatever run metrics add, e.g. ``channel``)
     and, per follower name, the time series behind it for plots (``t_s``, ``spacing_error_m``, ``lateral_m``)."""
+    from .follower import follower_views
+    from .registry import selected
+
     metrics = selected()
     entries: dict[int, dict[str, Any]] = {}
     series: dict[str, dict[str, np.ndarray]] = {}

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 Columns = Mapping[str, np.ndarray]
 
@@ -54,6 +53,8 @@ def path_projection(points: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, n
     """
     if len(path) < 2:
         return np.full(len(points), np.nan), np.zeros(len(points), np.int64)
+    from scipy.spatial import cKDTree  # here, not at import: scipy costs a fifth of a second a run need not wait for
+
     _, idx = cKDTree(path).query(points)
     best = np.full(len(points), np.inf)
     signed = np.zeros(len(points))

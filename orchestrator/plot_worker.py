@@ -1,0 +1,266 @@
+"""Plots drawn in worker processes beside the run, so drawing them costs the run little wall time.
+
+``coopsim run`` starts the workers before its simulation loop: each is a fresh interpreter (never a fork of the
+run, which holds compiled kernels, threads and whatever plug-in code the scenario loaded) that imports matplotlib
+while the loop runs on the other core, then waits for ``PlotJob``s. The run sends the jobs whose data is ready
+(the vehicle samples first, the metric plots once the metrics are computed), and collects the PNG files the
+workers wrote before it writes the report. The files are byte for byte those ``plot_run`` draws in-process.
+
+Protocol: the run writes length-prefixed pickles of plain data (arrays, robots, metrics) to a worker's stdin; the
+worker answers with one JSON line per job on stdout. It unpickles only numpy arrays, robots and ``PlotJob``s, loads
+no plug-ins and draws only the functions of ``plots.DRAWERS`` and ``v2x_plots.DRAWERS``. A worker whose stdin
+closes finishes its jobs and exits, so a run that dies leaves none behind; ``close`` stops them by pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+PLOT_WORKERS = 2
+"""Worker processes a run starts: the run's figures split over both cores once the loop has ended."""
+WAIT_S = 300.0
+"""Longest a run waits for its plots once every job is sent (then the missing ones are named, not awaited)."""
+NICE = 5
+"""How much lower the workers' priority is than the run's: importing matplotlib must not slow the loop."""
+WORKER_ENV = "COOPSIM_PLOT_WORKERS"
+"""Environment override of ``PLOT_WORKERS`` (0: draw in the run's own process)."""
+
+_HEADER = struct.Struct("<Q")
+_COST = {"string_stability": 3, "spacing_errors": 2, "estimate": 2, "v2x_latency": 2, "v2x_over_time": 2,
+         "v2x_generation": 2}
+"""Relative drawing time of a figure (1 for the others), to share the jobs evenly between the workers."""
+
+
+class PlotWorkers:
+    """The run's side of its plot workers: send jobs, ask for colours, collect the files drawn."""
+
+    def __init__(self, processes: list[subprocess.Popen[bytes]]) -> None:
+        self._processes = processes
+        self._load = [0] * len(processes)
+        self._writers: list[threading.Thread] = []
+        self._jobs: list[tuple[int, str]] = []  # (worker, file) of every job sent, in order
+        self._lines: list[list[dict[str, Any]]] = [[] for _ in processes]
+        self._broken: dict[int, str] = {}  # worker -> why it can take no more jobs
+        self._buffers = [b""] * len(processes)  # output read but not yet split into lines
+
+    @classmethod
+    def start(cls, count: int | None = None) -> PlotWorkers | None:
+        """Start ``count`` workers (default ``PLOT_WORKERS`` or ``$COOPSIM_PLOT_WORKERS``); None when none could
+        start (the run then draws in its own process)."""
+        if count is None:
+            try:
+                count = int(os.environ.get(WORKER_ENV, PLOT_WORKERS))
+            except ValueError:
+                count = PLOT_WORKERS
+        root = Path(__file__).resolve().parents[1]  # the workers run this very checkout's code
+        env = {**os.environ, "COOPSIM_NO_PLUGINS": "1", "MPLBACKEND": "Agg",
+               "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        env.pop("PYTHONSTARTUP", None)
+        processes = []
+        for _ in range(max(count, 0)):
+            try:
+                processes.append(subprocess.Popen([sys.executable, "-m", "orchestrator.plot_worker"], cwd=root,
+                                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+            except OSError:
+                break
+        return cls(processes) if processes else None
+
+    @property
+    def pids(self) -> list[int]:
+        """The workers' process ids."""
+        return [p.pid for p in self._processes]
+
+    def submit(self, out_dir: Path, jobs: Sequence[Any], colors: Sequence[int] = ()) -> None:
+        """Send ``jobs`` (``PlotJob``s drawn into ``out_dir``), each to the least loaded worker; ``colors``: palette
+        sizes the first worker answers (``colors``) before it draws. Never blocks: a background thread writes."""
+        batches: list[list[Any]] = [[] for _ in self._processes]
+        for job in sorted(jobs, key=lambda j: -_COST.get(j.draw, 1)):  # longest first: a balanced split
+            k = min(range(len(self._processes)), key=lambda i: (self._load[i], i))
+            self._load[k] += _COST.get(job.draw, 1)
+            batches[k].append(job)
+            self._jobs.append((k, job.file))
+        for k, batch in enumerate(batches):
+            message: dict[str, Any] = {"out_dir": str(Path(out_dir).resolve()), "jobs": batch}
+            if k == 0 and colors:
+                message["colors"] = list(colors)
+            if batch or "colors" in message:
+                self._send(k, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _send(self, k: int, data: bytes) -> None:
+        stdin = self._processes[k].stdin
+        assert stdin is not None
+
+        def write() -> None:
+            try:
+                stdin.write(_HEADER.pack(len(data)) + data)
+                stdin.flush()
+            except (OSError, ValueError):  # a worker that died: its jobs are reported missing
+                self._broken.setdefault(k, "it stopped before taking its jobs")
+
+        thread = threading.Thread(target=write, name=f"plot-worker-{k}-send", daemon=True)
+        thread.start()
+        self._writers.append(thread)
+
+    def colors(self, timeout_s: float = 30.0) -> dict[int, list[str]] | None:
+        """The palettes asked for with ``submit(colors=...)`` as hex strings (None if the worker gave none)."""
+        line = self._read_until(0, "colors", time.monotonic() + timeout_s)
+        return None if line is None else {int(n): c for n, c in line["colors"].items()}
+
+    def finish(self, timeout_s: float = WAIT_S) -> tuple[list[str], dict[str, str]]:
+        """Wait for every job sent: the files drawn (in the order sent) and, for each missing one, why."""
+        deadline = time.monotonic() + timeout_s
+        for thread in self._writers:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        for process in self._processes:
+            with contextlib.suppress(OSError, ValueError):
+                assert process.stdin is not None
+                process.stdin.close()  # no more jobs: a worker exits when its last one is drawn
+        for k in range(len(self._processes)):
+            self._read_until(k, "end", deadline)
+        done = {line["done"] for lines in self._lines for line in lines if "done" in line}
+        failed = {line["failed"]: line["error"] for lines in self._lines for line in lines if "failed" in line}
+        drawn, missing = [], {}
+        for k, file in self._jobs:
+            if file in done:
+                drawn.append(file)
+            else:
+                missing[file] = failed.get(file) or self._why(k)
+        self.close()
+        return drawn, missing
+
+    def _why(self, k: int) -> str:
+        process = self._processes[k]
+        code = process.poll()
+        if k in self._broken:
+            return f"plot worker {process.pid}: {self._broken[k]}"
+        if code is None:
+            return f"plot worker {process.pid} did not finish within the wait"
+        return f"plot worker {process.pid} exited with code {code}"
+
+    def _read_until(self, k: int, key: str, deadline: float) -> dict[str, Any] | None:
+        """Read worker ``k``'s answers up to the first with ``key`` (None at its end, or past ``deadline``)."""
+        for line in self._lines[k]:
+            if key in line:
+                return line
+        while True:
+            text = self._next_line(k, deadline)
+            if text is None:
+                self._broken.setdefault(k, "it did not answer within the wait")
+                return None
+            if not text:
+                return None
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue
+            self._lines[k].append(line)
+            if key in line:
+                return line
+
+    def _next_line(self, k: int, deadline: float) -> str | None:
+        """Worker ``k``'s next line of output ('' at its end), or None when none came before ``deadline``
+        (read from the pipe itself, so a slow or hung worker never blocks the run past the deadline)."""
+        stdout = self._processes[k].stdout
+        assert stdout is not None
+        while b"\n" not in self._buffers[k]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([stdout], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(stdout.fileno(), 65536)
+            if not chunk:
+                return ""
+            self._buffers[k] += chunk
+        line, _, self._buffers[k] = self._buffers[k].partition(b"\n")
+        return line.decode("utf-8", "replace") or " "
+
+    def close(self) -> None:
+        """Stop every worker still running (by pid) and reap it: no worker outlives its run."""
+        for process in self._processes:
+            if process.poll() is None:
+                with contextlib.suppress(OSError):
+                    process.kill()
+        for process in self._processes:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(5.0)
+            for stream in (process.stdin, process.stdout):
+                with contextlib.suppress(OSError, ValueError):
+                    if stream is not None:
+                        stream.close()
+
+
+# -- the worker's side -------------------------------------------------------------------------------------------
+_ALLOWED = {
+    ("orchestrator.plots", "PlotJob"), ("orchestrator.core.robots", "RobotSpec"),
+    ("orchestrator.metrics.geometry", "Series"), ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"), ("builtins", "slice"),
+}
+"""What a job may contain besides plain Python values: nothing that runs code when unpickled."""
+
+
+class _JobUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"a plot job may not contain {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _read_message(stream: IO[bytes]) -> dict[str, Any] | None:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None  # the run closed our stdin: no more jobs
+    (size,) = _HEADER.unpack(header)
+    return _JobUnpickler(io.BytesIO(stream.read(size))).load()
+
+
+def _answer(out: IO[str], **line: Any) -> None:
+    out.write(json.dumps(line) + "\n")
+    out.flush()
+
+
+def main() -> int:
+    """The worker: import matplotlib, then draw each job sent on stdin until stdin closes."""
+    with contextlib.suppress(OSError, AttributeError):  # the run's own process keeps the first claim on a core
+        os.nice(int(os.environ.get("COOPSIM_PLOT_NICE", NICE)))
+    out = sys.stdout
+    sys.stdout = sys.stderr  # a library that prints must not corrupt the answers
+    from . import plots, v2x_plots
+
+    plots.pyplot()  # the import that overlaps the run's loop
+    drawers = {**plots.DRAWERS, **v2x_plots.DRAWERS}
+    while (message := _read_message(sys.stdin.buffer)) is not None:
+        if message.get("colors"):
+            from matplotlib.colors import to_hex
+
+            _answer(out, colors={n: [to_hex(c) for c in plots.palette(n)] for n in message["colors"]})
+        out_dir = Path(message["out_dir"])
+        for job in message["jobs"]:
+            try:
+                plots.draw_job(out_dir, job, drawers)
+            except Exception as exc:  # one figure that cannot be drawn must not cost the others
+                _answer(out, failed=job.file, error=f"{type(exc).__name__}: {exc}")
+            else:
+                _answer(out, done=job.file)
+    _answer(out, end=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
