@@ -132,10 +132,40 @@ class ElaCacc(Controller):
         chord 2 sin(alpha / 2) / k (-> D as k -> 0). The classic law (s = 0) settles at the chord D, inside the
         circle."""
         p: ElaCaccParams = self.params  # type: ignore[assignment]
-        D = p.standstill_m + p.time_gap_s * v
         if curvature is None or not p.extended:
-            return D
-        k = np.abs(np.nan_to_num(curvature))
-        alpha = np.arctan(k * D)
-        # 2 sin(alpha/2)/k written as D * sinc-like ratio, exact at k = 0
-        return np.where(k * D > 1e-9, 2.0 * np.sin(0.5 * alpha) / np.maximum(k, 1e-300), D)
+            return p.standstill_m + p.time_gap_s * v
+        v = np.ascontiguousarray(v, np.float64)
+        D, k, kD = np.empty_like(v), np.empty_like(v), np.empty_like(v)
+        _gap_terms(v, np.ascontiguousarray(curvature, np.float64), p.standstill_m, p.time_gap_s, D, k, kD)
+        # atan and sin stay numpy's: compiled code may round them differently in the last bit
+        half = np.arctan(kD)
+        half *= 0.5
+        sin_half = np.sin(half, out=half)
+        _chord(D, k, kD, sin_half, kD)
+        return kD
+
+
+_MAX_FLOAT = float(np.finfo(np.float64).max)
+
+
+@njit(cache=True)
+def _gap_terms(v, curvature, r, h, D, k, kD):  # pragma: no cover - compiled
+    """D = r + h v, k = |curvature| (NaN as 0, +-inf as +-the largest float, as numpy's nan_to_num) and k D."""
+    for j in range(v.shape[0]):
+        d = r + h * v[j]
+        c = curvature[j]
+        if np.isnan(c):
+            c = 0.0
+        elif np.isinf(c):
+            c = _MAX_FLOAT if c > 0.0 else -_MAX_FLOAT
+        c = abs(c)
+        D[j] = d
+        k[j] = c
+        kD[j] = c * d
+
+
+@njit(cache=True)
+def _chord(D, k, kD, sin_half, out):  # pragma: no cover - compiled
+    """The chord 2 sin(alpha / 2) / k where k D > 1e-9, else D (written in place: ``out`` may be ``kD``)."""
+    for j in range(D.shape[0]):
+        out[j] = 2.0 * sin_half[j] / max(k[j], 1e-300) if kD[j] > 1e-9 else D[j]

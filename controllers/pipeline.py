@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
+from numba import njit
 from pydantic import Field
 
 from . import CONTROLLERS
@@ -185,8 +186,16 @@ class ControlPipeline(RowStateMixin):
         if w is not None:
             usable = (have | (self.lateral is not None) | steered_by_sensor) & ~stop
             self._state["yaw_rate"] = np.where(usable, w, held_w)
-        curvature = np.where(pred["v"] > 0.1, pred["yaw_rate"] / np.maximum(pred["v"], 0.1), 0.0)
+        curvature = np.empty(len(have))
+        _curvature(np.asarray(pred["v"], np.float64), np.asarray(pred["yaw_rate"], np.float64), curvature)
         return ControlOutput(
             accel=a, yaw_rate=self._state["yaw_rate"].copy(), stop=stop, degraded=degraded,
             desired_gap_m=np.asarray(self.law.desired_gap(ego["v"], curvature), dtype=float), pred=pred,
         )
+
+
+@njit(cache=True)
+def _curvature(v, yaw_rate, out):  # pragma: no cover - compiled
+    """The predecessor's path curvature w / v [1/m], 0 at or below 0.1 m/s (and where v is NaN)."""
+    for i in range(out.shape[0]):
+        out[i] = yaw_rate[i] / v[i] if v[i] > 0.1 else 0.0

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from controllers.base import Controller
-from controllers.conversions import integrate_speed, yaw_rate_to_steer
+from controllers.conversions import integrate_speed_rows, yaw_rate_to_steer
 from controllers.maneuvers.machine import FREE
 from controllers.pipeline import ControlPipeline, block_key
 from federates.control.drivers import Drivers
@@ -266,8 +266,7 @@ class ControlFederate(Federate):
             yaw_rate[steered] = maneuver.yaw_rate[steered]
             self._maneuvers.machine.settle_lanes(t_ns / NS_PER_S)
         rows = self._follower_rows  # the speed command integrates the (held) acceleration every step
-        follower_speed = integrate_speed(self._speed_cmd[rows], accel[rows], self.dt, self._max_speed[rows])
-        self._speed_cmd[rows] = np.where(self._stop[rows], 0.0, follower_speed)
+        integrate_speed_rows(self._speed_cmd, accel, self._stop, self._max_speed, rows, self.dt)
         steer = yaw_rate_to_steer(yaw_rate, self._speed_cmd, self._wheelbase, self._max_steer)
         commands = {
             "id": self._ids,  # replaced, never mutated, on spawn/despawn
