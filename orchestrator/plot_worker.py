@@ -29,8 +29,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-PLOT_WORKERS = 2
-"""Worker processes a run starts: the run's figures split over both cores once the loop has ended."""
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+PLOT_WORKERS = min(2, max(1, _cores() - 1))
+"""Worker processes a run starts: one core stays the loop's, up to two others draw (on two cores one worker: a
+second would only take turns with the loop and the first)."""
 WAIT_S = 300.0
 """Longest a run waits for its plots once every job is sent (then the missing ones are named, not awaited)."""
 NICE = 5
@@ -144,11 +153,11 @@ class PlotWorkers:
     def _why(self, k: int) -> str:
         process = self._processes[k]
         code = process.poll()
+        if code is not None:
+            return f"plot worker {process.pid} exited with code {code}"
         if k in self._broken:
             return f"plot worker {process.pid}: {self._broken[k]}"
-        if code is None:
-            return f"plot worker {process.pid} did not finish within the wait"
-        return f"plot worker {process.pid} exited with code {code}"
+        return f"plot worker {process.pid} did not finish within the wait"
 
     def _read_until(self, k: int, key: str, deadline: float) -> dict[str, Any] | None:
         """Read worker ``k``'s answers up to the first with ``key`` (None at its end, or past ``deadline``)."""
@@ -157,10 +166,7 @@ class PlotWorkers:
                 return line
         while True:
             text = self._next_line(k, deadline)
-            if text is None:
-                self._broken.setdefault(k, "it did not answer within the wait")
-                return None
-            if not text:
+            if not text:  # its end, or nothing before the deadline
                 return None
             try:
                 line = json.loads(text)
