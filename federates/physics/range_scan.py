@@ -232,8 +232,12 @@ class RangeSensor:
             float(self.keep_factor))
         self.locked_id = target.copy()
         if noise and len(x):
-            e = self.rng.standard_normal((2, len(x)))
-            rng_out += self.range_noise_std_m * e[0]
-            rate_out += self.range_rate_noise_std_mps * e[1]
-            np.maximum(rng_out, 0.0, out=rng_out)  # a distance: noise never makes it negative (NaN stays NaN)
+            self.add_noise(rng_out, rate_out, self.rng.standard_normal((2, len(x))))
         return rng_out, rate_out, bearing, rows, target
+
+    def add_noise(self, rng_out: np.ndarray, rate_out: np.ndarray, e: np.ndarray) -> None:
+        """Adds the white noise to a noise-free measurement in place, from standard normals ``e`` of shape
+        ``(2, n)`` (range, then range rate); the range stays >= 0."""
+        rng_out += self.range_noise_std_m * e[0]
+        rate_out += self.range_rate_noise_std_mps * e[1]
+        np.maximum(rng_out, 0.0, out=rng_out)  # a distance: noise never makes it negative (NaN stays NaN)

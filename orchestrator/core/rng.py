@@ -13,6 +13,7 @@ used to shape the draws (log, sin, cos) may differ in the last bit.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -103,15 +104,26 @@ class KeyedNormal:
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         """Standard normals of shape ``size``; the last axis must be the robots."""
+        return self.deferred_standard_normal(size)()
+
+    def deferred_standard_normal(self, size: int | tuple[int, ...]) -> Callable[[], np.ndarray]:
+        """``standard_normal(size)`` taken now (it counts as this tick's next call) but computed when the returned
+        function is called, e.g. only if someone reads the noisy values: the draws depend on the key alone, so
+        they are the same whenever they are computed."""
         shape = (size,) if isinstance(size, int) else tuple(size)
         n = len(self.ids)
         if not shape or shape[-1] != n or len(shape) > 2:
             raise ValueError(f"keyed noise needs shape (n,) or (k, n) with n = {n} robots, got {shape}")
         k = shape[0] if len(shape) == 2 else 1
-        out = np.empty((k, n))
-        _keyed_normals(self._robot_keys, self._tick, self._call, k, out)
+        robot_keys, tick, call = self._robot_keys, self._tick, self._call  # replaced, never mutated, on new ids
         self._call += 1
-        return out.reshape(shape)
+
+        def draw() -> np.ndarray:
+            out = np.empty((k, n))
+            _keyed_normals(robot_keys, tick, call, k, out)
+            return out.reshape(shape)
+
+        return draw
 
     def normal(self, loc: float, scale: float, size: int | tuple[int, ...]) -> np.ndarray:
         """``loc + scale * standard_normal(size)``."""
