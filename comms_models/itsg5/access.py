@@ -120,7 +120,9 @@ C_WIN_OUT = 5
 C_WIN_END = 6  # [ns] end of the current CBR window
 C_NPEND = 7  # stations in pend when the kernel returned NEED_CHECK
 C_RESUME = 8  # 1 after NEED_CHECK: the next call resumes the loop as it was (no compaction, same pend order)
-N_C = 9
+C_NEXT = 9  # [ns] after DONE: the earliest event left (a frame's end or start, a window's end); the caller lowers it
+# when it queues a frame, and need not call again before then
+N_C = 10
 
 
 
@@ -224,6 +226,7 @@ def advance(
     least ``par_min`` links opens and resolves them on all threads (the results do not depend on it)."""
     n = si.shape[0]
     cand = np.empty(n, np.int64)  # receivers of the frame starting
+    cand_d2 = np.empty(n, np.float64)  # their squared distances to the sender
     if ctr[C_RESUME] == 1:  # back after NEED_CHECK: the loop carries on exactly where it stopped
         ctr[C_RESUME] = 0
         npend = ctr[C_NPEND]
@@ -283,33 +286,32 @@ def advance(
                 si[src, S_OWN_ACTIVE] = 0
                 _sense_end(si, sf, src, te, aifs_ns, slot_ns)
             lo = ti[je, T_LINK_LO]
-            _close_links(lo, ti[je, T_LINK_HI] - lo, te, si, sf, li, lf, scratch_code, scratch_power,
+            # each linked receiver's outcome lands in scratch_code as code + 8 * the frame's serial: a stale entry of
+            # an earlier frame never matches, so nothing has to be cleared afterwards
+            stamp = ti[je, T_FRAME]
+            _close_links(lo, ti[je, T_LINK_HI] - lo, te, stamp, si, sf, li, lf, scratch_code, scratch_power,
                          sens_mw, cs_mw, noise_mw, capture_lin, aifs_ns, slot_ns, par_min)
             if emit_all:  # in link order, whatever the number of threads
                 for q in range(lo, ti[je, T_LINK_HI]):
                     r = li[q, L_RX]
                     if r >= 0:
                         o = ctr[C_RX_OUT]
-                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r], 0, scratch_power[r])
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r] & 7, 0, scratch_power[r])
                         scratch_row[r] = o
                         ctr[C_RX_OUT] = o + 1
             if src >= 0:
                 for q in range(int_ptr[src], int_ptr[src + 1]):
                     r = int_rx[q]
-                    if scratch_code[r] >= 0 and scratch_row[r] >= 0:
+                    linked = (scratch_code[r] >> 3) == stamp
+                    if linked and emit_all:  # already emitted above
                         rx_out_i[scratch_row[r], RX_INTEREST] = 1
                         continue
                     o = ctr[C_RX_OUT]
-                    if scratch_code[r] >= 0:
-                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r], 1, scratch_power[r])
+                    if linked:
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r] & 7, 1, scratch_power[r])
                     else:  # beyond the cut-off radius: nothing arrives
                         _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, BELOW_SENSITIVITY, 1, 0.0)
                     ctr[C_RX_OUT] = o + 1
-            for q in range(ti[je, T_LINK_LO], ti[je, T_LINK_HI]):
-                r = li[q, L_RX]
-                if r >= 0:
-                    scratch_code[r] = -1
-                    scratch_row[r] = -1
             last = ctr[C_ACTIVE] - 1
             if je != last:
                 ti[je, :] = ti[last, :]
@@ -395,13 +397,15 @@ def advance(
                         r = cell_items[k]
                         dx = x[r] - xs
                         dy = y[r] - ys
-                        if r != src and dx * dx + dy * dy <= radius2:
+                        d2 = dx * dx + dy * dy
+                        if r != src and d2 <= radius2:
                             cand[m] = r
+                            cand_d2[m] = d2  # the link's power needs it again
                             m += 1
             lo = ctr[C_LINKS]
             # hashed once per frame; a PM has its own key (a CAM and a PM of one instant fade independently)
             frame = frame_key(radio_key if kind == KIND_CAM else pm_radio_key, ids[src], ti[j, T_GEN])
-            _open_links(lo, m, cand, xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
+            _open_links(lo, m, cand, cand_d2, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
                         cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns, par_min)
             if m >= par_min:
                 ctr[C_PAR_LEFT] -= 1
@@ -410,18 +414,18 @@ def advance(
             ti[j, T_LINK_LO] = lo
             ti[j, T_LINK_HI] = nl
         else:
+            ctr[C_NEXT] = min(te, ts, tw)  # all after t_now here
             return DONE
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _open_link(q: int, r: int, xs: float, ys: float, x: np.ndarray, y: np.ndarray, frame: np.uint64,
-               id_hash_of: np.ndarray, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
-               cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray, gain_q: np.ndarray,
-               tx_mw: float, min_d2: float, cs_mw: float, ts: np.int64, cca_ns: np.int64, slot_ns: np.int64) -> None:
-    # Link q of a starting frame to receiver r: touches only row q of the links and row r of the stations.
-    dx = x[r] - xs
-    dy = y[r] - ys
-    d2 = max(dx * dx + dy * dy, min_d2)
+def _open_link(q: int, r: int, d2: float, frame: np.uint64, id_hash_of: np.ndarray, si: np.ndarray, sf: np.ndarray,
+               li: np.ndarray, lf: np.ndarray, cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray,
+               gain_q: np.ndarray, tx_mw: float, min_d2: float, cs_mw: float, ts: np.int64, cca_ns: np.int64,
+               slot_ns: np.int64) -> None:
+    # Link q of a starting frame to receiver r at squared distance d2: touches only row q of the links and row r of
+    # the stations.
+    d2 = max(d2, min_d2)
     c = 0
     while d2 >= cls_lim2[c]:
         c += 1
@@ -444,28 +448,29 @@ def _open_link(q: int, r: int, xs: float, ys: float, x: np.ndarray, y: np.ndarra
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _open_links(lo: np.int64, m: np.int64, cand: np.ndarray, xs: float, ys: float, x: np.ndarray, y: np.ndarray,
-                frame: np.uint64, id_hash_of: np.ndarray, si: np.ndarray, sf: np.ndarray, li: np.ndarray,
-                lf: np.ndarray, cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray,
-                gain_q: np.ndarray, tx_mw: float, min_d2: float, cs_mw: float, ts: np.int64, cca_ns: np.int64,
-                slot_ns: np.int64, par_min: np.int64) -> None:  # pragma: no cover - compiled
+def _open_links(lo: np.int64, m: np.int64, cand: np.ndarray, cand_d2: np.ndarray, frame: np.uint64,
+                id_hash_of: np.ndarray, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
+                cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray, gain_q: np.ndarray, tx_mw: float,
+                min_d2: float, cs_mw: float, ts: np.int64, cca_ns: np.int64, slot_ns: np.int64,
+                par_min: np.int64) -> None:  # pragma: no cover - compiled
     # Each receiver appears once per frame, so the links are independent: any split over threads gives the same
     # arrays (no reduction, each link's draw is keyed). Few links do not pay for waking the threads.
     if m >= par_min:
         for k in prange(m):
-            _open_link(lo + k, cand[k], xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
+            _open_link(lo + k, cand[k], cand_d2[k], frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
                        cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns)
     else:
         for k in range(m):
-            _open_link(lo + k, cand[k], xs, ys, x, y, frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
+            _open_link(lo + k, cand[k], cand_d2[k], frame, id_hash_of, si, sf, li, lf, cls_lim2, cls_coef,
                        cls_exp4, gain_q, tx_mw, min_d2, cs_mw, ts, cca_ns, slot_ns)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _close_link(q: int, te: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
+def _close_link(q: int, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
                 scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float, cs_mw: float,
                 noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64) -> None:
-    # Resolve link q of an ending frame into scratch_code / scratch_power of its receiver (row r only).
+    # Resolve link q of an ending frame into scratch_code (code + 8 * stamp) / scratch_power of its receiver (row r
+    # only).
     r = li[q, L_RX]
     if r < 0:
         return
@@ -484,23 +489,23 @@ def _close_link(q: int, te: np.int64, si: np.ndarray, sf: np.ndarray, li: np.nda
     else:
         interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
         code = RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
-    scratch_code[r] = code
+    scratch_code[r] = code + 8 * stamp
     scratch_power[r] = pw
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _close_links(lo: np.int64, m: np.int64, te: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray,
-                 lf: np.ndarray, scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float, cs_mw: float,
-                 noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64,
+def _close_links(lo: np.int64, m: np.int64, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.ndarray,
+                 li: np.ndarray, lf: np.ndarray, scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float,
+                 cs_mw: float, noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64,
                  par_min: np.int64) -> None:  # pragma: no cover - compiled
     # As _open_links: one receiver per link, so the split over threads cannot change a result.
     if m >= par_min:
         for k in prange(m):
-            _close_link(lo + k, te, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
+            _close_link(lo + k, te, stamp, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
                         capture_lin, aifs_ns, slot_ns)
     else:
         for k in range(m):
-            _close_link(lo + k, te, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
+            _close_link(lo + k, te, stamp, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
                         capture_lin, aifs_ns, slot_ns)
 
 

@@ -151,7 +151,9 @@ class Generation:
         si[h, ax.S_PENDING] = 1
         si[h, ax.S_READY] = ready[head]
         si[h, ax.S_ANCHOR] = anchor
-        si[h, ax.S_START] = np.where(idle, anchor + backoff[head] * self._slot_ns, ax.INF_NS)
+        si[h, ax.S_START] = starts = np.where(idle, anchor + backoff[head] * self._slot_ns, ax.INF_NS)
+        if len(starts):  # the medium has to run again by the earliest of them
+            self._ctr[ax.C_NEXT] = min(int(self._ctr[ax.C_NEXT]), int(starts.min()))
         si[h, ax.S_BO] = backoff[head]
         si[h, ax.S_FRAME] = frames[head]
         si[h, ax.S_GEN] = t_ns

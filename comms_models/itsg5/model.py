@@ -105,10 +105,11 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self._window_ns = round(cfg.dcc.cbr_window_s * 1e9)
         self._emit_all = cfg.trace == "all" or cfg.deliver == "all"
 
-        # Stations (rows in spawn order) and the medium.
+        # Stations (rows in spawn order) and the medium. The station tables are column-major: a frame's links
+        # visit their receivers in row order and read a few columns of each, so a column is a stream.
         self._ids = np.empty(0, np.int64)
-        self._si = np.empty((0, ax.N_SI64), np.int64)
-        self._sf = np.empty((0, ax.N_SF64), np.float64)
+        self._si = np.empty((0, ax.N_SI64), np.int64, order="F")
+        self._sf = np.empty((0, ax.N_SF64), np.float64, order="F")
         self._scratch_code = np.empty(0, np.int64)
         self._scratch_row = np.empty(0, np.int64)
         self._scratch_power = np.empty(0, np.float64)
@@ -169,8 +170,8 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         rows[:, ax.S_MEAS_SINCE] = spawn_ns
         rows[:, ax.S_ID] = [spec.id for spec in robots]
         self._ids = np.concatenate([self._ids, rows[:, ax.S_ID]])
-        self._si = np.concatenate([self._si, rows])
-        self._sf = np.concatenate([self._sf, np.zeros((n, ax.N_SF64))])
+        self._si = np.asfortranarray(np.concatenate([self._si, rows]))
+        self._sf = np.asfortranarray(np.concatenate([self._sf, np.zeros((n, ax.N_SF64))]))
         self._scratch_code = np.concatenate([self._scratch_code, np.full(n, -1, np.int64)])
         self._scratch_row = np.concatenate([self._scratch_row, np.full(n, -1, np.int64)])
         self._scratch_power = np.concatenate([self._scratch_power, np.zeros(n)])
@@ -182,6 +183,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
             self.pm_schedule.spawn(spawn_ns + offsets)  # the PM service starts with the CA service
         self.dcc.spawn(n)
         self._roster_version += 1
+        self._ctr[ax.C_NEXT] = 0  # the next step runs the medium whatever it holds
         self._threads.stations = len(self._ids)
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
@@ -202,6 +204,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_scratch_power", "_last_admitted",
                      "_last_pm_admitted"):
             setattr(self, name, getattr(self, name)[keep])
+        self._si, self._sf = np.asfortranarray(self._si), np.asfortranarray(self._sf)
         if self.pm_schedule is not None and self.pm_rx is not None:
             self.pm_schedule.despawn(keep)
             self.pm_rx.forget(removed_ids)
@@ -211,6 +214,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         alive = ~np.isin(self._pending_rx["receiver"], removed_ids)
         self._pending_rx = {k: v[alive] for k, v in self._pending_rx.items()}
         self._roster_version += 1
+        self._ctr[ax.C_NEXT] = 0  # the next step runs the medium whatever it holds
         self._threads.stations = len(self._ids)
 
     # -- the step ---------------------------------------------------------------------------------------------------
@@ -250,6 +254,8 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
             self._leader_of = interest_leaders(self._ids, s_rows, r_rows)
 
     def _advance_medium(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> None:
+        if t_ns < self._ctr[ax.C_NEXT]:  # nothing starts, ends or closes a window by t_ns: the medium is as it was
+            return
         t = self.tables
         x0, y0, cell, ncx, ncy, cell_start, cell_items = build_grid(x, y, t.radius_m)
         n = len(self._ids)
