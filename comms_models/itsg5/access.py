@@ -123,6 +123,7 @@ C_RESUME = 8  # 1 after NEED_CHECK: the next call resumes the loop as it was (no
 C_NEXT = 9  # [ns] after DONE: the earliest event left (a frame's end or start, a window's end); the caller lowers it
 # when it queues a frame, and need not call again before then
 N_C = 10
+LINK_MASK = (1 << 32) - 1  # the link of a receiver's scratch_code (the frame's serial above it)
 
 
 
@@ -215,7 +216,7 @@ def advance(
     cell_start: np.ndarray, cell_items: np.ndarray,
     int_ptr: np.ndarray, int_rx: np.ndarray, pend: np.ndarray,
     tx_out: np.ndarray, rx_out_i: np.ndarray, rx_out_f: np.ndarray, win_out: np.ndarray, win_t: np.ndarray,
-    scratch_code: np.ndarray, scratch_row: np.ndarray, scratch_power: np.ndarray,
+    scratch_code: np.ndarray, scratch_row: np.ndarray,
     cls_lim2: np.ndarray, cls_coef: np.ndarray, cls_exp4: np.ndarray, gain_q: np.ndarray,
     tx_mw: float, min_d2: float, radius2: float,
     sens_mw: float, cs_mw: float, noise_mw: float, capture_lin: float,
@@ -286,29 +287,33 @@ def advance(
                 si[src, S_OWN_ACTIVE] = 0
                 _sense_end(si, sf, src, te, aifs_ns, slot_ns)
             lo = ti[je, T_LINK_LO]
-            # each linked receiver's outcome lands in scratch_code as code + 8 * the frame's serial: a stale entry of
-            # an earlier frame never matches, so nothing has to be cleared afterwards
+            # each linked receiver's link lands in scratch_code as (frame serial << 32) | link: a stale entry of an
+            # earlier frame never matches, so nothing has to be cleared afterwards; outcomes are worked out only
+            # for the receptions reported (the interest pairs, or every link with emit_all)
             stamp = ti[je, T_FRAME]
-            _close_links(lo, ti[je, T_LINK_HI] - lo, te, stamp, si, sf, li, lf, scratch_code, scratch_power,
-                         sens_mw, cs_mw, noise_mw, capture_lin, aifs_ns, slot_ns, par_min)
+            _close_links(lo, ti[je, T_LINK_HI] - lo, te, stamp, si, sf, li, lf, scratch_code, cs_mw, aifs_ns,
+                         slot_ns, par_min)
             if emit_all:  # in link order, whatever the number of threads
                 for q in range(lo, ti[je, T_LINK_HI]):
                     r = li[q, L_RX]
                     if r >= 0:
                         o = ctr[C_RX_OUT]
-                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r] & 7, 0, scratch_power[r])
+                        code = _outcome(q, r, si, sf, li, lf, sens_mw, noise_mw, capture_lin)
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, code, 0, lf[q, L_POWER])
                         scratch_row[r] = o
                         ctr[C_RX_OUT] = o + 1
             if src >= 0:
-                for q in range(int_ptr[src], int_ptr[src + 1]):
-                    r = int_rx[q]
-                    linked = (scratch_code[r] >> 3) == stamp
+                for k in range(int_ptr[src], int_ptr[src + 1]):
+                    r = int_rx[k]
+                    linked = (scratch_code[r] >> 32) == stamp
                     if linked and emit_all:  # already emitted above
                         rx_out_i[scratch_row[r], RX_INTEREST] = 1
                         continue
                     o = ctr[C_RX_OUT]
                     if linked:
-                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, scratch_code[r] & 7, 1, scratch_power[r])
+                        q = scratch_code[r] & LINK_MASK
+                        code = _outcome(q, r, si, sf, li, lf, sens_mw, noise_mw, capture_lin)
+                        _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, code, 1, lf[q, L_POWER])
                     else:  # beyond the cut-off radius: nothing arrives
                         _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, BELOW_SENSITIVITY, 1, 0.0)
                     ctr[C_RX_OUT] = o + 1
@@ -466,11 +471,9 @@ def _open_links(lo: np.int64, m: np.int64, cand: np.ndarray, cand_d2: np.ndarray
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _close_link(q: int, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray,
-                scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float, cs_mw: float,
-                noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64) -> None:
-    # Resolve link q of an ending frame into scratch_code (code + 8 * stamp) / scratch_power of its receiver (row r
-    # only).
+def _close_link(q: int, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.ndarray, li: np.ndarray,
+                lf: np.ndarray, scratch_code: np.ndarray, cs_mw: float, aifs_ns: np.int64, slot_ns: np.int64) -> None:
+    # Link q of an ending frame leaves its receiver r (row r only); scratch_code[r] remembers the link.
     r = li[q, L_RX]
     if r < 0:
         return
@@ -482,32 +485,35 @@ def _close_link(q: int, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.nd
         sf[r, F_CUR_POWER] -= pw
     if pw >= cs_mw:
         _sense_end(si, sf, r, te, aifs_ns, slot_ns)
-    if li[q, L_HD0] == 1 or si[r, S_OWN_STARTED] > li[q, L_HD_COUNT]:
-        code = HALF_DUPLEX
-    elif pw < sens_mw:
-        code = BELOW_SENSITIVITY
-    else:
-        interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
-        code = RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
-    scratch_code[r] = code + 8 * stamp
-    scratch_power[r] = pw
+    scratch_code[r] = (stamp << 32) | q
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
 def _close_links(lo: np.int64, m: np.int64, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.ndarray,
-                 li: np.ndarray, lf: np.ndarray, scratch_code: np.ndarray, scratch_power: np.ndarray, sens_mw: float,
-                 cs_mw: float, noise_mw: float, capture_lin: float, aifs_ns: np.int64, slot_ns: np.int64,
-                 par_min: np.int64) -> None:  # pragma: no cover - compiled
+                 li: np.ndarray, lf: np.ndarray, scratch_code: np.ndarray, cs_mw: float, aifs_ns: np.int64,
+                 slot_ns: np.int64, par_min: np.int64) -> None:  # pragma: no cover - compiled
     # As _open_links: one receiver per link, so the split over threads cannot change a result.
     if m >= par_min:
         for k in prange(m):
-            _close_link(lo + k, te, stamp, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
-                        capture_lin, aifs_ns, slot_ns)
+            _close_link(lo + k, te, stamp, si, sf, li, lf, scratch_code, cs_mw, aifs_ns, slot_ns)
     else:
         for k in range(m):
-            _close_link(lo + k, te, stamp, si, sf, li, lf, scratch_code, scratch_power, sens_mw, cs_mw, noise_mw,
-                        capture_lin, aifs_ns, slot_ns)
+            _close_link(lo + k, te, stamp, si, sf, li, lf, scratch_code, cs_mw, aifs_ns, slot_ns)
 
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _outcome(q: int, r: int, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf: np.ndarray, sens_mw: float,
+             noise_mw: float, capture_lin: float) -> int:  # pragma: no cover - compiled
+    # The outcome of closed link q at receiver r. What it reads (the receiver's transmissions started and the power
+    # of every frame that started at it) changes only when a frame starts, so it is the same any time before the
+    # next start.
+    pw = lf[q, L_POWER]
+    if li[q, L_HD0] == 1 or si[r, S_OWN_STARTED] > li[q, L_HD_COUNT]:
+        return HALF_DUPLEX
+    if pw < sens_mw:
+        return BELOW_SENSITIVITY
+    interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
+    return RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -112,7 +112,6 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self._sf = np.empty((0, ax.N_SF64), np.float64, order="F")
         self._scratch_code = np.empty(0, np.int64)
         self._scratch_row = np.empty(0, np.int64)
-        self._scratch_power = np.empty(0, np.float64)
         self._last_admitted = np.empty(0, np.int64)
         self._ti = np.empty((64, ax.N_TI64), np.int64)
         self._tf = np.empty((64, ax.N_CONTENT), np.float64)
@@ -174,7 +173,6 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self._sf = np.asfortranarray(np.concatenate([self._sf, np.zeros((n, ax.N_SF64))]))
         self._scratch_code = np.concatenate([self._scratch_code, np.full(n, -1, np.int64)])
         self._scratch_row = np.concatenate([self._scratch_row, np.full(n, -1, np.int64)])
-        self._scratch_power = np.concatenate([self._scratch_power, np.zeros(n)])
         self._last_admitted = np.concatenate([self._last_admitted, np.full(n, -1, np.int64)])
         self._last_pm_admitted = np.concatenate([self._last_pm_admitted, np.full(n, -1, np.int64)])
         self._win_out = np.empty((self._win_out.shape[0], len(self._ids)), np.float64)
@@ -201,8 +199,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self.wire.discard(self._si[gone & (self._si[:, ax.S_PENDING] == 1), ax.S_FRAME])
         self.wire.discard(self._si[gone & (self._si[:, ax.S_NEXT] == 1), ax.S_N_FRAME])
         removed_ids = self._ids[gone]
-        for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_scratch_power", "_last_admitted",
-                     "_last_pm_admitted"):
+        for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_last_admitted", "_last_pm_admitted"):
             setattr(self, name, getattr(self, name)[keep])
         self._si, self._sf = np.asfortranarray(self._si), np.asfortranarray(self._sf)
         if self.pm_schedule is not None and self.pm_rx is not None:
@@ -275,7 +272,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
                 x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr,
                 self._int_rx, self._pend,
                 self._tx_out, self._rx_out_i, self._rx_out_f, self._win_out, self._win_t,
-                self._scratch_code, self._scratch_row, self._scratch_power,
+                self._scratch_code, self._scratch_row,
                 t.class_limit_m2, t.class_coef, t.class_exp4, t.gain_q,
                 t.tx_mw, t.min_d2, self._radius2, self._sens_mw, self._cs_mw, self._noise_mw, self._capture,
                 np.int64(self._aifs_ns), np.int64(self._slot_ns), np.int64(self._cca_ns),
