@@ -221,8 +221,7 @@ class ControlFederate(Federate):
         n = len(rx["receiver"])  # u_des: only where a platooning message travelled (NaN, or absent, otherwise)
         # one array per field, read in place by the compiled kernel (no stacked copy)
         fields = tuple(np.asarray(rx[name], np.float64) if name in rx else np.full(n, np.nan) for name in RX_FIELDS)
-        self._pred.receive(rx, fields, self._row_of_id)
-        self._leader.receive(rx, fields, self._row_of_id)
+        self._pred.receive(rx, fields, self._row_of_id, also=self._leader)
         if self._maneuvers is not None:
             self._maneuvers.receive(rx, self._row_of_id)
 

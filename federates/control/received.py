@@ -36,6 +36,28 @@ def receive_kernel(receiver, sender, generated, fields, row_of_id, wanted_sender
 
 
 @njit(cache=True)
+def receive_pair_kernel(receiver, sender, generated, fields, row_of_id, wanted_a, held_gen_a, held_a, wanted_b,
+                        held_gen_b, held_b):  # pragma: no cover - compiled
+    """``receive_kernel`` into two holders (e.g. the predecessor's and the leader's samples) in one pass over the
+    deliveries; each holder takes exactly what ``receive_kernel`` alone would."""
+    for j in range(receiver.shape[0]):
+        rid = receiver[j]
+        if rid < 0 or rid >= row_of_id.shape[0]:
+            continue
+        row = row_of_id[rid]
+        if row < 0:
+            continue
+        if wanted_a[row] == sender[j] and generated[j] > held_gen_a[row]:
+            held_gen_a[row] = generated[j]
+            for f in range(len(fields)):
+                held_a[f, row] = fields[f][j]
+        if wanted_b[row] == sender[j] and generated[j] > held_gen_b[row]:
+            held_gen_b[row] = generated[j]
+            for f in range(len(fields)):
+                held_b[f, row] = fields[f][j]
+
+
+@njit(cache=True)
 def ages_kernel(generated_ns, rows, all_rows, t_ns, ns_per_s, never, out):  # pragma: no cover - compiled
     """``out[k]`` = age [s] at ``t_ns`` of the sample held by row ``rows[k]`` (every row in order when
     ``all_rows``), ``never`` where nothing was received: (t_ns - generated) / ns_per_s as numpy divides integers."""
@@ -107,11 +129,16 @@ class Received:
         self._views()
 
     def receive(self, rx: Mapping[str, np.ndarray], fields: np.ndarray | tuple[np.ndarray, ...],
-                row_of_id: np.ndarray) -> None:
+                row_of_id: np.ndarray, also: Received | None = None) -> None:
         """Takes the deliveries of ``rx`` addressed to each row from the sender it wants (``fields``: the
-        ``self.fields`` columns of ``rx`` stacked; ``row_of_id``: a robot id's row, -1 when not ours, e.g.
-        ``rows_of(ids, np.arange(max(ids) + 1), missing=-1)`` built once per roster change)."""
-        receive_kernel(
-            np.asarray(rx["receiver"], np.int64), np.asarray(rx["sender"], np.int64),
-            np.asarray(rx["generated_ns"], np.int64), fields, row_of_id, self.wanted, self.generated_ns, self.held,
-        )
+        ``self.fields`` columns of ``rx``, stacked or one array each; ``row_of_id``: a robot id's row, -1 when not
+        ours, e.g. ``rows_of(ids, np.arange(max(ids) + 1), missing=-1)`` built once per roster change). ``also``:
+        another holder of the same fields and rows that takes its own deliveries in the same pass."""
+        receiver = np.asarray(rx["receiver"], np.int64)
+        sender = np.asarray(rx["sender"], np.int64)
+        generated = np.asarray(rx["generated_ns"], np.int64)
+        if also is None:
+            receive_kernel(receiver, sender, generated, fields, row_of_id, self.wanted, self.generated_ns, self.held)
+        else:
+            receive_pair_kernel(receiver, sender, generated, fields, row_of_id, self.wanted, self.generated_ns,
+                                self.held, also.wanted, also.generated_ns, also.held)

@@ -121,11 +121,36 @@ def colliding_pairs(
 
 
 @njit(cache=True)
+def _any_near_sweep(px, py, radius):  # pragma: no cover - compiled
+    """Whether ``near_pairs(px, py, radius)`` would find any pair: the same sort and sweep, stopping at the first
+    overlap and building no pair list (the list's allocation cost more than the sweep)."""
+    n = px.shape[0]
+    if n < 2:
+        return False
+    key = px if (px.max() - px.min()) >= (py.max() - py.min()) else py
+    order = np.argsort(key)
+    r_max = radius.max()
+    for ia in range(n):
+        a = order[ia]
+        reach = key[a] + radius[a] + r_max
+        for ib in range(ia + 1, n):
+            b = order[ib]
+            if key[b] > reach:
+                break
+            dx = px[b] - px[a]
+            dy = py[b] - py[a]
+            rr = radius[a] + radius[b]
+            if dx * dx + dy * dy <= rr * rr:
+                return True
+    return False
+
+
+@njit(cache=True)
 def _any_near(x, y, reach):  # pragma: no cover - compiled
     """Whether any two circles (rear axle, ``reach``) overlap: all pairs for a few robots, else sort and sweep."""
     n = x.shape[0]
     if n > 16:
-        return near_pairs(x, y, reach).shape[0] > 0
+        return _any_near_sweep(x, y, reach)
     for i in range(n):
         for j in range(i + 1, n):
             dx = x[j] - x[i]
