@@ -20,6 +20,7 @@ import json
 import os
 import pickle
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -81,8 +82,10 @@ class PlotWorkers:
         processes = []
         for _ in range(max(count, 0)):
             try:
+                # a session of its own: Ctrl-C reaches the run, which stops the worker and its drawing processes
                 processes.append(subprocess.Popen([sys.executable, "-m", "orchestrator.plot_worker"], cwd=root,
-                                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+                                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                  start_new_session=True))
             except OSError:
                 break
         return cls(processes) if processes else None
@@ -92,9 +95,10 @@ class PlotWorkers:
         """The workers' process ids."""
         return [p.pid for p in self._processes]
 
-    def submit(self, out_dir: Path, jobs: Sequence[Any], colors: Sequence[int] = ()) -> None:
+    def submit(self, out_dir: Path, jobs: Sequence[Any], colors: Sequence[int] = (), waiting: bool = False) -> None:
         """Send ``jobs`` (``PlotJob``s drawn into ``out_dir``), each to the least loaded worker; ``colors``: palette
-        sizes the first worker answers (``colors``) before it draws. Never blocks: a background thread writes."""
+        sizes the first worker answers (``colors``) before it draws; ``waiting``: the run has nothing left to do but
+        wait for them, so the workers may draw on every core. Never blocks: a background thread writes."""
         batches: list[list[Any]] = [[] for _ in self._processes]
         for job in sorted(jobs, key=lambda j: -_COST.get(j.draw, 1)):  # longest first: a balanced split
             k = min(range(len(self._processes)), key=lambda i: (self._load[i], i))
@@ -102,7 +106,8 @@ class PlotWorkers:
             batches[k].append(job)
             self._jobs.append((k, job.file))
         for k, batch in enumerate(batches):
-            message: dict[str, Any] = {"out_dir": str(Path(out_dir).resolve()), "jobs": batch}
+            message: dict[str, Any] = {"out_dir": str(Path(out_dir).resolve()), "jobs": batch,
+                                       "parallel": max(1, _cores() // len(self._processes)) if waiting else 1}
             if k == 0 and colors:
                 message["colors"] = list(colors)
             if batch or "colors" in message:
@@ -197,10 +202,14 @@ class PlotWorkers:
 
     def close(self) -> None:
         """Stop every worker still running (by pid) and reap it: no worker outlives its run."""
-        for process in self._processes:
-            if process.poll() is None:
-                with contextlib.suppress(OSError):
-                    process.kill()
+        for k, process in enumerate(self._processes):
+            if any("end" in line for line in self._lines[k]):  # it said its last word and is leaving
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(2.0)
+                if process.poll() is not None:
+                    continue  # it reaped its drawing processes before its last word
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)  # the worker's group: it and any drawing process it forked
         for process in self._processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(5.0)
@@ -237,8 +246,53 @@ def _read_message(stream: IO[bytes]) -> dict[str, Any] | None:
 
 
 def _answer(out: IO[str], **line: Any) -> None:
+    # one short write per line: the drawing processes of a worker share its stdout, and a pipe keeps writes of up
+    # to 4 KiB whole
+    if "error" in line:
+        line["error"] = str(line["error"])[:500]
     out.write(json.dumps(line) + "\n")
     out.flush()
+
+
+def _draw(out: IO[str], out_dir: Path, job: Any, drawers: dict[str, Any]) -> None:
+    from .plots import draw_job
+
+    try:
+        draw_job(out_dir, job, drawers)
+    except Exception as exc:  # one figure that cannot be drawn must not cost the others
+        _answer(out, failed=job.file, error=f"{type(exc).__name__}: {exc}")
+    else:
+        _answer(out, done=job.file)
+
+
+def _draw_all(out: IO[str], out_dir: Path, jobs: list[Any], drawers: dict[str, Any], parallel: int) -> None:
+    """Draw ``jobs``, up to ``parallel`` at once: the worker forks a drawing process per extra job (it holds only
+    matplotlib and numpy, no threads), so the run's figures use every core the run leaves idle."""
+    pending = list(jobs)
+    running: dict[int, Any] = {}  # pid of a drawing process -> its job
+
+    def reaped(pid: int, status: int) -> None:
+        job = running.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:  # it died before answering
+            _answer(out, failed=job.file, error=f"its drawing process exited with code {code}")
+
+    while pending or running:
+        if pending and len(running) < parallel - 1 and hasattr(os, "fork"):
+            job = pending.pop(0)
+            pid = os.fork()
+            if pid == 0:  # the drawing process: one figure, its answer, and out
+                try:
+                    _draw(out, out_dir, job, drawers)
+                finally:
+                    os._exit(0)
+            running[pid] = job
+        elif pending:
+            _draw(out, out_dir, pending.pop(0), drawers)
+            while running and (done := os.waitpid(-1, os.WNOHANG))[0]:
+                reaped(*done)
+        else:
+            reaped(*os.waitpid(-1, 0))
 
 
 def main() -> int:
@@ -256,17 +310,12 @@ def main() -> int:
             from matplotlib.colors import to_hex
 
             _answer(out, colors={n: [to_hex(c) for c in plots.palette(n)] for n in message["colors"]})
-        out_dir = Path(message["out_dir"])
-        for job in message["jobs"]:
-            try:
-                plots.draw_job(out_dir, job, drawers)
-            except Exception as exc:  # one figure that cannot be drawn must not cost the others
-                _answer(out, failed=job.file, error=f"{type(exc).__name__}: {exc}")
-            else:
-                _answer(out, done=job.file)
+        _draw_all(out, Path(message["out_dir"]), message["jobs"], drawers, int(message.get("parallel", 1)))
     _answer(out, end=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stderr.flush()
+    os._exit(code)  # every file is written and every answer sent: no interpreter teardown for the run to wait on

@@ -248,7 +248,7 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
 
         late = follower_plot_jobs(run.robots, follower_series, metrics["followers"])
         v2x = v2x_plot_jobs(run)
-        workers.submit(plot_dir, [*late, *v2x])
+        workers.submit(plot_dir, [*late, *v2x], waiting=True)
     elif plots:
         from .v2x_plots import plot_v2x
 
