@@ -237,6 +237,10 @@ class ItsG5Params(_Strict):
         0.01, ge=0.0, le=1.0, description="fraction of CAMs also run through the real encoder and decoder, "
         "checking that receivers see what the wire carries"
     )
+    codec_sample_max_per_s: int = Field(
+        10, ge=1, le=1_000_000, description="of that sample, messages checked per simulated second at most (CAMs "
+        "and platooning messages together; a check costs about 0.3 ms)"
+    )
     trace: Literal["interest", "all"] = Field(
         "interest", description="rx rows of trace/v2x.parquet: only the pairs the applications read, or all links"
     )

@@ -44,15 +44,25 @@ class CamWire:
             self._pcap = PcapWriter(Path(out_dir) / "v2x.pcap", start_utc_s=cfg.start_utc_s)
         self._budget = cfg.pcap_max_frames if self._pcap is not None else 0
         self.checked = 0
+        self._check_second = -1  # the simulated second the budget of checks belongs to, and what is left of it
+        self._check_left = 0
 
     def _pick(self, key: np.uint64, t_ns: int, stations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Which of the messages generated at ``t_ns`` are encoded: a keyed sample (``codec_sample_rate``) that is
-        decoded again, and the first of the run up to the capture budget (shared by every message kind).
+        """Which of the messages generated at ``t_ns`` are encoded: a keyed sample (``codec_sample_rate``, at most
+        ``codec_sample_max_per_s`` in each simulated second) that is decoded again, and the first of the run up to the
+        capture budget (shared by every message kind).
         Returns the sample mask, the capture mask and the indices of either."""
         n = len(stations)
         rate = self.cfg.codec_sample_rate
         draws = KeyedDraws(key, stations, None, np.full(n, t_ns, np.int64))
         sample = draws.random(n) < rate if rate > 0 else np.zeros(n, bool)
+        second = t_ns // 1_000_000_000
+        if second != self._check_second:
+            self._check_second, self._check_left = second, self.cfg.codec_sample_max_per_s
+        picked = np.flatnonzero(sample)
+        if len(picked) > self._check_left:  # over the budget: the first ones in station order
+            sample[picked[self._check_left:]] = False
+        self._check_left -= min(len(picked), self._check_left)
         capture = np.zeros(n, bool)
         if self._budget > 0:
             take = min(self._budget, n)

@@ -254,3 +254,15 @@ def test_propagation_delay_is_distance_over_the_speed_of_light():
     for latency in (d["received_ns"] - d["generated_ns"]):
         rest = {lf: (latency - 2 * MS - 110_000 - airtime[lf] - propagation) for lf in (False, True)}
         assert any(r >= 0 and r % 13_000 == 0 for r in rest.values()), latency
+
+
+def test_codec_checks_are_capped_per_simulated_second() -> None:
+    # 20 stations at 10 Hz for 3 s, every CAM in the sample: 600 candidates, at most 7 checked in each second
+    params = {"codec_sample_rate": 1.0, "codec_sample_max_per_s": 7, "generation": SIMULTANEOUS}
+    sim = Sim(params, x=[10.0 * k for k in range(20)])
+    sim.run(3000)
+    assert sim.ch.metrics()["cams_sent"] >= 500
+    assert sim.ch.metrics()["codec_checked"] == 21
+    uncapped = Sim({**params, "codec_sample_max_per_s": 1000}, x=[10.0 * k for k in range(20)])
+    uncapped.run(3000)
+    assert uncapped.ch.metrics()["codec_checked"] >= 500
