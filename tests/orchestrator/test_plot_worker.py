@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -187,3 +188,42 @@ def test_a_worker_whose_run_died_exits_on_its_own():
     worker.stdin.close()
     assert worker.wait(60) == 0
     assert json.loads(worker.stdout.read()) == {"end": True}
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def test_an_interrupted_command_leaves_no_worker_running(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "run", "scenarios/platoon.yaml", "--out",
+                             str(out), "--quiet", "--set", "duration_s=600", "--set", "vehicles.count=40",
+                             "--set", "platoon.size=8"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while not workers and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            workers = _children(proc.pid)
+        while not (out / "trace").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # the loop has begun
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+    assert workers and not any(_alive(pid) for pid in workers)
