@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_, methodcaller
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from federates.control.drivers import Drivers
 from federates.control.maneuvering import ManeuverLayer
 from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
+from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
 from federates.physics.vehicle_config import body_sizes, robot_params
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.core.ports import (
@@ -43,7 +46,7 @@ from orchestrator.core.ports import (
     RANGE,
     fields_of,
 )
-from orchestrator.core.robots import RobotSpec, rows_of, shared_rows
+from orchestrator.core.robots import RobotSpec, rows_of
 from orchestrator.core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
@@ -125,12 +128,14 @@ class ControlFederate(Federate):
         if not robots:
             return
         params = robot_params(robots)
-        external = np.array([is_external(spec) for spec in robots], bool)
-        leader = np.array([spec.predecessor is None for spec in robots], bool)
+        configs = spec_column(robots, "config")
+        external = np.array(list(map(methodcaller("__contains__", "command_source"), configs)), bool)  # is_external
+        predecessors = spec_column(robots, "predecessor")
+        leader = np.array(list(map(is_, predecessors, repeat(None))), bool)
         new: dict[str, np.ndarray] = {
             "_wheelbase": params.column("wheelbase_m"), "_max_steer": params.column("max_steer_rad"),
             "_max_speed": params.column("max_speed_mps"), "_external": external,
-            "_speed_cmd": np.array([float(spec.config.get("initial", _NO_INITIAL).get("v", 0.0)) for spec in robots]),
+            "_speed_cmd": float_column(config_column(configs, "initial", _NO_INITIAL), "v", 0.0),
         }
         for name, fill in (("_yaw_rate_cmd", 0.0), ("_accel_cmd", 0.0), ("_stop", False), ("_desired_gap", np.nan),
                            ("_degraded", False)):
@@ -140,10 +145,10 @@ class ControlFederate(Federate):
         length, rear = body_sizes(robots, params, ("length_m", "rear_overhang_m"))
         self._sensing.add(length - rear)  # the range sensor sits on the front bumper
 
-        ids = np.array([s.id for s in robots], np.int64)
+        ids = np.array(spec_column(robots, "id"), np.int64)
         followers = np.flatnonzero(~leader & ~external)
         if len(followers):
-            controllers, controller_of = shared_rows([robots[k].config["controller"] for k in followers.tolist()])
+            controllers, controller_of = shared_blocks([configs[k]["controller"] for k in followers.tolist()])
             keys = [self._group_of_block(block, robots[int(followers[np.flatnonzero(controller_of == c)[0]])].name)
                     for c, block in enumerate(controllers)]
             # equal blocks that are distinct objects (specs built one by one) still join one group, in one call
@@ -159,8 +164,8 @@ class ControlFederate(Federate):
 
         self._ids = np.concatenate([self._ids, ids])
         self._checked_ids = None
-        self._pred.add(np.array([-1 if s.predecessor is None else s.predecessor for s in robots], np.int64))
-        self._leader.add(np.array([-1 if s.leader is None else s.leader for s in robots], np.int64))
+        self._pred.add(optional_ids(predecessors))
+        self._leader.add(optional_ids(spec_column(robots, "leader")))
         self._kmax = np.concatenate([self._kmax, np.tan(new["_max_steer"]) / new["_wheelbase"]])
         if self._maneuvers is not None:
             self._maneuvers.spawn(robots, external.tolist())

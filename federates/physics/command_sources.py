@@ -30,6 +30,8 @@ from controllers.conversions import steer_to_yaw_rate, yaw_rate_to_steer
 from orchestrator.core.ports import COMMAND_EVENTS
 from orchestrator.core.robots import RobotSpec, param_column, rows_of
 
+from .spawn_columns import config_column, spec_column
+
 ACCEL_FROM_SPEED_TAU_S = 0.5
 """Time constant [s] of the proportional loop that turns a speed-only command into an acceleration (for models
 driven by acceleration)."""
@@ -83,7 +85,10 @@ class CommandSources:
             speed: np.ndarray) -> None:
         """Rows for newly spawned robots (``speed``: their initial speeds)."""
         # a posed robot (``posed_by``) names its pose source but takes no commands from it
-        sources = [None if "posed_by" in r.config else r.config.get("command_source") for r in robots]
+        configs = spec_column(robots, "config")
+        sources = config_column(configs, "command_source")
+        if any(sources):
+            sources = [None if "posed_by" in c else source for c, source in zip(configs, sources, strict=True)]
         if any(sources):
             port = np.array([self.ports.index(s["port"]) if s else -1 for s in sources], np.int64)
             timeout = np.array([round(s["command_timeout_s"] * 1e9) if s else 0 for s in sources], np.int64)
@@ -104,7 +109,7 @@ class CommandSources:
         for attr, key in (("wheelbase", "wheelbase_m"), ("max_steer", "max_steer_rad"), ("max_speed", "max_speed_mps"),
                           ("max_accel", "max_accel_mps2"), ("max_decel", "max_decel_mps2")):
             setattr(self, attr, np.concatenate([getattr(self, attr), param_column(params, key)]))
-        self.names.extend(r.name for r in robots)
+        self.names.extend(spec_column(robots, "name"))
         self._changed()
 
     def remove(self, keep: np.ndarray) -> None:

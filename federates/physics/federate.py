@@ -50,7 +50,7 @@ from orchestrator.core.ports import (
     port,
 )
 from orchestrator.core.rng import KeyedNormal, stream
-from orchestrator.core.robots import RobotSpec, param_column, rows_of, shared_rows
+from orchestrator.core.robots import RobotSpec, param_column, rows_of
 from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import CollisionError, ContactMonitor
@@ -60,6 +60,7 @@ from .models import VEHICLE_MODELS
 from .poses import POSES, PoseInbox
 from .range_scan import RangeSensor
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
+from .spawn_columns import config_column, float_column, shared_blocks, spec_column
 from .vehicle_config import GroupKey, body_sizes, group_key, params_of_blocks
 
 _STATE_KEYS = tuple(STATE_FIELDS)
@@ -150,11 +151,12 @@ class PhysicsFederate(Federate):
         if not robots:
             return
         # per distinct vehicle block, not per robot: a fleet of one template costs one preset merge
-        blocks, block_of = shared_rows([s.config.get("vehicle") for s in robots])
+        configs = spec_column(robots, "config")
+        blocks, block_of = shared_blocks(config_column(configs, "vehicle"))
         params = params_of_blocks(blocks, block_of)
         block_keys = [group_key({} if b is None else {"vehicle": b}) for b in blocks]
-        starts = [s.config.get("initial", _NO_INITIAL) for s in robots]
-        initial = {key: np.array([float(d.get(key, 0.0)) for d in starts]) for key in ("x", "y", "yaw", "v")}
+        starts = config_column(configs, "initial", _NO_INITIAL)
+        initial = {key: float_column(starts, key, 0.0) for key in ("x", "y", "yaw", "v")}
         for key in dict.fromkeys(block_keys):
             if key not in self._groups:
                 self._groups[key] = self._new_model(key)
@@ -166,14 +168,14 @@ class PhysicsFederate(Federate):
             sel = np.flatnonzero(group_of == numbers[key])
             self._groups[key].add(params.take(sel), {name: arr[sel] for name, arr in initial.items()})
         self._group_number = np.concatenate([self._group_number, group_of])
-        self._names.extend([s.name for s in robots])
-        ids = np.array([s.id for s in robots], np.int64)
+        self._names.extend(spec_column(robots, "name"))
+        ids = np.array(spec_column(robots, "id"), np.int64)
         self._ids = np.concatenate([self._ids, ids])
         for noise in self._noises:
             noise.ids = self._ids
         length, width, rear = body_sizes(robots, params, ("length_m", "width_m", "rear_overhang_m"))
         self._bodies.add(length, width, rear, params.column("max_accel_mps2", 10.0))
-        self.sources.add(robots, params, max(min(s.spawn_ns for s in robots), 0), initial["v"])
+        self.sources.add(robots, params, max(min(spec_column(robots, "spawn_ns")), 0), initial["v"])
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
 

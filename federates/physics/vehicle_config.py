@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.robots import RobotSpec, SharedParams, shared_rows
+from orchestrator.core.robots import RobotSpec, SharedParams
 
 from .presets import preset
+from .spawn_columns import config_column, shared_blocks, spec_column
 
 GroupKey = tuple[str, str]  # (vehicle model, input mode)
 
@@ -38,7 +39,7 @@ def params_of_blocks(blocks: Sequence[Mapping[str, Any] | None], index: np.ndarr
 def robot_params(robots: Sequence[RobotSpec]) -> SharedParams:
     """The vehicle parameters of ``robots``, computed once per distinct vehicle block (robots of one template
     share theirs)."""
-    return params_of_blocks(*shared_rows([robot.config.get("vehicle") for robot in robots]))
+    return params_of_blocks(*shared_blocks(config_column(spec_column(robots, "config"), "vehicle")))
 
 
 _NO_DIMS: Mapping[str, float] = {}  # a robot whose body is its vehicle's (read-only, shared)
@@ -47,7 +48,7 @@ _NO_DIMS: Mapping[str, float] = {}  # a robot whose body is its vehicle's (read-
 def body_sizes(robots: Sequence[RobotSpec], params: SharedParams, keys: Sequence[str]) -> list[np.ndarray]:
     """Each body size in ``keys`` [m] per robot: the robot's own ``dims`` where given, else its vehicle's (once per
     distinct dims block)."""
-    dims, dims_of = shared_rows([robot.config.get("dims", _NO_DIMS) for robot in robots])
+    dims, dims_of = shared_blocks(config_column(spec_column(robots, "config"), "dims", _NO_DIMS))
     sizes = []
     for key in keys:
         given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]

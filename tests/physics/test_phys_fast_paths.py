@@ -10,6 +10,7 @@ import numpy as np
 from federates.physics.collisions import _any_near, near_pairs
 from federates.physics.federate import PhysicsFederate
 from federates.physics.range_scan import RangeSensor
+from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
 from orchestrator.core.rng import KeyedNormal
 from orchestrator.core.robots import RobotSpec
 
@@ -152,3 +153,23 @@ def test_the_range_port_computes_the_same_noisy_values_when_read_later() -> None
     np.testing.assert_array_equal(port["bearing_rad"], bearing)
     gaps = port["range_m"][1:]
     assert np.all(np.abs(gaps - (1.5 - (fed._range.front_offset_m[1:] + fed._range.rear_offset_m[1:]))) < 0.5)
+
+
+def test_spawn_columns_read_what_the_comprehensions_read() -> None:
+    shared = {"preset": "auna_rc_1to10"}
+    robots = [RobotSpec(id=k, name=f"r{k}", predecessor=None if k % 3 == 0 else k - 1,
+                        config={"vehicle": shared, "initial": {"x": np.float64(k), "v": 2}} if k != 4 else {})
+              for k in range(7)]
+    configs = spec_column(robots, "config")
+    assert spec_column(robots, "name") == [f"r{k}" for k in range(7)]
+    initial = config_column(configs, "initial", {})
+    x = float_column(initial, "x", 0.0)
+    assert x.dtype == np.float64 and x.tolist() == [0.0, 1.0, 2.0, 3.0, 0.0, 5.0, 6.0]
+    assert float_column(initial, "v", 0.0).tolist() == [2.0, 2.0, 2.0, 2.0, 0.0, 2.0, 2.0]
+    assert float_column([], "x", 0.0).dtype == np.float64
+    blocks, index = shared_blocks(config_column(configs, "vehicle"))
+    assert blocks == [shared, None] and index.tolist() == [0, 0, 0, 0, 1, 0, 0]
+    one, zeros = shared_blocks([shared] * 5)
+    assert one == [shared] and zeros.tolist() == [0] * 5
+    assert optional_ids(spec_column(robots, "predecessor")).tolist() == [-1, 0, 1, -1, 3, 4, -1]
+    assert optional_ids([None, None]).tolist() == [-1, -1]
