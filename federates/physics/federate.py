@@ -60,6 +60,7 @@ from .models import VEHICLE_MODELS
 from .poses import POSES, PoseInbox
 from .range_scan import RangeSensor
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
+from .snapshot import state_snapshot
 from .spawn_columns import config_column, float_column, shared_blocks, spec_column
 from .vehicle_config import GroupKey, body_sizes, group_key, params_of_blocks
 
@@ -298,8 +299,10 @@ class PhysicsFederate(Federate):
         self.poses.apply(t_ns, self._ids, self._groups, self._group_rows)
         self._stepped_once = True
         state = self._state()
-        self._check_finite(state, t_ns)
-        snapshot = {"id": self._ids, **{key: state[key].copy() for key in _STATE_KEYS}}
+        copies, finite = state_snapshot(state, _STATE_KEYS)
+        if not finite:
+            self._check_finite(state, t_ns)  # names the robot
+        snapshot = {"id": self._ids, **copies}
         out: dict[str, Any] = {"state": snapshot}
         out["estimate"] = snapshot if self._imu is None else self._estimate(t_ns, snapshot, moved)
         if self._range is not None and t_ns >= self._next_range_ns:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from federates.physics.collisions import _any_near, near_pairs
 from federates.physics.federate import PhysicsFederate
 from federates.physics.range_scan import RangeSensor
+from federates.physics.snapshot import state_snapshot
 from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
 from orchestrator.core.rng import KeyedNormal
 from orchestrator.core.robots import RobotSpec
@@ -173,3 +175,28 @@ def test_spawn_columns_read_what_the_comprehensions_read() -> None:
     assert one == [shared] and zeros.tolist() == [0] * 5
     assert optional_ids(spec_column(robots, "predecessor")).tolist() == [-1, 0, 1, -1, 3, 4, -1]
     assert optional_ids([None, None]).tolist() == [-1, -1]
+
+
+def test_state_snapshot_copies_and_a_non_finite_state_names_the_robot() -> None:
+    state = {key: np.arange(3.0) + k for k, key in enumerate(("x", "y", "yaw", "v", "a", "yaw_rate", "steer"))}
+    copies, finite = state_snapshot(state, tuple(state))
+    assert finite and all(np.array_equal(copies[key], state[key]) for key in state)
+    assert all(copies[key] is not state[key] for key in state)
+    state["yaw"][1] = np.inf  # only x, y and v are checked
+    assert state_snapshot(state, tuple(state))[1]
+    state["v"][2] = np.nan
+    assert not state_snapshot(state, tuple(state))[1]
+
+    fed = PhysicsFederate("physics", 10_000_000, {"range_sensor": {"enabled": False}})
+
+    class Ctx:
+        seed = 1
+
+    fed.setup(Ctx())  # type: ignore[arg-type]
+    fed.spawn([_spec(k, -1.5 * k) for k in range(3)])
+    fed.step(0, {})
+    model = next(iter(fed._groups.values()))
+    model.state["y"][1] = np.nan
+    with pytest.raises(FloatingPointError) as error:
+        fed.step(10_000_000, {})
+    assert error.value.robot == "r1"  # type: ignore[attr-defined]
