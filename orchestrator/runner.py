@@ -11,7 +11,7 @@ import json
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,11 +168,15 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
     result = RunResult(out_dir, run_info, error=error, interrupted=interrupted)
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
     try:
-        run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
+        def digest() -> None:
+            run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
+
         # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
             result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
-                                           report=scenario.outputs.report, workers=workers)
+                                           report=scenario.outputs.report, workers=workers, while_drawing=digest)
+        else:
+            digest()
             if scenario.outputs.mcap:
                 from .mcap_export.export import write_mcap
 
@@ -225,10 +229,12 @@ def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: 
 
 
 def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, report: bool = True,
-                  workers: PlotWorkers | None = None) -> dict[str, Any]:
+                  workers: PlotWorkers | None = None, while_drawing: Callable[[], None] | None = None
+                  ) -> dict[str, Any]:
     """``metrics.json``, the plots and ``report.html`` of a run directory, from the directory alone. With
     ``workers`` the plots are drawn there, each as soon as its data is ready; a plot they could not draw is left
-    out, named in ``run_info["notes"]``, on stderr and in the report."""
+    out, named in ``run_info["notes"]``, on stderr and in the report. ``while_drawing``: more of the run's work
+    (filling ``run_info``), done once every plot is sent and before the report is written."""
     from .plots import follower_plot_jobs, ordered, plot_run, series_plot_jobs
 
     plot_dir = run.out_dir / "plots"
@@ -254,6 +260,8 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
 
         drawn = plot_run(plot_dir, run.robots, series, follower_series, metrics["followers"])
         drawn += plot_v2x(run, plot_dir)
+    if while_drawing is not None:
+        while_drawing()
     charts: list[tuple[str, str]] = []
     if report:
         from .report import interactive_sections
