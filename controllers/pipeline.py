@@ -157,6 +157,9 @@ class ControlPipeline(RowStateMixin):
         held_w = self._state["yaw_rate"]
 
         out = self.law.compute(ego, pred, leader, sensors, dt)
+        if (self.law.steers and self.lateral is None and self.fallback is None and self.sensed is None
+                and "degraded" not in out and "stop" in out and out.get("yaw_rate") is not None):
+            return self._steering_output(out, pred, have, held_w, ego)
         # steering laws need the predecessor's pose: without any, hold speed and yaw rate
         a = np.where(have, out["accel"], 0.0) if self.law.steers else np.array(out["accel"], dtype=float)
         w = out.get("yaw_rate")
@@ -186,12 +189,29 @@ class ControlPipeline(RowStateMixin):
         if w is not None:
             usable = (have | (self.lateral is not None) | steered_by_sensor) & ~stop
             self._state["yaw_rate"] = np.where(usable, w, held_w)
-        curvature = np.empty(len(have))
-        _curvature(np.asarray(pred["v"], np.float64), np.asarray(pred["yaw_rate"], np.float64), curvature)
         return ControlOutput(
             accel=a, yaw_rate=self._state["yaw_rate"].copy(), stop=stop, degraded=degraded,
-            desired_gap_m=np.asarray(self.law.desired_gap(ego["v"], curvature), dtype=float), pred=pred,
+            desired_gap_m=self._desired_gap(ego, pred), pred=pred,
         )
+
+    def _desired_gap(self, ego: Arrays, pred: Arrays) -> np.ndarray:
+        curvature = np.empty(len(ego["v"]))
+        _curvature(np.asarray(pred["v"], np.float64), np.asarray(pred["yaw_rate"], np.float64), curvature)
+        return np.asarray(self.law.desired_gap(ego["v"], curvature), dtype=float)
+
+    def _steering_output(self, out: Mapping[str, np.ndarray], pred: Any, have: np.ndarray, held_w: np.ndarray,
+                         ego: Arrays) -> ControlOutput:
+        """The end of ``step`` for a steering law alone (no lateral stage, fallback or sensor steering, no degraded
+        flag of its own), in one compiled pass: what the general path computes with about ten array operations."""
+        n = len(have)
+        a = np.empty(n)
+        stop = np.empty(n, bool)
+        w = np.empty(n)
+        _steering_pass(have, np.asarray(out["accel"], np.float64), np.asarray(out["yaw_rate"], np.float64),
+                       np.asarray(out["stop"], np.bool_), held_w, a, stop, w)
+        self._state["yaw_rate"] = w
+        return ControlOutput(accel=a, yaw_rate=w.copy(), stop=stop, degraded=np.zeros(n, bool),
+                             desired_gap_m=self._desired_gap(ego, pred), pred=pred)
 
 
 @njit(cache=True)
@@ -199,3 +219,13 @@ def _curvature(v, yaw_rate, out):  # pragma: no cover - compiled
     """The predecessor's path curvature w / v [1/m], 0 at or below 0.1 m/s (and where v is NaN)."""
     for i in range(out.shape[0]):
         out[i] = yaw_rate[i] / v[i] if v[i] > 0.1 else 0.0
+
+
+@njit(cache=True)
+def _steering_pass(have, accel, yaw_rate, law_stop, held_yaw_rate, a, stop, w):  # pragma: no cover - compiled
+    """Per row: without the predecessor's pose (``have`` false) no acceleration and the held yaw rate; the law's
+    stop only with a pose; the law's yaw rate unless stopped."""
+    for i in range(have.shape[0]):
+        a[i] = accel[i] if have[i] else 0.0
+        stop[i] = law_stop[i] and have[i]
+        w[i] = yaw_rate[i] if have[i] and not stop[i] else held_yaw_rate[i]

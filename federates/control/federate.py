@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from controllers.base import Controller
+from controllers.columns import LazyColumns
 from controllers.conversions import integrate_speed_rows, yaw_rate_to_steer
 from controllers.maneuvers.machine import FREE
 from controllers.pipeline import ControlPipeline, block_key
@@ -253,7 +254,7 @@ class ControlFederate(Federate):
                     self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"),
                                      est)
                 out = group.pipeline.step(
-                    t_ns / NS_PER_S, {name: est[name][rows] for name in _EGO_FIELDS}, pred,
+                    t_ns / NS_PER_S, LazyColumns(_EGO_FIELDS, lambda name, rows=rows: est[name][rows]), pred,
                     self._leader.rows(rows), self._pred.age_s(t_ns, rows), self._leader.age_s(t_ns, rows),
                     group_sensors,
                 )

@@ -24,6 +24,7 @@ class RangeSensing:
     def __init__(self) -> None:
         self.sensor_offset = np.empty(0)
         self._last: Any = None  # the range port value already placed in the world
+        self._matched: tuple[Any, Any] = (None, None)  # the id arrays last found equal (range port, ours)
 
     def add(self, sensor_offset: np.ndarray) -> None:
         """Rows for new robots at the end."""
@@ -39,8 +40,11 @@ class RangeSensing:
         rows that do not match, NaN: laws then act on V2X data alone. The columns are computed when first read
         (most laws read none of them), from this step's inputs."""
         n = len(ids)
-        if range_port is None or range_port["id"] is None or not np.array_equal(range_port["id"], ids):
+        port_ids = None if range_port is None else range_port["id"]
+        known = port_ids is self._matched[0] and ids is self._matched[1]
+        if port_ids is None or not (known or np.array_equal(port_ids, ids)):
             return LazyColumns(SENSOR_FIELDS, lambda name: np.full(n, np.nan))
+        self._matched = (port_ids, ids)  # both id arrays are replaced, never mutated: compare again on a change
         fresh = range_port is not self._last
         self._last = range_port
         return LazyColumns.all_at_once(SENSOR_FIELDS, lambda: self._columns(range_port, est, fresh))

@@ -10,6 +10,7 @@ import numpy as np
 from controllers.columns import LazyColumns
 from controllers.conversions import MIN_SPEED_FOR_STEER_MPS, integrate_speed_rows, yaw_rate_to_steer
 from controllers.ela_cacc import ElaCacc, ElaCaccParams
+from controllers.pipeline import ControlPipeline
 from federates.control.received import Received
 
 
@@ -91,3 +92,23 @@ def test_lazy_columns_compute_on_first_read_only() -> None:
     assert "c" not in cols and list(copy) == ["a", "bb", "c"]
     together = LazyColumns.all_at_once(("x", "y"), lambda: {"x": np.ones(1), "y": np.zeros(1)})
     assert dict(together) == {"x": np.ones(1), "y": np.zeros(1)}
+
+
+def test_a_steering_law_alone_holds_without_a_pose_and_stops_behind_a_standing_predecessor() -> None:
+    pipeline = ControlPipeline.from_block({"type": "ela_cacc", "k1": 1.0, "k2": 1.0}, 0.02)
+    n = 3
+    ego = {"x": np.array([0.0, 0.0, 0.0]), "y": np.zeros(n), "yaw": np.zeros(n), "v": np.ones(n),
+           "a": np.zeros(n), "yaw_rate": np.zeros(n)}
+    # row 0: no sample yet; row 1: a predecessor standing still; row 2: a predecessor at the settled gap D = 2 m
+    pred = {"x": np.array([np.nan, 2.0, 2.0]), "y": np.zeros(n), "yaw": np.zeros(n), "v": np.array([np.nan, 0.0, 1.0]),
+            "a": np.zeros(n), "yaw_rate": np.zeros(n), "u_des": np.full(n, np.nan)}
+    pipeline._ensure_rows(n)
+    pipeline._state["yaw_rate"][:] = [0.3, 0.2, 0.1]  # the yaw rates commanded last
+    ages = np.array([np.inf, 0.0, 0.0])
+    out = pipeline.step(0.0, ego, pred, {}, ages, ages, {})
+    assert out.accel[0] == 0.0 and out.yaw_rate[0] == 0.3 and not out.stop[0]  # no pose: hold
+    assert out.stop[1] and out.yaw_rate[1] == 0.2  # standing predecessor: stop, hold the yaw rate
+    assert out.accel[2] == 0.0 and out.yaw_rate[2] == 0.0 and not out.stop[2]  # settled on a straight: nothing to do
+    assert not out.degraded.any()
+    np.testing.assert_array_equal(out.desired_gap_m, [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(pipeline._state["yaw_rate"], out.yaw_rate)
