@@ -118,8 +118,8 @@ C_TX_OUT = 3
 C_RX_OUT = 4
 C_WIN_OUT = 5
 C_WIN_END = 6  # [ns] end of the current CBR window
-C_NPEND = 7  # stations in pend when the kernel returned NEED_CHECK
-C_RESUME = 8  # 1 after NEED_CHECK: the next call resumes the loop as it was (no compaction, same pend order)
+C_NPEND = 7  # stations in pend when the kernel handed back before DONE
+C_RESUME = 8  # 1 after a status other than DONE: the next call resumes the loop as it was (same pend order)
 C_NEXT = 9  # [ns] after DONE: the earliest event left (a frame's end or start, a window's end); the caller lowers it
 # when it queues a frame, and need not call again before then
 N_C = 10
@@ -207,6 +207,39 @@ def _promote(si: np.ndarray, sf: np.ndarray, r: int) -> None:  # pragma: no cove
         sf[r, F_CONTENT + c] = sf[r, F_N_CONTENT + c]
 
 
+@njit(cache=True, inline="always")
+def _suspend(ctr: np.ndarray, npend: int, status: int) -> int:  # pragma: no cover - compiled
+    # Hand back mid-step: the next call resumes the loop with the same order of pend (ties between equal start times
+    # follow it), so where a buffer ran short, or how often the threads are timed, never changes a result.
+    ctr[C_NPEND] = npend
+    ctr[C_RESUME] = 1
+    return status
+
+
+@njit(cache=True, error_model="numpy")
+def _compact_links(ti: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarray) -> None:  # pragma: no cover
+    # Move the links of the frames still on air to the front of the link buffer, in their order (each frame's links
+    # stay contiguous and in link order).
+    na = ctr[C_ACTIVE]
+    if na == 0:
+        ctr[C_LINKS] = 0
+        return
+    order = np.argsort(ti[:na, T_LINK_LO])
+    dst = 0
+    for k in range(na):
+        j = order[k]
+        lo = ti[j, T_LINK_LO]
+        hi = ti[j, T_LINK_HI]
+        if lo != dst:
+            for q in range(hi - lo):
+                li[dst + q, :] = li[lo + q, :]
+                lf[dst + q, :] = lf[lo + q, :]
+        ti[j, T_LINK_LO] = dst
+        ti[j, T_LINK_HI] = dst + hi - lo
+        dst += hi - lo
+    ctr[C_LINKS] = dst
+
+
 @njit(cache=True, error_model="numpy")
 def advance(
     t_now: np.int64, si: np.ndarray, sf: np.ndarray, x: np.ndarray, y: np.ndarray,
@@ -228,29 +261,11 @@ def advance(
     n = si.shape[0]
     cand = np.empty(n, np.int64)  # receivers of the frame starting
     cand_d2 = np.empty(n, np.float64)  # their squared distances to the sender
-    if ctr[C_RESUME] == 1:  # back after NEED_CHECK: the loop carries on exactly where it stopped
+    if ctr[C_RESUME] == 1:  # back after a status other than DONE: the loop carries on exactly where it stopped
         ctr[C_RESUME] = 0
         npend = ctr[C_NPEND]
     else:
-        # Compact the link buffer down to the links of the frames still on air (ordered by their position).
-        if ctr[C_ACTIVE] == 0:
-            ctr[C_LINKS] = 0
-        else:
-            na = ctr[C_ACTIVE]
-            order = np.argsort(ti[:na, T_LINK_LO])
-            dst = 0
-            for k in range(na):
-                j = order[k]
-                lo = ti[j, T_LINK_LO]
-                hi = ti[j, T_LINK_HI]
-                if lo != dst:
-                    for q in range(hi - lo):
-                        li[dst + q, :] = li[lo + q, :]
-                        lf[dst + q, :] = lf[lo + q, :]
-                ti[j, T_LINK_LO] = dst
-                ti[j, T_LINK_HI] = dst + hi - lo
-                dst += hi - lo
-            ctr[C_LINKS] = dst
+        _compact_links(ti, li, lf, ctr)
         # Stations with a waiting frame.
         npend = 0
         for i in range(n):
@@ -282,7 +297,7 @@ def advance(
             if src >= 0:
                 need += int_ptr[src + 1] - int_ptr[src]
             if ctr[C_RX_OUT] + need > rx_out_i.shape[0]:
-                return NEED_RX_OUT
+                return _suspend(ctr, npend, NEED_RX_OUT)
             if src >= 0:
                 si[src, S_OWN_ACTIVE] = 0
                 _sense_end(si, sf, src, te, aifs_ns, slot_ns)
@@ -327,7 +342,7 @@ def advance(
             # ---- a CBR window closes --------------------------------------------------------------------------
             w = ctr[C_WIN_OUT]
             if w >= win_out.shape[0]:
-                return NEED_WIN_OUT
+                return _suspend(ctr, npend, NEED_WIN_OUT)
             w_start = tw - window_ns
             for i in range(n):
                 if si[i, S_SENSE] > 0:
@@ -344,15 +359,17 @@ def advance(
             # ---- a frame starts ---------------------------------------------------------------------------------
             src = pend[ps]
             if ctr[C_LINKS] + n > li.shape[0]:
-                return NEED_LINKS
+                # links of frames that ended are dead: a burst of frames in one step fits in the links of the
+                # frames on air, so the buffer stays a few frames long instead of a step's worth
+                _compact_links(ti, li, lf, ctr)
+                if ctr[C_LINKS] + 2 * n > li.shape[0]:
+                    return _suspend(ctr, npend, NEED_LINKS)
             if ctr[C_ACTIVE] >= ti.shape[0]:
-                return NEED_ACTIVE
+                return _suspend(ctr, npend, NEED_ACTIVE)
             if ctr[C_TX_OUT] >= tx_out.shape[0]:
-                return NEED_TX_OUT
+                return _suspend(ctr, npend, NEED_TX_OUT)
             if ctr[C_PAR_LEFT] <= 0 and par_min < n:
-                ctr[C_NPEND] = npend  # ties between equal start times follow the order of pend: keep it
-                ctr[C_RESUME] = 1
-                return NEED_CHECK
+                return _suspend(ctr, npend, NEED_CHECK)
             npend -= 1
             pend[ps] = pend[npend]
             si[src, S_PENDING] = 0
