@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from controllers.columns import LazyColumns
 from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
 from orchestrator.core.ports import (
     COLLISION_FIELDS,
@@ -58,7 +57,7 @@ from .command_sources import NO_EVENTS, CommandSources
 from .config import PhysicsConfig
 from .models import VEHICLE_MODELS
 from .poses import POSES, PoseInbox
-from .range_scan import RangeSensor
+from .range_scan import RangeSensor, range_port
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
 from .snapshot import state_snapshot
 from .spawn_columns import config_column, float_column, shared_blocks, spec_column
@@ -338,34 +337,9 @@ class PhysicsFederate(Federate):
         }
 
     def _measure_range(self, truth: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
-        """The ``range`` port: targets now, the noisy columns when first read (a law that does not use the range
-        sensor never pays for its noise). The noise is keyed by robot and tick, taken in this tick's order, so it
-        is the same whenever it is computed; the scan's arrays are new at every measurement."""
-        sensor = self._range
-        assert sensor is not None
-        rng, rate, bearing, _, target = sensor.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"],
-                                                           self._ids, noise=False, yaw_rate=truth["yaw_rate"])
-        n = len(rng)
-        if not n:
-            return {"id": self._ids, "range_m": rng, "range_rate_mps": rate, "bearing_rad": bearing, "target": target}
-        assert isinstance(sensor.rng, KeyedNormal)
-        range_noise = sensor.rng.deferred_standard_normal((2, n))
-        bearing_noise = None if self._bearing_noise is None else self._bearing_noise.deferred_standard_normal(n)
-        bearing_std = self.config.range_sensor.bearing_noise_std_rad
-
-        def noisy_range() -> dict[str, np.ndarray]:
-            sensor.add_noise(rng, rate, range_noise())
-            return {"range_m": rng, "range_rate_mps": rate}
-
-        def noisy_bearing() -> dict[str, np.ndarray]:
-            return {"bearing_rad": bearing if bearing_noise is None else bearing + bearing_std * bearing_noise()}
-
-        parts = {"range_m": LazyColumns.all_at_once(("range_m", "range_rate_mps"), noisy_range),
-                 "bearing_rad": LazyColumns.all_at_once(("bearing_rad",), noisy_bearing)}
-        parts["range_rate_mps"] = parts["range_m"]
-        fixed = {"id": self._ids, "target": target}
-        return LazyColumns(("id", "range_m", "range_rate_mps", "bearing_rad", "target"),
-                           lambda name: fixed[name] if name in fixed else parts[name][name])
+        assert self._range is not None
+        return range_port(self._range, truth, self._ids, self._bearing_noise,
+                          self.config.range_sensor.bearing_noise_std_rad)
 
     def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """New contacts at this step (``ContactMonitor``), kept in ``collisions`` and published as rows."""

@@ -9,8 +9,13 @@ cache only notices edits to the file of the cached function itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 from numba import njit
+
+from controllers.columns import LazyColumns
+from orchestrator.core.rng import KeyedNormal
 
 
 @njit(cache=True)
@@ -241,3 +246,33 @@ class RangeSensor:
         rng_out += self.range_noise_std_m * e[0]
         rate_out += self.range_rate_noise_std_mps * e[1]
         np.maximum(rng_out, 0.0, out=rng_out)  # a distance: noise never makes it negative (NaN stays NaN)
+
+
+def range_port(sensor: RangeSensor, truth: Mapping[str, np.ndarray], ids: np.ndarray,
+               bearing_noise: KeyedNormal | None, bearing_noise_std_rad: float) -> Mapping[str, np.ndarray]:
+    """The physics federate's ``range`` port: targets now, the noisy columns when first read (a law that does not
+    use the range sensor never pays for its noise). The sensor's noise (a ``KeyedNormal``) and ``bearing_noise``
+    are keyed by robot and tick and taken in this tick's order, so they are the same whenever they are computed;
+    the scan's arrays are new at every measurement."""
+    rng, rate, bearing, _, target = sensor.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"], ids,
+                                                       noise=False, yaw_rate=truth["yaw_rate"])
+    n = len(rng)
+    if not n:
+        return {"id": ids, "range_m": rng, "range_rate_mps": rate, "bearing_rad": bearing, "target": target}
+    assert isinstance(sensor.rng, KeyedNormal)
+    range_noise = sensor.rng.deferred_standard_normal((2, n))
+    bearing_draw = None if bearing_noise is None else bearing_noise.deferred_standard_normal(n)
+
+    def noisy_range() -> dict[str, np.ndarray]:
+        sensor.add_noise(rng, rate, range_noise())
+        return {"range_m": rng, "range_rate_mps": rate}
+
+    def noisy_bearing() -> dict[str, np.ndarray]:
+        return {"bearing_rad": bearing if bearing_draw is None else bearing + bearing_noise_std_rad * bearing_draw()}
+
+    parts = {"range_m": LazyColumns.all_at_once(("range_m", "range_rate_mps"), noisy_range),
+             "bearing_rad": LazyColumns.all_at_once(("bearing_rad",), noisy_bearing)}
+    parts["range_rate_mps"] = parts["range_m"]
+    fixed = {"id": ids, "target": target}
+    return LazyColumns(("id", "range_m", "range_rate_mps", "bearing_rad", "target"),
+                       lambda name: fixed[name] if name in fixed else parts[name][name])
