@@ -232,8 +232,10 @@ def _compact_links(ti: np.ndarray, li: np.ndarray, lf: np.ndarray, ctr: np.ndarr
         hi = ti[j, T_LINK_HI]
         if lo != dst:
             for q in range(hi - lo):
-                li[dst + q, :] = li[lo + q, :]
-                lf[dst + q, :] = lf[lo + q, :]
+                for c in range(N_LI64):
+                    li[dst + q, c] = li[lo + q, c]
+                for c in range(N_LF64):
+                    lf[dst + q, c] = lf[lo + q, c]
         ti[j, T_LINK_LO] = dst
         ti[j, T_LINK_HI] = dst + hi - lo
         dst += hi - lo
@@ -360,9 +362,10 @@ def advance(
             src = pend[ps]
             if ctr[C_LINKS] + n > li.shape[0]:
                 # links of frames that ended are dead: a burst of frames in one step fits in the links of the
-                # frames on air, so the buffer stays a few frames long instead of a step's worth
+                # frames on air, so the buffer stays a few frames long instead of a step's worth; it grows when
+                # the live links fill a quarter of it, so a link is moved a third of a time on average
                 _compact_links(ti, li, lf, ctr)
-                if ctr[C_LINKS] + 2 * n > li.shape[0]:
+                if 4 * (ctr[C_LINKS] + n) > li.shape[0]:
                     return _suspend(ctr, npend, NEED_LINKS)
             if ctr[C_ACTIVE] >= ti.shape[0]:
                 return _suspend(ctr, npend, NEED_ACTIVE)

@@ -287,8 +287,8 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
                 par_min = np.int64(self._threads.par_min())
                 ctr[ax.C_PAR_LEFT] = CHECK_FRAMES
             elif status == ax.NEED_LINKS:
-                self._li = _grow(self._li, int(ctr[ax.C_LINKS]) + 2 * n)
-                self._lf = _grow(self._lf, int(ctr[ax.C_LINKS]) + 2 * n)
+                self._li = _grow(self._li, 4 * (int(ctr[ax.C_LINKS]) + n))
+                self._lf = _grow(self._lf, 4 * (int(ctr[ax.C_LINKS]) + n))
             elif status == ax.NEED_ACTIVE:
                 self._ti = _grow(self._ti, int(ctr[ax.C_ACTIVE]) + 1)
                 self._tf = _grow(self._tf, int(ctr[ax.C_ACTIVE]) + 1)
