@@ -175,12 +175,12 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
             result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
                                            report=scenario.outputs.report, workers=workers, while_drawing=digest)
-        else:
-            digest()
             if scenario.outputs.mcap:
                 from .mcap_export.export import write_mcap
 
                 write_mcap(out_dir)
+        else:
+            digest()
     except OSError as exc:  # a full disk after the run: say so in run.json (if that still fits)
         run_info["status"] = "failed"
         result.error = FederateError("outputs", world.scheduler.now_ns, exc)
