@@ -4,12 +4,15 @@
 run, which holds compiled kernels, threads and whatever plug-in code the scenario loaded) that imports matplotlib
 while the loop runs on the other core, then waits for ``PlotJob``s. The run sends the jobs whose data is ready
 (the vehicle samples first, the metric plots once the metrics are computed), and collects the PNG files the
-workers wrote before it writes the report. The files are byte for byte those ``plot_run`` draws in-process.
+workers wrote before it writes the report. The figures the run only waits for are drawn in parallel, each by a
+process the worker forks (it holds matplotlib and numpy, no threads). The files are byte for byte those
+``plot_run`` draws in-process.
 
 Protocol: the run writes length-prefixed pickles of plain data (arrays, robots, metrics) to a worker's stdin; the
 worker answers with one JSON line per job on stdout. It unpickles only numpy arrays, robots and ``PlotJob``s, loads
 no plug-ins and draws only the functions of ``plots.DRAWERS`` and ``v2x_plots.DRAWERS``. A worker whose stdin
-closes finishes its jobs and exits, so a run that dies leaves none behind; ``close`` stops them by pid.
+closes finishes its jobs and exits, so a run that dies leaves none behind; ``close`` stops a worker and its
+drawing processes (a session of their own) by the worker's pid.
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ second would only take turns with the loop and the first)."""
 WAIT_S = 300.0
 """Longest a run waits for its plots once every job is sent (then the missing ones are named, not awaited)."""
 NICE = 5
-"""How much lower the workers' priority is than the run's: importing matplotlib must not slow the loop."""
+"""How much lower the workers' priority is than the run's (``$COOPSIM_PLOT_NICE`` overrides): importing
+matplotlib must not slow the loop."""
 WORKER_ENV = "COOPSIM_PLOT_WORKERS"
 """Environment override of ``PLOT_WORKERS`` (0: draw in the run's own process)."""
 
