@@ -74,8 +74,8 @@ class PlotWorkers:
     def start(cls, count: int | None = None) -> PlotWorkers | None:
         """Start ``count`` workers (default ``PLOT_WORKERS`` or ``$COOPSIM_PLOT_WORKERS``); None when none could
         start (the run then draws in its own process)."""
-        if os.name != "posix":  # pipes in select(), sessions and fork: elsewhere the run draws its own plots
-            return None
+        if os.name != "posix" or not sys.executable:  # pipes in select(), sessions, fork and an interpreter to
+            return None  # start: without them the run draws its own plots
         if count is None:
             try:
                 count = int(os.environ.get(WORKER_ENV, PLOT_WORKERS))
