@@ -128,8 +128,8 @@ class ControlFederate(Federate):
         vehicle and controller work is done once per distinct block (robots of one template share theirs)."""
         if not robots:
             return
-        params = robot_params(robots)
         configs = spec_column(robots, "config")
+        params = robot_params(robots, configs)
         external = np.array(list(map(methodcaller("__contains__", "command_source"), configs)), bool)  # is_external
         predecessors = spec_column(robots, "predecessor")
         leader = np.array(list(map(is_, predecessors, repeat(None))), bool)
@@ -143,7 +143,7 @@ class ControlFederate(Federate):
             new[name] = np.full(len(robots), fill)
         for name, dtype in _ROW_ARRAYS.items():
             setattr(self, name, np.concatenate([getattr(self, name), np.asarray(new[name], dtype)]))
-        length, rear = body_sizes(robots, params, ("length_m", "rear_overhang_m"))
+        length, rear = body_sizes(robots, params, ("length_m", "rear_overhang_m"), configs)
         self._sensing.add(length - rear)  # the range sensor sits on the front bumper
 
         ids = np.array(spec_column(robots, "id"), np.int64)

@@ -82,10 +82,12 @@ class CommandSources:
         self.any = False
 
     def add(self, robots: Sequence[RobotSpec], params: Sequence[Mapping[str, Any]], t_ns: int,
-            speed: np.ndarray) -> None:
-        """Rows for newly spawned robots (``speed``: their initial speeds)."""
+            speed: np.ndarray, configs: Sequence[Mapping[str, Any]] | None = None,
+            names: Sequence[str] | None = None) -> None:
+        """Rows for newly spawned robots (``speed``: their initial speeds; ``configs`` and ``names``: theirs, when
+        the caller has them already)."""
         # a posed robot (``posed_by``) names its pose source but takes no commands from it
-        configs = spec_column(robots, "config")
+        configs = spec_column(robots, "config") if configs is None else configs
         sources = config_column(configs, "command_source")
         if any(sources):
             sources = [None if "posed_by" in c else source for c, source in zip(configs, sources, strict=True)]
@@ -109,7 +111,7 @@ class CommandSources:
         for attr, key in (("wheelbase", "wheelbase_m"), ("max_steer", "max_steer_rad"), ("max_speed", "max_speed_mps"),
                           ("max_accel", "max_accel_mps2"), ("max_decel", "max_decel_mps2")):
             setattr(self, attr, np.concatenate([getattr(self, attr), param_column(params, key)]))
-        self.names.extend(spec_column(robots, "name"))
+        self.names.extend(spec_column(robots, "name") if names is None else names)
         self._changed()
 
     def remove(self, keep: np.ndarray) -> None:

@@ -168,14 +168,15 @@ class PhysicsFederate(Federate):
             sel = np.flatnonzero(group_of == numbers[key])
             self._groups[key].add(params.take(sel), {name: arr[sel] for name, arr in initial.items()})
         self._group_number = np.concatenate([self._group_number, group_of])
-        self._names.extend(spec_column(robots, "name"))
+        names = spec_column(robots, "name")
+        self._names.extend(names)
         ids = np.array(spec_column(robots, "id"), np.int64)
         self._ids = np.concatenate([self._ids, ids])
         for noise in self._noises:
             noise.ids = self._ids
-        length, width, rear = body_sizes(robots, params, ("length_m", "width_m", "rear_overhang_m"))
+        length, width, rear = body_sizes(robots, params, ("length_m", "width_m", "rear_overhang_m"), configs)
         self._bodies.add(length, width, rear, params.column("max_accel_mps2", 10.0))
-        self.sources.add(robots, params, max(min(spec_column(robots, "spawn_ns")), 0), initial["v"])
+        self.sources.add(robots, params, max(min(spec_column(robots, "spawn_ns")), 0), initial["v"], configs, names)
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
 

@@ -36,19 +36,22 @@ def params_of_blocks(blocks: Sequence[Mapping[str, Any] | None], index: np.ndarr
     return SharedParams([vehicle_params({} if block is None else {"vehicle": block}) for block in blocks], index)
 
 
-def robot_params(robots: Sequence[RobotSpec]) -> SharedParams:
+def robot_params(robots: Sequence[RobotSpec], configs: Sequence[Mapping[str, Any]] | None = None) -> SharedParams:
     """The vehicle parameters of ``robots``, computed once per distinct vehicle block (robots of one template
-    share theirs)."""
-    return params_of_blocks(*shared_blocks(config_column(spec_column(robots, "config"), "vehicle")))
+    share theirs); ``configs``: the robots' configs when the caller has them already."""
+    configs = spec_column(robots, "config") if configs is None else configs
+    return params_of_blocks(*shared_blocks(config_column(configs, "vehicle")))
 
 
 _NO_DIMS: Mapping[str, float] = {}  # a robot whose body is its vehicle's (read-only, shared)
 
 
-def body_sizes(robots: Sequence[RobotSpec], params: SharedParams, keys: Sequence[str]) -> list[np.ndarray]:
+def body_sizes(robots: Sequence[RobotSpec], params: SharedParams, keys: Sequence[str],
+               configs: Sequence[Mapping[str, Any]] | None = None) -> list[np.ndarray]:
     """Each body size in ``keys`` [m] per robot: the robot's own ``dims`` where given, else its vehicle's (once per
     distinct dims block)."""
-    dims, dims_of = shared_blocks(config_column(spec_column(robots, "config"), "dims", _NO_DIMS))
+    configs = spec_column(robots, "config") if configs is None else configs
+    dims, dims_of = shared_blocks(config_column(configs, "dims", _NO_DIMS))
     sizes = []
     for key in keys:
         given = np.array([float(d.get(key, np.nan)) for d in dims])[dims_of]
