@@ -62,16 +62,25 @@ def v2x_plot_jobs(run: RunData) -> list[PlotJob]:
     series = run.series(np.unique(np.r_[sender, receiver]).tolist(), ("x", "y", "pred_age_s"), stride)
     bins = pdr_by_distance(_distances(series, sender, receiver, generated), received)
     t_rx = np.asarray(v2x["t_ns"])[rx][received]
-    load = run.trace("channel_load")
+    load = _columns(run.trace("channel_load"), ("t_ns", "cbr", "dcc_t_off_s"))
     jobs = [PlotJob("v2x_pdr_distance.png", "v2x_pdr", {"bins": bins, "analytic": _analytic(run, bins[0])}),
             PlotJob("v2x_latency.png", "v2x_latency",
                     {"latency_s": np.asarray(v2x["latency_s"])[rx][received], "sender": sender[received],
                      "receiver": receiver[received], "t_ns": t_rx}),
             PlotJob("v2x_over_time.png", "v2x_over_time", {"robots": run.robots, "series": series, "load": load})]
-    triggers = run.trace("cam_triggers")
+    triggers = _columns(run.trace("cam_triggers"), ("t_ns", "cause"))
     if triggers is not None and len(triggers.get("t_ns", ())):
         jobs.append(PlotJob("v2x_generation.png", "v2x_generation", {"triggers": triggers, "load": load}))
     return jobs
+
+
+def _columns(table: Mapping[str, np.ndarray] | None, names: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """The columns of a trace a figure reads, strings as a fixed-width array: a job carries raw buffers, not
+    millions of Python strings."""
+    if table is None:
+        return None
+    return {k: np.asarray(table[k]).astype(str) if np.asarray(table[k]).dtype == object else table[k]
+            for k in names if k in table}
 
 
 def _analytic(run: RunData, centre: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
