@@ -67,11 +67,21 @@ def v2x_plot_jobs(run: RunData) -> list[PlotJob]:
             PlotJob("v2x_latency.png", "v2x_latency",
                     {"latency_s": np.asarray(v2x["latency_s"])[rx][received], "sender": sender[received],
                      "receiver": receiver[received], "t_ns": t_rx}),
-            PlotJob("v2x_over_time.png", "v2x_over_time", {"robots": run.robots, "series": series, "load": load})]
+            PlotJob("v2x_over_time.png", "v2x_over_time", {**_ages(run.robots, series), "load": load})]
     triggers = _columns(run.trace("cam_triggers"), ("t_ns", "cause"))
     if triggers is not None and len(triggers.get("t_ns", ())):
         jobs.append(PlotJob("v2x_generation.png", "v2x_generation", {"triggers": triggers, "load": load}))
     return jobs
+
+
+def _ages(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> dict[str, Any]:
+    """What the age-of-information panel reads: the followers and the age of their predecessor's data (not every
+    robot's positions, which a thousand-robot run would copy to the worker for nothing)."""
+    from .metrics import Series
+
+    followers = [r for r in robots if r.predecessor is not None and r.id in series]
+    return {"robots": followers, "series": {r.id: Series(series[r.id].t_ns, {"pred_age_s": series[r.id].cols[
+        "pred_age_s"]}) for r in followers}}
 
 
 def _columns(table: Mapping[str, np.ndarray] | None, names: Sequence[str]) -> dict[str, np.ndarray] | None:
