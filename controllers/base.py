@@ -36,6 +36,8 @@ class Controller(ABC):
     Params: ClassVar[type[ControllerParams]] = ControllerParams
     steers: ClassVar[bool] = False
     gap_reference: ClassVar[str] = "axle"
+    pure_desired_gap: ClassVar[bool] = False
+    """True when ``desired_gap`` depends on the parameters alone (no state): it may then be computed when read."""
 
     def __init__(self, params: ControllerParams) -> None:
         self.params = params

@@ -100,6 +100,7 @@ class ElaCacc(Controller):
 
     Params = ElaCaccParams
     steers = True
+    pure_desired_gap = True
 
     def compute(self, ego: Arrays, pred: Arrays, leader: Arrays, sensors: Arrays, dt: float) -> dict[str, np.ndarray]:
         """Acceleration and yaw-rate commands; rows whose predecessor is slower than ``min_speed_mps`` get

@@ -20,8 +20,8 @@ with ``add_rows`` / ``remove_rows``, passed on to every stateful stage.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -52,15 +52,44 @@ class FallbackStageParams(FallbackParams):
     )
 
 
-class ControlOutput(NamedTuple):
-    """What one control step decided for each row of a group."""
+class ControlOutput:
+    """What one control step decided for each row of a group: ``accel`` [m/s^2], ``yaw_rate`` [rad/s] (held where
+    no stage had one), ``stop`` (bool: command speed 0, a steering law whose predecessor stands), ``degraded``
+    (bool: in ACC, or the law reported missing inputs), ``desired_gap_m`` [m] (the law's desired gap at the current
+    speed, ``Controller.gap_reference``) and ``pred`` (the predecessor sample the law used, after prediction, with
+    ``age_s``). ``desired_gap_m`` may be given as a function of nothing: it is then computed on first read (it
+    only feeds the diagnostics, which a run without traces never reads)."""
 
-    accel: np.ndarray  # [m/s^2] acceleration command
-    yaw_rate: np.ndarray  # [rad/s] yaw-rate command (held where no stage had one)
-    stop: np.ndarray  # bool: command speed 0 (a steering law whose predecessor stands)
-    degraded: np.ndarray  # bool: in ACC, or the law reported missing inputs
-    desired_gap_m: np.ndarray  # [m] the law's desired gap at the current speed (``Controller.gap_reference``)
-    pred: dict[str, np.ndarray]  # the predecessor sample the law used (after prediction, with ``age_s``)
+    __slots__ = ("_gap", "accel", "degraded", "pred", "stop", "yaw_rate")
+
+    def __init__(self, accel: np.ndarray, yaw_rate: np.ndarray, stop: np.ndarray, degraded: np.ndarray,
+                 desired_gap_m: np.ndarray | Callable[[], np.ndarray], pred: Mapping[str, np.ndarray]) -> None:
+        self.accel = accel
+        self.yaw_rate = yaw_rate
+        self.stop = stop
+        self.degraded = degraded
+        self.pred = pred
+        self._gap = desired_gap_m
+
+    @property
+    def desired_gap_m(self) -> np.ndarray:
+        """[m] the law's desired gap per row (computed now if it was deferred, then kept)."""
+        if callable(self._gap):
+            self._gap = self._gap()
+        return self._gap
+
+    def _fields(self) -> tuple[Any, ...]:
+        return self.accel, self.yaw_rate, self.stop, self.degraded, self.desired_gap_m, self.pred
+
+    # read like the named tuple it was: (accel, yaw_rate, stop, degraded, desired_gap_m, pred)
+    def __getitem__(self, index: int | slice) -> Any:
+        return self._fields()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._fields())
+
+    def __len__(self) -> int:
+        return 6
 
 
 def block_key(block: Mapping[str, Any]) -> str:
@@ -194,10 +223,16 @@ class ControlPipeline(RowStateMixin):
             desired_gap_m=self._desired_gap(ego, pred), pred=pred,
         )
 
-    def _desired_gap(self, ego: Arrays, pred: Arrays) -> np.ndarray:
-        curvature = np.empty(len(ego["v"]))
+    def _desired_gap(self, ego: Arrays, pred: Arrays) -> np.ndarray | Callable[[], np.ndarray]:
+        """The law's desired gap, or for a law whose gap depends on its parameters only (``pure_desired_gap``) the
+        function computing it from this step's speeds and curvatures (read now: the received samples change)."""
+        v = ego["v"]
+        curvature = np.empty(len(v))
         _curvature(np.asarray(pred["v"], np.float64), np.asarray(pred["yaw_rate"], np.float64), curvature)
-        return np.asarray(self.law.desired_gap(ego["v"], curvature), dtype=float)
+        law = self.law
+        if getattr(law, "pure_desired_gap", False):
+            return lambda: np.asarray(law.desired_gap(v, curvature), dtype=float)
+        return np.asarray(law.desired_gap(v, curvature), dtype=float)
 
     def _steering_output(self, out: Mapping[str, np.ndarray], pred: Any, have: np.ndarray, held_w: np.ndarray,
                          ego: Arrays) -> ControlOutput:

@@ -28,7 +28,8 @@ from controllers.base import Controller
 from controllers.columns import LazyColumns
 from controllers.conversions import integrate_speed_rows, yaw_rate_to_steer
 from controllers.maneuvers.machine import FREE
-from controllers.pipeline import ControlPipeline, block_key
+from controllers.pipeline import ControlOutput, ControlPipeline, block_key
+from federates.control.diagnostics import control_diagnostics, with_gaps
 from federates.control.drivers import Drivers
 from federates.control.maneuvering import ManeuverLayer
 from federates.control.received import RX_FIELDS, Received
@@ -92,7 +93,8 @@ class ControlFederate(Federate):
         self._yaw_rate_cmd = np.empty(0)
         self._accel_cmd = np.empty(0)
         self._stop = np.empty(0, bool)
-        self._desired_gap = np.empty(0)
+        self._desired_gap = np.empty(0)  # per row, as of the parts below (replaced, never written into)
+        self._gap_parts: dict[int, tuple[np.ndarray, ControlOutput]] = {}  # per group: its rows and last output
         self._degraded = np.empty(0, bool)
         self._external = np.empty(0, bool)  # rows an external source drives
         self._pred = Received()
@@ -128,6 +130,7 @@ class ControlFederate(Federate):
         vehicle and controller work is done once per distinct block (robots of one template share theirs)."""
         if not robots:
             return
+        self._flush_gaps()
         configs = spec_column(robots, "config")
         params = robot_params(robots, configs)
         external = np.array(list(map(methodcaller("__contains__", "command_source"), configs)), bool)  # is_external
@@ -173,6 +176,7 @@ class ControlFederate(Federate):
         self._reindex()
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
+        self._flush_gaps()
         gone = np.asarray(list(robot_ids), np.int64)
         keep = ~np.isin(self._ids, gone)
         for group in self._groups.values():
@@ -262,7 +266,7 @@ class ControlFederate(Federate):
                 yaw_rate[rows] = out.yaw_rate
                 self._stop[rows] = out.stop
                 self._degraded[rows] = out.degraded
-                self._desired_gap[rows] = out.desired_gap_m
+                self._gap_parts[id(group)] = (rows, out)  # its desired gap: computed when the diagnostics are read
         if maneuver is not None:  # robots driven here (slot, cruise) and lanes steered here
             driven = np.isfinite(maneuver.accel)
             accel[driven] = maneuver.accel[driven]
@@ -285,17 +289,16 @@ class ControlFederate(Federate):
                 commands[key][self._external] = np.nan
         return {
             "commands": commands,
-            "control_diag": {
-                "id": self._ids,
-                "pred_age_s": self._pred.age_s(t_ns, never=np.nan),
-                "desired_gap_m": self._desired_gap.copy(),
-                "pred_x": self._pred.values["x"].copy(),
-                "pred_y": self._pred.values["y"].copy(),
-                "pred_v": self._pred.values["v"].copy(),
-                "degraded": self._degraded.astype(np.float64),
-            },
+            "control_diag": control_diagnostics(self._ids, self._pred, t_ns, self._degraded, self._desired_gap,
+                                                self._gap_parts.values()),
             **self._maneuver_outputs(),
         }
+
+    def _flush_gaps(self) -> None:
+        """Writes the groups' pending desired gaps into ``_desired_gap`` (a new array), before rows change."""
+        if self._gap_parts:
+            self._desired_gap = with_gaps(self._desired_gap, self._gap_parts.values())
+            self._gap_parts = {}
 
     # -- maneuvers ----------------------------------------------------------------------------------------------
     def _maneuver_outputs(self) -> dict[str, Any]:
@@ -314,6 +317,8 @@ class ControlFederate(Federate):
         """Applies the maneuver layer's changes: whose messages a robot uses, and robots changing role (out of
         their drive or group to the maneuver layer, or into a platoon's group)."""
         assert self._maneuvers is not None
+        if actions:
+            self._flush_gaps()  # group rows are about to change
         changed = False
         for action in actions:
             row = int(self._row_of_id[action.robot])

@@ -11,7 +11,10 @@ from controllers.columns import LazyColumns
 from controllers.conversions import MIN_SPEED_FOR_STEER_MPS, integrate_speed_rows, yaw_rate_to_steer
 from controllers.ela_cacc import ElaCacc, ElaCaccParams
 from controllers.pipeline import ControlPipeline
+from federates.control.federate import ControlFederate
 from federates.control.received import Received
+from orchestrator.core.federate import SetupContext
+from orchestrator.core.robots import RobotSpec
 
 
 def test_desired_gap_is_the_chord_of_the_arc_and_d_on_a_straight() -> None:
@@ -112,3 +115,28 @@ def test_a_steering_law_alone_holds_without_a_pose_and_stops_behind_a_standing_p
     assert not out.degraded.any()
     np.testing.assert_array_equal(out.desired_gap_m, [2.0, 2.0, 2.0])
     np.testing.assert_array_equal(pipeline._state["yaw_rate"], out.yaw_rate)
+
+
+def test_desired_gaps_read_late_are_those_of_their_step_through_a_spawn() -> None:
+    block = {"type": "ela_cacc", "period_s": 0.02, "predict": "none", "lateral": None, "fallback": None,
+             "standstill_m": 1.0, "time_gap_s": 0.5}
+    fed = ControlFederate("control", 20_000_000)
+    fed.setup(SetupContext(seed=1, end_ns=10**9))
+    leader = RobotSpec(1, "r1", config={"driver": {"profile": "constant", "params": {"speed_mps": 1.0}}})
+    fed.spawn([leader, RobotSpec(2, "r2", predecessor=1, leader=1, config={"controller": dict(block)})])
+
+    def estimate(ids: np.ndarray, v: float) -> dict[str, np.ndarray]:
+        n = len(ids)
+        return {"id": ids, "x": -2.0 * np.arange(n), "y": np.zeros(n), "yaw": np.zeros(n), "v": np.full(n, v),
+                "a": np.zeros(n), "yaw_rate": np.zeros(n)}
+
+    first = fed.step(0, {"estimate": estimate(fed._ids, 1.0)})["control_diag"]
+    second = fed.step(20_000_000, {"estimate": estimate(fed._ids, 3.0)})["control_diag"]
+    fed.spawn([RobotSpec(3, "r3", predecessor=2, leader=1, config={"controller": dict(block)})])
+    third = fed.step(40_000_000, {"estimate": estimate(fed._ids, 2.0)})["control_diag"]
+    # read in reverse order, after the spawn: each is its own step's r + h v (NaN for the leader and the newcomer
+    # until its first step)
+    np.testing.assert_array_equal(third["desired_gap_m"], [np.nan, 2.0, 2.0])
+    np.testing.assert_array_equal(second["desired_gap_m"], [np.nan, 2.5])
+    np.testing.assert_array_equal(first["desired_gap_m"], [np.nan, 1.5])
+    assert list(third) == ["id", "pred_age_s", "desired_gap_m", "pred_x", "pred_y", "pred_v", "degraded"]
