@@ -43,6 +43,10 @@ SENT, RECEIVED, BELOW_SENSITIVITY, COLLISION, HALF_DUPLEX, DCC_DROPPED = 0, 1, 2
 DONE, NEED_CHECK, NEED_LINKS, NEED_TX_OUT, NEED_RX_OUT, NEED_WIN_OUT, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
 
 # -- per-station integer columns (SI64) ----------------------------------------------------------------------
+# The kernel gets the station tables column by column: ``si[S_START, r]`` is station r's start (the channel keeps
+# them as (stations, columns) views of the same memory). A frame's links visit their receivers in row order and read
+# a few columns of each, so each column is a stream; and a table of any size, one station included, has the one
+# memory layout numba compiles the kernel for.
 S_PENDING = 0  # 1 when a frame waits in the queue
 S_READY = 1  # [ns] when the waiting frame reached the MAC
 S_ANCHOR = 2  # [ns] when the current backoff countdown started (ready/idle + AIFS)
@@ -167,44 +171,44 @@ def _quantile(table: np.ndarray, row: int, u: float) -> float:
 @njit(cache=True, inline="always", error_model="numpy")
 def _sense_start(si: np.ndarray, r: int, t: np.int64, cca_ns: np.int64, slot_ns: np.int64) -> None:
     # The medium becomes busy at station r: freeze a countdown it has not finished yet.
-    if si[r, S_SENSE] == 0:
-        si[r, S_BUSY_SINCE] = t
-        if si[r, S_PENDING] == 1 and si[r, S_START] != INF_NS and si[r, S_START] > t + cca_ns:
-            anchor = si[r, S_ANCHOR]
+    if si[S_SENSE, r] == 0:
+        si[S_BUSY_SINCE, r] = t
+        if si[S_PENDING, r] == 1 and si[S_START, r] != INF_NS and si[S_START, r] > t + cca_ns:
+            anchor = si[S_ANCHOR, r]
             if t > anchor:
                 done = (t - anchor) // slot_ns
-                si[r, S_BO] = max(0, si[r, S_BO] - done)
-            si[r, S_START] = INF_NS
-    si[r, S_SENSE] += 1
+                si[S_BO, r] = max(0, si[S_BO, r] - done)
+            si[S_START, r] = INF_NS
+    si[S_SENSE, r] += 1
 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _sense_end(si: np.ndarray, sf: np.ndarray, r: int, t: np.int64, aifs_ns: np.int64, slot_ns: np.int64) -> None:
-    si[r, S_SENSE] -= 1
-    if si[r, S_SENSE] == 0:
-        sf[r, F_BUSY_ACC] += t - si[r, S_BUSY_SINCE]
-        si[r, S_IDLE_SINCE] = t
-        if si[r, S_PENDING] == 1:
-            anchor = max(si[r, S_READY], t) + aifs_ns
-            si[r, S_ANCHOR] = anchor
-            si[r, S_START] = anchor + si[r, S_BO] * slot_ns
+    si[S_SENSE, r] -= 1
+    if si[S_SENSE, r] == 0:
+        sf[F_BUSY_ACC, r] += t - si[S_BUSY_SINCE, r]
+        si[S_IDLE_SINCE, r] = t
+        if si[S_PENDING, r] == 1:
+            anchor = max(si[S_READY, r], t) + aifs_ns
+            si[S_ANCHOR, r] = anchor
+            si[S_START, r] = anchor + si[S_BO, r] * slot_ns
 
 
 @njit(cache=True, inline="always")
 def _promote(si: np.ndarray, sf: np.ndarray, r: int) -> None:  # pragma: no cover - compiled
     # The second frame becomes the head of station r's queue, frozen until the medium is sensed idle.
-    si[r, S_PENDING] = 1
-    si[r, S_READY] = si[r, S_N_READY]
-    si[r, S_FRAME] = si[r, S_N_FRAME]
-    si[r, S_GEN] = si[r, S_N_GEN]
-    si[r, S_AIR] = si[r, S_N_AIR]
-    si[r, S_LF] = si[r, S_N_LF]
-    si[r, S_KIND] = si[r, S_N_KIND]
-    si[r, S_BO] = si[r, S_N_BO]
-    si[r, S_START] = INF_NS
-    si[r, S_NEXT] = 0
+    si[S_PENDING, r] = 1
+    si[S_READY, r] = si[S_N_READY, r]
+    si[S_FRAME, r] = si[S_N_FRAME, r]
+    si[S_GEN, r] = si[S_N_GEN, r]
+    si[S_AIR, r] = si[S_N_AIR, r]
+    si[S_LF, r] = si[S_N_LF, r]
+    si[S_KIND, r] = si[S_N_KIND, r]
+    si[S_BO, r] = si[S_N_BO, r]
+    si[S_START, r] = INF_NS
+    si[S_NEXT, r] = 0
     for c in range(N_CONTENT):
-        sf[r, F_CONTENT + c] = sf[r, F_N_CONTENT + c]
+        sf[F_CONTENT + c, r] = sf[F_N_CONTENT + c, r]
 
 
 @njit(cache=True, inline="always")
@@ -260,7 +264,7 @@ def advance(
 ) -> int:
     """Advance the medium to ``t_now``; returns ``DONE`` or what ran short (see module docstring). A frame with at
     least ``par_min`` links opens and resolves them on all threads (the results do not depend on it)."""
-    n = si.shape[0]
+    n = si.shape[1]
     cand = np.empty(n, np.int64)  # receivers of the frame starting
     cand_d2 = np.empty(n, np.float64)  # their squared distances to the sender
     if ctr[C_RESUME] == 1:  # back after a status other than DONE: the loop carries on exactly where it stopped
@@ -271,7 +275,7 @@ def advance(
         # Stations with a waiting frame.
         npend = 0
         for i in range(n):
-            if si[i, S_PENDING] == 1:
+            if si[S_PENDING, i] == 1:
                 pend[npend] = i
                 npend += 1
 
@@ -286,7 +290,7 @@ def advance(
         ts = INF_NS
         ps = -1
         for p in range(npend):
-            s = si[pend[p], S_START]
+            s = si[S_START, pend[p]]
             if s < ts:
                 ts = s
                 ps = p
@@ -301,7 +305,7 @@ def advance(
             if ctr[C_RX_OUT] + need > rx_out_i.shape[0]:
                 return _suspend(ctr, npend, NEED_RX_OUT)
             if src >= 0:
-                si[src, S_OWN_ACTIVE] = 0
+                si[S_OWN_ACTIVE, src] = 0
                 _sense_end(si, sf, src, te, aifs_ns, slot_ns)
             lo = ti[je, T_LINK_LO]
             # each linked receiver's link lands in scratch_code as (frame serial << 32) | link: a stale entry of an
@@ -347,12 +351,12 @@ def advance(
                 return _suspend(ctr, npend, NEED_WIN_OUT)
             w_start = tw - window_ns
             for i in range(n):
-                if si[i, S_SENSE] > 0:
-                    sf[i, F_BUSY_ACC] += tw - si[i, S_BUSY_SINCE]
-                    si[i, S_BUSY_SINCE] = tw
-                span = tw - max(w_start, si[i, S_MEAS_SINCE])
-                win_out[w, i] = sf[i, F_BUSY_ACC] / span if span > 0 else np.nan
-                sf[i, F_BUSY_ACC] = 0.0
+                if si[S_SENSE, i] > 0:
+                    sf[F_BUSY_ACC, i] += tw - si[S_BUSY_SINCE, i]
+                    si[S_BUSY_SINCE, i] = tw
+                span = tw - max(w_start, si[S_MEAS_SINCE, i])
+                win_out[w, i] = sf[F_BUSY_ACC, i] / span if span > 0 else np.nan
+                sf[F_BUSY_ACC, i] = 0.0
             win_t[w] = tw
             ctr[C_WIN_OUT] = w + 1
             ctr[C_WIN_END] = tw + window_ns
@@ -375,36 +379,36 @@ def advance(
                 return _suspend(ctr, npend, NEED_CHECK)
             npend -= 1
             pend[ps] = pend[npend]
-            si[src, S_PENDING] = 0
-            si[src, S_START] = INF_NS
+            si[S_PENDING, src] = 0
+            si[S_START, src] = INF_NS
             j = ctr[C_ACTIVE]
             ctr[C_ACTIVE] = j + 1
-            end = ts + si[src, S_AIR]
+            end = ts + si[S_AIR, src]
             ti[j, T_ROW] = src
-            ti[j, T_ID] = si[src, S_ID]
-            ti[j, T_FRAME] = si[src, S_FRAME]
-            ti[j, T_GEN] = si[src, S_GEN]
+            ti[j, T_ID] = si[S_ID, src]
+            ti[j, T_FRAME] = si[S_FRAME, src]
+            ti[j, T_GEN] = si[S_GEN, src]
             ti[j, T_START] = ts
             ti[j, T_END] = end
-            ti[j, T_LF] = si[src, S_LF]
-            ti[j, T_KIND] = si[src, S_KIND]
+            ti[j, T_LF] = si[S_LF, src]
+            ti[j, T_KIND] = si[S_KIND, src]
             for c in range(N_CONTENT):
-                tf[j, c] = sf[src, F_CONTENT + c]
+                tf[j, c] = sf[F_CONTENT + c, src]
             o = ctr[C_TX_OUT]
-            tx_out[o, TX_FRAME] = si[src, S_FRAME]
-            tx_out[o, TX_ID] = si[src, S_ID]
-            tx_out[o, TX_GEN] = si[src, S_GEN]
+            tx_out[o, TX_FRAME] = si[S_FRAME, src]
+            tx_out[o, TX_ID] = si[S_ID, src]
+            tx_out[o, TX_GEN] = si[S_GEN, src]
             tx_out[o, TX_START] = ts
             tx_out[o, TX_END] = end
-            tx_out[o, TX_LF] = si[src, S_LF]
+            tx_out[o, TX_LF] = si[S_LF, src]
             tx_out[o, TX_ROW] = src
-            tx_out[o, TX_KIND] = si[src, S_KIND]
+            tx_out[o, TX_KIND] = si[S_KIND, src]
             ctr[C_TX_OUT] = o + 1
-            si[src, S_OWN_ACTIVE] = 1
-            si[src, S_OWN_STARTED] += 1
+            si[S_OWN_ACTIVE, src] = 1
+            si[S_OWN_STARTED, src] += 1
             _sense_start(si, src, ts, cca_ns, slot_ns)
-            kind = si[src, S_KIND]
-            if si[src, S_NEXT] == 1:
+            kind = si[S_KIND, src]
+            if si[S_NEXT, src] == 1:
                 # the frame behind moves up; it counts down once the medium is idle again (after this frame)
                 _promote(si, sf, src)
                 pend[npend] = src
@@ -460,14 +464,14 @@ def _open_link(q: int, r: int, d2: float, frame: np.uint64, id_hash_of: np.ndarr
     # that joins elsewhere never changes this link's draw
     pw = mean * _quantile(gain_q, c, link_u01(frame, id_hash_of[r]))
     li[q, L_RX] = r
-    li[q, L_HD0] = si[r, S_OWN_ACTIVE]
-    li[q, L_HD_COUNT] = si[r, S_OWN_STARTED]
+    li[q, L_HD0] = si[S_OWN_ACTIVE, r]
+    li[q, L_HD_COUNT] = si[S_OWN_STARTED, r]
     lf[q, L_POWER] = pw
-    lf[q, L_ACTIVE] = sf[r, F_CUR_POWER]
-    lf[q, L_CUM0] = sf[r, F_CUM_POWER]
-    sf[r, F_CUR_POWER] += pw
-    sf[r, F_CUM_POWER] += pw
-    si[r, S_NLINKS] += 1
+    lf[q, L_ACTIVE] = sf[F_CUR_POWER, r]
+    lf[q, L_CUM0] = sf[F_CUM_POWER, r]
+    sf[F_CUR_POWER, r] += pw
+    sf[F_CUM_POWER, r] += pw
+    si[S_NLINKS, r] += 1
     if pw >= cs_mw:
         _sense_start(si, r, ts, cca_ns, slot_ns)
 
@@ -498,11 +502,11 @@ def _close_link(q: int, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.nd
     if r < 0:
         return
     pw = lf[q, L_POWER]
-    si[r, S_NLINKS] -= 1
-    if si[r, S_NLINKS] == 0:
-        sf[r, F_CUR_POWER] = 0.0  # no drift of the running sum across busy periods
+    si[S_NLINKS, r] -= 1
+    if si[S_NLINKS, r] == 0:
+        sf[F_CUR_POWER, r] = 0.0  # no drift of the running sum across busy periods
     else:
-        sf[r, F_CUR_POWER] -= pw
+        sf[F_CUR_POWER, r] -= pw
     if pw >= cs_mw:
         _sense_end(si, sf, r, te, aifs_ns, slot_ns)
     scratch_code[r] = (stamp << 32) | q
@@ -528,11 +532,11 @@ def _outcome(q: int, r: int, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf:
     # of every frame that started at it) changes only when a frame starts, so it is the same any time before the
     # next start.
     pw = lf[q, L_POWER]
-    if li[q, L_HD0] == 1 or si[r, S_OWN_STARTED] > li[q, L_HD_COUNT]:
+    if li[q, L_HD0] == 1 or si[S_OWN_STARTED, r] > li[q, L_HD_COUNT]:
         return HALF_DUPLEX
     if pw < sens_mw:
         return BELOW_SENSITIVITY
-    interference = lf[q, L_ACTIVE] + max(0.0, sf[r, F_CUM_POWER] - lf[q, L_CUM0] - pw)
+    interference = lf[q, L_ACTIVE] + max(0.0, sf[F_CUM_POWER, r] - lf[q, L_CUM0] - pw)
     return RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
 
 

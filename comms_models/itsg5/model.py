@@ -105,11 +105,11 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self._window_ns = round(cfg.dcc.cbr_window_s * 1e9)
         self._emit_all = cfg.trace == "all" or cfg.deliver == "all"
 
-        # Stations (rows in spawn order) and the medium. The station tables are column-major: a frame's links
-        # visit their receivers in row order and read a few columns of each, so a column is a stream.
+        # Stations (rows in spawn order) and the medium. ``_si`` / ``_sf`` are (stations, columns) views of
+        # column-major tables; the kernel gets them transposed (see ``access``).
         self._ids = np.empty(0, np.int64)
-        self._si = np.empty((0, ax.N_SI64), np.int64, order="F")
-        self._sf = np.empty((0, ax.N_SF64), np.float64, order="F")
+        self._si = np.empty((ax.N_SI64, 0), np.int64).T
+        self._sf = np.empty((ax.N_SF64, 0), np.float64).T
         self._scratch_code = np.empty(0, np.int64)
         self._scratch_row = np.empty(0, np.int64)
         self._last_admitted = np.empty(0, np.int64)
@@ -169,8 +169,8 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         rows[:, ax.S_MEAS_SINCE] = spawn_ns
         rows[:, ax.S_ID] = [spec.id for spec in robots]
         self._ids = np.concatenate([self._ids, rows[:, ax.S_ID]])
-        self._si = np.asfortranarray(np.concatenate([self._si, rows]))
-        self._sf = np.asfortranarray(np.concatenate([self._sf, np.zeros((n, ax.N_SF64))]))
+        self._si = np.ascontiguousarray(np.concatenate([self._si, rows]).T).T
+        self._sf = np.ascontiguousarray(np.concatenate([self._sf, np.zeros((n, ax.N_SF64))]).T).T
         self._scratch_code = np.concatenate([self._scratch_code, np.full(n, -1, np.int64)])
         self._scratch_row = np.concatenate([self._scratch_row, np.full(n, -1, np.int64)])
         self._last_admitted = np.concatenate([self._last_admitted, np.full(n, -1, np.int64)])
@@ -201,7 +201,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         removed_ids = self._ids[gone]
         for name in ("_ids", "_si", "_sf", "_scratch_code", "_scratch_row", "_last_admitted", "_last_pm_admitted"):
             setattr(self, name, getattr(self, name)[keep])
-        self._si, self._sf = np.asfortranarray(self._si), np.asfortranarray(self._sf)
+        self._si, self._sf = np.ascontiguousarray(self._si.T).T, np.ascontiguousarray(self._sf.T).T
         if self.pm_schedule is not None and self.pm_rx is not None:
             self.pm_schedule.despawn(keep)
             self.pm_rx.forget(removed_ids)
@@ -267,7 +267,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         timed = 0  # frames of this step already handed to the thread choice
         while True:
             status = ax.advance(
-                np.int64(t_ns), self._si, self._sf, x, y, self._ti, self._tf, self._li, self._lf, ctr,
+                np.int64(t_ns), self._si.T, self._sf.T, x, y, self._ti, self._tf, self._li, self._lf, ctr,
                 self._radio_key, self._pm_radio_key, self._ids, self._id_hashes(),
                 x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self._int_ptr,
                 self._int_rx, self._pend,
