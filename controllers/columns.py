@@ -19,10 +19,21 @@ class LazyColumns(MutableMapping[str, np.ndarray]):
     them from the inputs of the current step and reads them within that step.
     """
 
-    def __init__(self, names: Sequence[str], load: Callable[[str], np.ndarray]) -> None:
+    def __init__(self, names: Sequence[str], load: Callable[[str], np.ndarray],
+                 source: tuple[Callable[[str], np.ndarray], np.ndarray] | None = None) -> None:
         self._names = list(names)
         self._load = load
         self._values: dict[str, np.ndarray] = {}
+        self._source = source  # (column name -> whole array, rows): each column is that array at those rows
+        self._set: set[str] = set()  # columns set by hand: no longer the source's
+
+    def source_of(self, names: Sequence[str]) -> tuple[list[np.ndarray], np.ndarray] | None:
+        """The whole arrays of ``names`` and the rows these columns are taken at, for compiled code that reads the
+        rows in place; None when the columns have no such source or one of them was set by hand."""
+        if self._source is None or not self._set.isdisjoint(names):
+            return None
+        whole, rows = self._source
+        return [whole(name) for name in names], rows
 
     @classmethod
     def all_at_once(cls, names: Sequence[str], make: Callable[[], Mapping[str, np.ndarray]]) -> LazyColumns:
@@ -42,7 +53,9 @@ class LazyColumns(MutableMapping[str, np.ndarray]):
 
     def copy(self) -> LazyColumns:
         """A shallow copy that stays lazy: columns not read yet are read through this mapping when needed."""
-        return LazyColumns(self._names, self.__getitem__)
+        copied = LazyColumns(self._names, self.__getitem__, self._source)
+        copied._set = set(self._set)
+        return copied
 
     def __getitem__(self, name: str) -> np.ndarray:
         values = self._values
@@ -56,12 +69,14 @@ class LazyColumns(MutableMapping[str, np.ndarray]):
         if name not in self._names:
             self._names.append(name)
         self._values[name] = value
+        self._set.add(name)
 
     def __delitem__(self, name: str) -> None:
         if name not in self._names:
             raise KeyError(name)
         self._names.remove(name)
         self._values.pop(name, None)
+        self._set.add(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._names))

@@ -39,6 +39,10 @@ from numba import njit
 from pydantic import Field
 
 from .base import Arrays, Controller, ControllerParams
+from .columns import LazyColumns
+
+_EGO = ("x", "y", "yaw", "v")
+_PRED = ("x", "y", "yaw", "v", "yaw_rate")
 
 
 class ElaCaccParams(ControllerParams):
@@ -61,9 +65,24 @@ def ela_cacc_kernel(  # pragma: no cover - compiled
     xi, yi, thi, vi, xp, yp, thp, vp, wp, k1, k2, r, h, extended, v_thr, out_a, out_w
 ):
     """Fills ``out_a`` (m/s^2) and ``out_w`` (rad/s) for every follower row."""
-    for j in range(xi.shape[0]):
-        D = r + h * vi[j]  # (E1)
-        k = wp[j] / vp[j] if vp[j] > v_thr else 0.0  # (E2)
+    rows = np.arange(out_a.shape[0])
+    ela_cacc_rows_kernel(xi, yi, thi, vi, rows, xp, yp, thp, vp, wp, rows, k1, k2, r, h, extended, v_thr, out_a,
+                         out_w)
+
+
+@njit(cache=True)
+def ela_cacc_rows_kernel(  # pragma: no cover - compiled
+    xi, yi, thi, vi, ego_rows, xp, yp, thp, vp, wp, pred_rows, k1, k2, r, h, extended, v_thr, out_a, out_w
+):
+    """``ela_cacc_kernel`` reading follower j's state at ``ego_rows[j]`` and its predecessor's sample at
+    ``pred_rows[j]`` of the given arrays (no gathered copies)."""
+    for j in range(out_a.shape[0]):
+        e = ego_rows[j]
+        q = pred_rows[j]
+        x_i, y_i, th_i, v_i = xi[e], yi[e], thi[e], vi[e]
+        x_p, y_p, th_p, v_p, w_p = xp[q], yp[q], thp[q], vp[q], wp[q]
+        D = r + h * v_i  # (E1)
+        k = w_p / v_p if v_p > v_thr else 0.0  # (E2)
         if extended:
             kD = k * D
             s = k * D * D / (1.0 + np.sqrt(1.0 + kD * kD))  # (E3)
@@ -71,17 +90,17 @@ def ela_cacc_kernel(  # pragma: no cover - compiled
         else:
             s = 0.0
             alpha = 0.0
-        ci, si = np.cos(thi[j]), np.sin(thi[j])
-        cp, sp = np.cos(thp[j]), np.sin(thp[j])
+        ci, si = np.cos(th_i), np.sin(th_i)
+        cp, sp = np.cos(th_p), np.sin(th_p)
         ca, sa = np.cos(alpha), np.sin(alpha)
-        z1 = xp[j] + s * sp - xi[j] - D * ci  # (E5)
-        z2 = yp[j] - s * cp - yi[j] - D * si
-        cia = np.cos(thi[j] + alpha)
-        sia = np.sin(thi[j] + alpha)
-        z3 = vp[j] * cp - vi[j] * cia
-        z4 = vp[j] * sp - vi[j] * sia
-        q1 = k1 * z1 + (ca * z3 + sa * z4) + (1.0 - ca) * vp[j] * cp - sa * vp[j] * sp + s * wp[j] * cp
-        q2 = k2 * z2 + (-sa * z3 + ca * z4) + sa * vp[j] * cp + (1.0 - ca) * vp[j] * sp + s * wp[j] * sp
+        z1 = x_p + s * sp - x_i - D * ci  # (E5)
+        z2 = y_p - s * cp - y_i - D * si
+        cia = np.cos(th_i + alpha)
+        sia = np.sin(th_i + alpha)
+        z3 = v_p * cp - v_i * cia
+        z4 = v_p * sp - v_i * sia
+        q1 = k1 * z1 + (ca * z3 + sa * z4) + (1.0 - ca) * v_p * cp - sa * v_p * sp + s * w_p * cp
+        q2 = k2 * z2 + (-sa * z3 + ca * z4) + sa * v_p * cp + (1.0 - ca) * v_p * sp + s * w_p * sp
         g11 = h * (ci - sa * sp)  # (E6)
         g12 = -D * si
         g21 = h * (si + sa * cp)
@@ -89,7 +108,7 @@ def ela_cacc_kernel(  # pragma: no cover - compiled
         det = g11 * g22 - g12 * g21  # = h D (1 - sin(alpha) sin(th_p - th_i)) > 0 for |alpha| < pi/2
         a = (g22 * q1 - g12 * q2) / det  # (E8)
         w = (-g21 * q1 + g11 * q2) / det
-        if vi[j] < v_thr and a < 0.0:  # own speed near zero: never command reversing
+        if v_i < v_thr and a < 0.0:  # own speed near zero: never command reversing
             a = 0.0
         out_a[j] = a
         out_w[j] = w
@@ -106,14 +125,22 @@ class ElaCacc(Controller):
         """Acceleration and yaw-rate commands; rows whose predecessor is slower than ``min_speed_mps`` get
         ``stop`` = True (the wrapper commands speed 0 and holds the yaw rate)."""
         p: ElaCaccParams = self.params  # type: ignore[assignment]
-        n = len(ego["x"])
+        n = len(ego["v"])
         out_a = np.empty(n)
         out_w = np.empty(n)
-        ela_cacc_kernel(
-            ego["x"], ego["y"], ego["yaw"], ego["v"],
-            pred["x"], pred["y"], pred["yaw"], pred["v"], pred["yaw_rate"],
-            p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w,
-        )
+        ego_src = ego.source_of(_EGO) if isinstance(ego, LazyColumns) else None
+        pred_src = pred.source_of(_PRED) if isinstance(pred, LazyColumns) else None
+        if ego_src is not None and pred_src is not None:  # read the rows in place: no gathered copies
+            ela_cacc_rows_kernel(
+                *ego_src[0], ego_src[1], *pred_src[0], pred_src[1],
+                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w,
+            )
+        else:
+            ela_cacc_kernel(
+                ego["x"], ego["y"], ego["yaw"], ego["v"],
+                pred["x"], pred["y"], pred["yaw"], pred["v"], pred["yaw_rate"],
+                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w,
+            )
         return {"accel": out_a, "yaw_rate": out_w, "stop": pred["v"] < p.min_speed_mps}
 
     def spacing_error(self, ego: Arrays, pred: Arrays, dims: Any = None, pred_dims: Any = None) -> np.ndarray:

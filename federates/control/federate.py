@@ -257,8 +257,10 @@ class ControlFederate(Federate):
                 if maneuver is not None:
                     self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"),
                                      est)
+                # the followers' estimates, gathered when read (or read in place by a compiled law)
+                ego = LazyColumns(_EGO_FIELDS, lambda name, rows=rows: est[name][rows], (est.__getitem__, rows))
                 out = group.pipeline.step(
-                    t_ns / NS_PER_S, LazyColumns(_EGO_FIELDS, lambda name, rows=rows: est[name][rows]), pred,
+                    t_ns / NS_PER_S, ego, pred,
                     self._leader.rows(rows), self._pred.age_s(t_ns, rows), self._leader.age_s(t_ns, rows),
                     group_sensors,
                 )

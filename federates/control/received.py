@@ -90,7 +90,7 @@ class Received:
         never reads the leader's sample does not pay for it)."""
         held = self.held
         index = {name: f for f, name in enumerate(self.fields)}
-        return LazyColumns(self.fields, lambda name: held[index[name]][rows])
+        return LazyColumns(self.fields, lambda name: held[index[name]][rows], (lambda name: held[index[name]], rows))
 
     def retarget(self, row: int, sender: int) -> None:
         """Row ``row`` wants samples from robot ``sender`` from now on (-1: none); what it held is forgotten."""

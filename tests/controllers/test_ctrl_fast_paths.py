@@ -140,3 +140,29 @@ def test_desired_gaps_read_late_are_those_of_their_step_through_a_spawn() -> Non
     np.testing.assert_array_equal(second["desired_gap_m"], [np.nan, 2.5])
     np.testing.assert_array_equal(first["desired_gap_m"], [np.nan, 1.5])
     assert list(third) == ["id", "pred_age_s", "desired_gap_m", "pred_x", "pred_y", "pred_v", "degraded"]
+
+
+def test_the_look_ahead_law_reads_rows_in_place_exactly_as_from_gathered_copies() -> None:
+    rng = np.random.default_rng(11)
+    n, m = 50, 20
+    est = {"x": rng.normal(0, 5, n), "y": rng.normal(0, 5, n), "yaw": rng.uniform(-3, 3, n), "v": rng.uniform(0, 3, n),
+           "a": np.zeros(n), "yaw_rate": np.zeros(n)}
+    held = rng.normal(0, 1, (7, n))
+    held[3] = rng.uniform(0, 3, n)  # predecessor speeds, some below the stop threshold
+    held[5] = rng.normal(0, 0.3, n)  # and yaw rates: curved and straight paths
+    rows = np.sort(rng.choice(n, m, replace=False))
+    names = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
+    ego = LazyColumns(tuple(est), lambda k: est[k][rows], (est.__getitem__, rows))
+    pred = LazyColumns(names, lambda k: held[names.index(k)][rows], (lambda k: held[names.index(k)], rows))
+    law = ElaCacc(ElaCaccParams(k1=1.0, k2=0.7))
+    in_place = law.compute(ego, pred, {}, {}, 0.02)
+    gathered = law.compute({k: est[k][rows] for k in est}, {k: held[f][rows] for f, k in enumerate(names)}, {}, {},
+                           0.02)
+    for key in ("accel", "yaw_rate", "stop"):
+        np.testing.assert_array_equal(in_place[key], gathered[key])
+    assert np.isfinite(in_place["accel"]).all() and np.abs(in_place["accel"]).max() > 0
+    assert ego.source_of(("x", "v")) is not None and pred.copy().source_of(("x",)) is not None
+    pred["x"] = pred["x"] - 1.0  # a column set by hand is no longer the source's: the law gathers again
+    assert pred.source_of(("x", "y")) is None and pred.source_of(("y",)) is not None
+    moved = law.compute(ego, pred, {}, {}, 0.02)
+    assert not np.array_equal(moved["accel"], in_place["accel"])
