@@ -13,6 +13,7 @@ delayed inputs may keep references instead of copies.
 from __future__ import annotations
 
 import contextlib
+import gc
 import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -246,10 +247,15 @@ class Scheduler:
         for obs in self._observers:
             obs.on_start(self)
         error: BaseException | None = None
+        # What set-up made (scenario models, federates, compiled kernels) lives through the run: the collector need
+        # not walk it at each collection of the loop; it goes back to the collector's care when the loop ends.
+        gc.freeze()
         try:
             self._loop()
         except BaseException as exc:
             error = exc
+        finally:
+            gc.unfreeze()
         # every federate is finalized and every observer closes its files, whatever failed; the first error wins
         for slot in self._slots:
             try:
