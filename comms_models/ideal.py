@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from numba import njit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from orchestrator.core.robots import RobotSpec, rows_of
@@ -79,6 +80,9 @@ class IdealChannel(CommsModel):
         self._in_flight: list[tuple[int, Deliveries]] = []  # (delivery time, messages), oldest first
         self._ids: list[int] = []
         self._cache: tuple[Interest, np.ndarray, np.ndarray] | None = None
+        # (the _cache entry it belongs to, its delivered pairs when no outage is on: sender rows, receivers, senders,
+        # a NaN column)
+        self._pairs: tuple[object, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._sent: tuple[int, np.ndarray] | None = None  # (time, receiver rows delivered) of the last step
         # (interest, delivered mask, the log columns that stay the same from step to step)
         self._log: tuple[Interest, np.ndarray, dict[str, np.ndarray]] | None = None
@@ -122,22 +126,29 @@ class IdealChannel(CommsModel):
     def _generate(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
         """The messages of every interested pair at ``t_ns`` (outages applied)."""
         alive, rows = self._rows(interest)
+        outage = False
         for start, end, receivers in self._outages:
             if start <= t_ns < end:
                 alive = alive & (False if receivers is None else ~np.isin(interest.receivers, receivers))
+                outage = True
         self._sent = (t_ns, alive)
-        rows = rows[alive]
+        if outage:
+            rows, receiver, sender = rows[alive], interest.receivers[alive], interest.senders[alive]
+            no_u_des = np.full(len(rows), np.nan)
+        else:  # the pairs of this interest, worked out once (published values are never mutated, so shared)
+            if self._pairs is None or self._pairs[0] is not self._cache:  # new robots or a new interest
+                self._pairs = (self._cache, rows[alive], interest.receivers[alive], interest.senders[alive],
+                               np.full(int(alive.sum()), np.nan))
+            _, rows, receiver, sender, no_u_des = self._pairs
         now = np.full(len(rows), t_ns, dtype=np.int64)
-        out: Deliveries = {
-            "receiver": interest.receivers[alive],
-            "sender": interest.senders[alive],
-            "generated_ns": now,
-            "received_ns": now,
-        }
-        for name in _FIELDS:
-            out[name] = estimate[name][rows]
+        out: Deliveries = {"receiver": receiver, "sender": sender, "generated_ns": now, "received_ns": now}
+        state = np.empty((len(_FIELDS), len(rows)))  # one pass over the rows instead of one gather per field
+        _gather_state(rows, estimate["x"], estimate["y"], estimate["yaw"], estimate["v"], estimate["a"],
+                      estimate["yaw_rate"], state)
+        for k, name in enumerate(_FIELDS):
+            out[name] = state[k]
         desired = estimate.get("u_des") if self.carries_platooning_message else None
-        out["u_des"] = desired[rows] if desired is not None else np.full(len(rows), np.nan)
+        out["u_des"] = desired[rows] if desired is not None else no_u_des
         for name in _PLATOON_FIELDS:  # only when the estimate has them (scenarios with maneuvers)
             if name in estimate:
                 out[name] = np.asarray(estimate[name], np.float64)[rows]
@@ -175,6 +186,20 @@ class IdealChannel(CommsModel):
         return {"t_ns": now, "event": columns["event"], "sender": columns["sender"], "receiver": columns["receiver"],
                 "generated_ns": now, "latency_s": columns["latency_s"], "rx_power_dbm": columns["rx_power_dbm"],
                 "outcome": columns["outcome"]}
+
+
+@njit(cache=True)
+def _gather_state(rows: np.ndarray, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, a: np.ndarray,
+                  yaw_rate: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    # out[:, k] = the senders' (x, y, yaw, v, a, yaw_rate) at rows[k], in _FIELDS order
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        out[0, k] = x[r]
+        out[1, k] = y[r]
+        out[2, k] = yaw[r]
+        out[3, k] = v[r]
+        out[4, k] = a[r]
+        out[5, k] = yaw_rate[r]
 
 
 def _empty_log() -> dict[str, np.ndarray]:
