@@ -86,17 +86,25 @@ def ela_cacc_rows_kernel(  # pragma: no cover - compiled
         if extended:
             kD = k * D
             s = k * D * D / (1.0 + np.sqrt(1.0 + kD * kD))  # (E3)
-            alpha = np.arctan(kD)  # (E4)
+            # atan(+-0) is +-0 exactly: a straight predecessor (the common case) skips the call
+            alpha = kD if kD == 0.0 else np.arctan(kD)  # (E4)
         else:
             s = 0.0
             alpha = 0.0
         ci, si = np.cos(th_i), np.sin(th_i)
         cp, sp = np.cos(th_p), np.sin(th_p)
-        ca, sa = np.cos(alpha), np.sin(alpha)
+        if alpha == 0.0:
+            # cos(+-0) = 1, sin(+-0) = +-0 and th_i + (+-0) = th_i exactly unless th_i is +-0 (then the sum is a
+            # zero whose sine is itself): the general branch's values without four trigonometric calls
+            ca, sa = 1.0, alpha
+            cia = ci
+            sia = si if th_i != 0.0 else th_i + alpha
+        else:
+            ca, sa = np.cos(alpha), np.sin(alpha)
+            cia = np.cos(th_i + alpha)
+            sia = np.sin(th_i + alpha)
         z1 = x_p + s * sp - x_i - D * ci  # (E5)
         z2 = y_p - s * cp - y_i - D * si
-        cia = np.cos(th_i + alpha)
-        sia = np.sin(th_i + alpha)
         z3 = v_p * cp - v_i * cia
         z4 = v_p * sp - v_i * sia
         q1 = k1 * z1 + (ca * z3 + sa * z4) + (1.0 - ca) * v_p * cp - sa * v_p * sp + s * w_p * cp
