@@ -36,21 +36,36 @@ def _step_kernel(x, y, yaw, v, a, yaw_rate, steer, cmd_speed, cmd_steer, p, dt, 
         v0 = v[i]
         v1 = v0 + min(max(v_target - v0, -max_dec * dt), max_acc * dt)
         v_mean = 0.5 * (v0 + v1)
-        w = v_mean * np.tan(delta) / wheelbase
+        tan_delta = delta if delta == 0.0 else np.tan(delta)  # tan(+-0) is +-0 exactly
+        w = v_mean * tan_delta / wheelbase
         th0 = yaw[i]
         dth = w * dt
+        th1 = th0 + dth
         if abs(dth) > 1e-9:
             radius = v_mean / w
             x[i] += radius * (np.sin(th0 + dth) - np.sin(th0))
             y[i] += radius * (np.cos(th0) - np.cos(th0 + dth))
+            yaw[i] = np.arctan2(np.sin(th1), np.cos(th1))
         else:
-            x[i] += v_mean * dt * np.cos(th0 + 0.5 * dth)
-            y[i] += v_mean * dt * np.sin(th0 + 0.5 * dth)
-        th1 = th0 + dth
-        yaw[i] = np.arctan2(np.sin(th1), np.cos(th1))
+            th_mid = th0 + 0.5 * dth
+            if th_mid == th1:
+                # driving straight: the mid-step and end headings are the same float (zeros of the same sign),
+                # so one sine and cosine serve both; at +-0 they and atan2(sin, cos) are exact
+                if th1 == 0.0:
+                    c1, s1, yaw1 = 1.0, th1, th1
+                else:
+                    c1, s1 = np.cos(th1), np.sin(th1)
+                    yaw1 = np.arctan2(s1, c1)
+                x[i] += v_mean * dt * c1
+                y[i] += v_mean * dt * s1
+                yaw[i] = yaw1
+            else:
+                x[i] += v_mean * dt * np.cos(th_mid)
+                y[i] += v_mean * dt * np.sin(th_mid)
+                yaw[i] = np.arctan2(np.sin(th1), np.cos(th1))
         a[i] = (v1 - v0) / dt
         v[i] = v1
-        yaw_rate[i] = v1 * np.tan(delta) / wheelbase
+        yaw_rate[i] = v1 * tan_delta / wheelbase
         steer[i] = delta
         ds_out[i] = v_mean * dt  # arc length of the rear-axle point
         dth_out[i] = dth
