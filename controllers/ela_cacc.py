@@ -91,8 +91,9 @@ def ela_cacc_rows_kernel(  # pragma: no cover - compiled
         else:
             s = 0.0
             alpha = 0.0
-        ci, si = np.cos(th_i), np.sin(th_i)
-        cp, sp = np.cos(th_p), np.sin(th_p)
+        # cos(+-0) = 1 and sin(+-0) = +-0 exactly: headings along x (common on straight roads) skip the calls
+        ci, si = (1.0, th_i) if th_i == 0.0 else (np.cos(th_i), np.sin(th_i))
+        cp, sp = (1.0, th_p) if th_p == 0.0 else (np.cos(th_p), np.sin(th_p))
         if alpha == 0.0:
             # cos(+-0) = 1, sin(+-0) = +-0 and th_i + (+-0) = th_i exactly unless th_i is +-0 (then the sum is a
             # zero whose sine is itself): the general branch's values without four trigonometric calls

@@ -65,6 +65,12 @@ def _crafted() -> tuple[np.ndarray, ...]:
     xi, yi = rng.normal(size=n), rng.normal(size=n)
     xp, yp = xi + 1.0 + rng.random(n), yi + rng.normal(scale=0.1, size=n)
     yp[::4] = yi[::4]  # some rows exactly in line: zero lateral errors, where zero signs could show
+    # and some settled exactly (origin, predecessor at D = r + h v ahead at the same speed): zero errors, so the
+    # outputs are zeros whose signs come from those of the headings' sines
+    settled = slice(1, None, 4)
+    xi[settled], yi[settled] = 0.0, np.where(np.arange(n)[settled] % 8 == 1, -0.0, 0.0)
+    xp[settled], yp[settled] = 1.0 + 0.6 * vi[settled], -yi[settled]
+    vp[settled] = np.where(vp[settled] > 0.1, vi[settled], vp[settled])
     return xi, yi, thi, vi, xp, yp, thp, vp, wp
 
 
