@@ -62,17 +62,19 @@ class ElaCaccParams(ControllerParams):
 
 @njit(cache=True)
 def ela_cacc_kernel(  # pragma: no cover - compiled
-    xi, yi, thi, vi, xp, yp, thp, vp, wp, k1, k2, r, h, extended, v_thr, out_a, out_w
+    xi, yi, thi, vi, xp, yp, thp, vp, wp, k1, k2, r, h, extended, v_thr, out_a, out_w, out_stop
 ):
-    """Fills ``out_a`` (m/s^2) and ``out_w`` (rad/s) for every follower row."""
+    """Fills ``out_a`` (m/s^2), ``out_w`` (rad/s) and ``out_stop`` (predecessor slower than ``v_thr``) for every
+    follower row."""
     rows = np.arange(out_a.shape[0])
     ela_cacc_rows_kernel(xi, yi, thi, vi, rows, xp, yp, thp, vp, wp, rows, k1, k2, r, h, extended, v_thr, out_a,
-                         out_w)
+                         out_w, out_stop)
 
 
 @njit(cache=True)
 def ela_cacc_rows_kernel(  # pragma: no cover - compiled
-    xi, yi, thi, vi, ego_rows, xp, yp, thp, vp, wp, pred_rows, k1, k2, r, h, extended, v_thr, out_a, out_w
+    xi, yi, thi, vi, ego_rows, xp, yp, thp, vp, wp, pred_rows, k1, k2, r, h, extended, v_thr, out_a, out_w,
+    out_stop
 ):
     """``ela_cacc_kernel`` reading follower j's state at ``ego_rows[j]`` and its predecessor's sample at
     ``pred_rows[j]`` of the given arrays (no gathered copies)."""
@@ -121,6 +123,7 @@ def ela_cacc_rows_kernel(  # pragma: no cover - compiled
             a = 0.0
         out_a[j] = a
         out_w[j] = w
+        out_stop[j] = v_p < v_thr  # as pred["v"] < min_speed_mps (NaN: False)
 
 
 class ElaCacc(Controller):
@@ -137,20 +140,21 @@ class ElaCacc(Controller):
         n = len(ego["v"])
         out_a = np.empty(n)
         out_w = np.empty(n)
+        out_stop = np.empty(n, np.bool_)
         ego_src = ego.source_of(_EGO) if isinstance(ego, LazyColumns) else None
         pred_src = pred.source_of(_PRED) if isinstance(pred, LazyColumns) else None
         if ego_src is not None and pred_src is not None:  # read the rows in place: no gathered copies
             ela_cacc_rows_kernel(
                 *ego_src[0], ego_src[1], *pred_src[0], pred_src[1],
-                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w,
+                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w, out_stop,
             )
         else:
             ela_cacc_kernel(
                 ego["x"], ego["y"], ego["yaw"], ego["v"],
                 pred["x"], pred["y"], pred["yaw"], pred["v"], pred["yaw_rate"],
-                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w,
+                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w, out_stop,
             )
-        return {"accel": out_a, "yaw_rate": out_w, "stop": pred["v"] < p.min_speed_mps}
+        return {"accel": out_a, "yaw_rate": out_w, "stop": out_stop}
 
     def spacing_error(self, ego: Arrays, pred: Arrays, dims: Any = None, pred_dims: Any = None) -> np.ndarray:
         """The longitudinal component of the look-ahead error, z . e(th_i) (the error the law drives to zero

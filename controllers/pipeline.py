@@ -30,6 +30,7 @@ from pydantic import Field
 from . import CONTROLLERS
 from .acc import AccParams
 from .base import Arrays, Controller
+from .columns import LazyColumns
 from .fallback import ACC, Fallback, FallbackParams
 from .prediction import PREDICTORS, Predictor
 from .pure_pursuit import PurePursuit, PurePursuitParams
@@ -182,13 +183,13 @@ class ControlPipeline(RowStateMixin):
         pred = self.predictor(pred, pred_age_s)
         leader = self.predictor(leader, leader_age_s)
         pred["age_s"] = pred_age_s
-        have = np.isfinite(pred["x"])
         held_w = self._state["yaw_rate"]
 
-        out = self.law.compute(ego, pred, leader, sensors, dt)
+        out = self.law.compute(ego, pred, leader, sensors, dt)  # laws read the sample, never write it
         if (self.law.steers and self.lateral is None and self.fallback is None and self.sensed is None
                 and "degraded" not in out and "stop" in out and out.get("yaw_rate") is not None):
-            return self._steering_output(out, pred, have, held_w, ego)
+            return self._steering_output(out, pred, held_w, ego)
+        have = np.isfinite(pred["x"])
         # steering laws need the predecessor's pose: without any, hold speed and yaw rate
         a = np.where(have, out["accel"], 0.0) if self.law.steers else np.array(out["accel"], dtype=float)
         w = out.get("yaw_rate")
@@ -226,27 +227,45 @@ class ControlPipeline(RowStateMixin):
     def _desired_gap(self, ego: Arrays, pred: Arrays) -> np.ndarray | Callable[[], np.ndarray]:
         """The law's desired gap, or for a law whose gap depends on its parameters only (``pure_desired_gap``) the
         function computing it from this step's speeds and curvatures (read now: the received samples change)."""
-        v = ego["v"]
-        curvature = np.empty(len(v))
+        curvature = np.empty(len(ego["v"]))
         _curvature(np.asarray(pred["v"], np.float64), np.asarray(pred["yaw_rate"], np.float64), curvature)
+        return self._desired_gap_at(ego, curvature)
+
+    def _desired_gap_at(self, ego: Arrays, curvature: np.ndarray) -> np.ndarray | Callable[[], np.ndarray]:
+        """``_desired_gap`` given the predecessors' path curvatures."""
+        v = ego["v"]
         law = self.law
         if getattr(law, "pure_desired_gap", False):
             return lambda: np.asarray(law.desired_gap(v, curvature), dtype=float)
         return np.asarray(law.desired_gap(v, curvature), dtype=float)
 
-    def _steering_output(self, out: Mapping[str, np.ndarray], pred: Any, have: np.ndarray, held_w: np.ndarray,
+    def _steering_output(self, out: Mapping[str, np.ndarray], pred: Any, held_w: np.ndarray,
                          ego: Arrays) -> ControlOutput:
         """The end of ``step`` for a steering law alone (no lateral stage, fallback or sensor steering, no degraded
-        flag of its own), in one compiled pass: what the general path computes with about ten array operations."""
-        n = len(have)
+        flag of its own), in one compiled pass: what the general path computes with about ten array operations.
+        Received samples read in place (``LazyColumns`` with a source) are not gathered: the pass reads the rows
+        and also gives the predecessors' path curvatures for the desired gap."""
+        accel = np.asarray(out["accel"], np.float64)
+        n = len(accel)
         a = np.empty(n)
         stop = np.empty(n, bool)
         w = np.empty(n)
-        _steering_pass(have, np.asarray(out["accel"], np.float64), np.asarray(out["yaw_rate"], np.float64),
-                       np.asarray(out["stop"], np.bool_), held_w, a, stop, w)
+        law_w, law_stop = np.asarray(out["yaw_rate"], np.float64), np.asarray(out["stop"], np.bool_)
+        src = pred.source_of(_PRED_POSE) if isinstance(pred, LazyColumns) else None
+        if src is not None:
+            (px, pv, pw), rows = src
+            curvature = np.empty(n)
+            _steering_pass_rows(px, pv, pw, rows, accel, law_w, law_stop, held_w, a, stop, w, curvature)
+            gap = self._desired_gap_at(ego, curvature)
+        else:
+            _steering_pass(np.isfinite(pred["x"]), accel, law_w, law_stop, held_w, a, stop, w)
+            gap = self._desired_gap(ego, pred)
         self._state["yaw_rate"] = w
         return ControlOutput(accel=a, yaw_rate=w.copy(), stop=stop, degraded=np.zeros(n, bool),
-                             desired_gap_m=self._desired_gap(ego, pred), pred=pred)
+                             desired_gap_m=gap, pred=pred)
+
+
+_PRED_POSE = ("x", "v", "yaw_rate")  # what the steering pass reads of the predecessor's sample
 
 
 @njit(cache=True)
@@ -264,3 +283,17 @@ def _steering_pass(have, accel, yaw_rate, law_stop, held_yaw_rate, a, stop, w): 
         a[i] = accel[i] if have[i] else 0.0
         stop[i] = law_stop[i] and have[i]
         w[i] = yaw_rate[i] if have[i] and not stop[i] else held_yaw_rate[i]
+
+
+@njit(cache=True)
+def _steering_pass_rows(px, pv, pw, rows, accel, yaw_rate, law_stop, held_yaw_rate, a, stop, w,
+                        curvature):  # pragma: no cover - compiled
+    """``_steering_pass`` with ``have`` = the predecessor's x finite, read at ``rows`` of ``px``, and
+    ``_curvature`` of the rows of ``pv`` and ``pw`` into ``curvature``, in one pass without gathered copies."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        have = np.isfinite(px[r])
+        a[i] = accel[i] if have else 0.0
+        stop[i] = law_stop[i] and have
+        w[i] = yaw_rate[i] if have and not stop[i] else held_yaw_rate[i]
+        curvature[i] = pw[r] / pv[r] if pv[r] > 0.1 else 0.0

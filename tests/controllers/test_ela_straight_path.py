@@ -80,9 +80,11 @@ def test_the_straight_path_shortcut_equals_the_general_formulas_bit_for_bit() ->
     rows = np.arange(n, dtype=np.int64)
     for extended, (k1, k2) in itertools.product((True, False), ((1.0, 1.0), (0.8, 1.7))):
         want_a, want_w, got_a, got_w = (np.empty(n) for _ in range(4))
+        got_stop = np.empty(n, np.bool_)
         _general(xi, yi, thi, vi, xp, yp, thp, vp, wp, k1, k2, 1.0, 0.6, extended, 0.1, want_a, want_w)
         ela_cacc_rows_kernel(xi, yi, thi, vi, rows, xp, yp, thp, vp, wp, rows, k1, k2, 1.0, 0.6, extended, 0.1,
-                             got_a, got_w)
+                             got_a, got_w, got_stop)
+        np.testing.assert_array_equal(got_stop, vp < 0.1)  # the law's stop flag, as numpy compares
         np.testing.assert_array_equal(got_a, want_a)
         np.testing.assert_array_equal(got_w, want_w)
         assert np.array_equal(np.signbit(got_a), np.signbit(want_a))  # -0 and +0 told apart
@@ -94,8 +96,10 @@ def test_the_shortcut_rows_are_those_of_a_straight_predecessor() -> None:
     # a straight predecessor right ahead on the same heading: no yaw rate asked, the gap error drives a
     xi, yi, thi, vi = np.array([0.0]), np.array([0.0]), np.array([0.0]), np.array([1.0])
     xp, yp, thp, vp, wp = np.array([3.0]), np.array([0.0]), np.array([0.0]), np.array([1.0]), np.array([0.0])
-    a, w = np.empty(1), np.empty(1)
+    a, w, stop = np.empty(1), np.empty(1), np.empty(1, np.bool_)
     rows = np.zeros(1, np.int64)
-    ela_cacc_rows_kernel(xi, yi, thi, vi, rows, xp, yp, thp, vp, wp, rows, 1.0, 1.0, 1.0, 1.0, True, 0.1, a, w)
+    ela_cacc_rows_kernel(xi, yi, thi, vi, rows, xp, yp, thp, vp, wp, rows, 1.0, 1.0, 1.0, 1.0, True, 0.1, a, w,
+                         stop)
+    assert not stop[0]
     # D = 2, z1 = 1, z3 = z4 = 0, G = diag(h, D): a = k1 z1 / h = 1, w = 0
     assert a[0] == 1.0 and w[0] == 0.0
