@@ -31,13 +31,20 @@ def near_pairs(px: np.ndarray, py: np.ndarray, radius: np.ndarray) -> np.ndarray
     Sort-and-sweep along x or y (whichever spreads more): a pair can overlap only if its sort keys differ by at most
     ``radius_i + max(radius)``.
     """
+    return _sweep(px, py, radius, False)
+
+
+@njit(cache=True)
+def _sweep(px: np.ndarray, py: np.ndarray, radius: np.ndarray, first_only: bool) -> np.ndarray:  # pragma: no cover
+    # near_pairs' sort and sweep; with first_only it stops at the first overlap (a one-row list: the full list's
+    # allocation costs more than the sweep when all the caller wants to know is whether there is one)
     n = px.shape[0]
     if n < 2:
         return np.empty((0, 2), dtype=np.int64)
     key = px if (px.max() - px.min()) >= (py.max() - py.min()) else py
     order = np.argsort(key)
     r_max = radius.max()
-    cap = 4 * n + 16
+    cap = 1 if first_only else 4 * n + 16
     out = np.empty((cap, 2), dtype=np.int64)
     k = 0
     for ia in range(n):
@@ -59,6 +66,8 @@ def near_pairs(px: np.ndarray, py: np.ndarray, radius: np.ndarray) -> np.ndarray
                 out[k, 0] = min(a, b)
                 out[k, 1] = max(a, b)
                 k += 1
+                if first_only:
+                    return out[:k]
     return out[:k]
 
 
@@ -121,36 +130,11 @@ def colliding_pairs(
 
 
 @njit(cache=True)
-def _any_near_sweep(px, py, radius):  # pragma: no cover - compiled
-    """Whether ``near_pairs(px, py, radius)`` would find any pair: the same sort and sweep, stopping at the first
-    overlap and building no pair list (the list's allocation cost more than the sweep)."""
-    n = px.shape[0]
-    if n < 2:
-        return False
-    key = px if (px.max() - px.min()) >= (py.max() - py.min()) else py
-    order = np.argsort(key)
-    r_max = radius.max()
-    for ia in range(n):
-        a = order[ia]
-        reach = key[a] + radius[a] + r_max
-        for ib in range(ia + 1, n):
-            b = order[ib]
-            if key[b] > reach:
-                break
-            dx = px[b] - px[a]
-            dy = py[b] - py[a]
-            rr = radius[a] + radius[b]
-            if dx * dx + dy * dy <= rr * rr:
-                return True
-    return False
-
-
-@njit(cache=True)
 def _any_near(x, y, reach):  # pragma: no cover - compiled
     """Whether any two circles (rear axle, ``reach``) overlap: all pairs for a few robots, else sort and sweep."""
     n = x.shape[0]
     if n > 16:
-        return _any_near_sweep(x, y, reach)
+        return _sweep(x, y, reach, True).shape[0] > 0
     for i in range(n):
         for j in range(i + 1, n):
             dx = x[j] - x[i]
