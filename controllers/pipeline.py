@@ -254,12 +254,12 @@ class ControlPipeline(RowStateMixin):
         src = pred.source_of(_PRED_POSE) if isinstance(pred, LazyColumns) else None
         if src is not None:
             (px, pv, pw), rows = src
-            curvature = np.empty(n)
-            _steering_pass_rows(px, pv, pw, rows, accel, law_w, law_stop, held_w, a, stop, w, curvature)
-            gap = self._desired_gap_at(ego, curvature)
-        else:
-            _steering_pass(np.isfinite(pred["x"]), accel, law_w, law_stop, held_w, a, stop, w)
-            gap = self._desired_gap(ego, pred)
+        else:  # a gathered sample: its own rows
+            px, pv, pw = (np.asarray(pred[name], np.float64) for name in _PRED_POSE)
+            rows = np.arange(n)
+        curvature = np.empty(n)
+        _steering_pass_rows(px, pv, pw, rows, accel, law_w, law_stop, held_w, a, stop, w, curvature)
+        gap = self._desired_gap_at(ego, curvature)
         self._state["yaw_rate"] = w
         return ControlOutput(accel=a, yaw_rate=w.copy(), stop=stop, degraded=np.zeros(n, bool),
                              desired_gap_m=gap, pred=pred)
@@ -276,20 +276,11 @@ def _curvature(v, yaw_rate, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _steering_pass(have, accel, yaw_rate, law_stop, held_yaw_rate, a, stop, w):  # pragma: no cover - compiled
-    """Per row: without the predecessor's pose (``have`` false) no acceleration and the held yaw rate; the law's
-    stop only with a pose; the law's yaw rate unless stopped."""
-    for i in range(have.shape[0]):
-        a[i] = accel[i] if have[i] else 0.0
-        stop[i] = law_stop[i] and have[i]
-        w[i] = yaw_rate[i] if have[i] and not stop[i] else held_yaw_rate[i]
-
-
-@njit(cache=True)
 def _steering_pass_rows(px, pv, pw, rows, accel, yaw_rate, law_stop, held_yaw_rate, a, stop, w,
                         curvature):  # pragma: no cover - compiled
-    """``_steering_pass`` with ``have`` = the predecessor's x finite, read at ``rows`` of ``px``, and
-    ``_curvature`` of the rows of ``pv`` and ``pw`` into ``curvature``, in one pass without gathered copies."""
+    """Per row, reading the predecessor's sample at ``rows`` of ``px``, ``pv``, ``pw`` (no gathered copies): without
+    its pose (x not finite) no acceleration and the held yaw rate; the law's stop only with a pose; the law's yaw
+    rate unless stopped; and ``_curvature`` of the sample into ``curvature``."""
     for i in range(rows.shape[0]):
         r = rows[i]
         have = np.isfinite(px[r])
