@@ -79,10 +79,9 @@ class IdealChannel(CommsModel):
         self._next_ns = 0  # next generation time with a rate
         self._in_flight: list[tuple[int, Deliveries]] = []  # (delivery time, messages), oldest first
         self._ids: list[int] = []
-        self._cache: tuple[Interest, np.ndarray, np.ndarray] | None = None
-        # (the _cache entry it belongs to, its delivered pairs when no outage is on: sender rows, receivers, senders,
-        # a NaN column)
-        self._pairs: tuple[object, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # (interest, which pairs have a live sender, their sender rows, and the pairs delivered when no outage is
+        # on: sender rows, receivers, senders, a NaN column), worked out once per change of robots or interest
+        self._cache: tuple[Interest, np.ndarray, np.ndarray, tuple[np.ndarray, ...]] | None = None
         self._sent: tuple[int, np.ndarray] | None = None  # (time, receiver rows delivered) of the last step
         # (interest, delivered mask, the log columns that stay the same from step to step)
         self._log: tuple[Interest, np.ndarray, dict[str, np.ndarray]] | None = None
@@ -96,12 +95,14 @@ class IdealChannel(CommsModel):
         self._ids = [i for i in self._ids if i not in gone]
         self._cache = None
 
-    def _rows(self, interest: Interest) -> tuple[np.ndarray, np.ndarray]:
+    def _rows(self, interest: Interest) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
         if self._cache is None or self._cache[0] is not interest:
             rows = rows_of(np.asarray(self._ids, np.int64), interest.senders, missing=-1)  # -1: sender gone
             alive = rows >= 0
-            self._cache = (interest, alive, rows)
-        return self._cache[1], self._cache[2]
+            # published values are never mutated, so the pairs are shared from step to step
+            pairs = (rows[alive], interest.receivers[alive], interest.senders[alive], np.full(int(alive.sum()), np.nan))
+            self._cache = (interest, alive, rows, pairs)
+        return self._cache[1], self._cache[2], self._cache[3]
 
     def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
         if not self._period_ns and not self._delay_ns:
@@ -125,7 +126,7 @@ class IdealChannel(CommsModel):
 
     def _generate(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
         """The messages of every interested pair at ``t_ns`` (outages applied)."""
-        alive, rows = self._rows(interest)
+        alive, rows, pairs = self._rows(interest)
         outage = False
         for start, end, receivers in self._outages:
             if start <= t_ns < end:
@@ -135,11 +136,8 @@ class IdealChannel(CommsModel):
         if outage:
             rows, receiver, sender = rows[alive], interest.receivers[alive], interest.senders[alive]
             no_u_des = np.full(len(rows), np.nan)
-        else:  # the pairs of this interest, worked out once (published values are never mutated, so shared)
-            if self._pairs is None or self._pairs[0] is not self._cache:  # new robots or a new interest
-                self._pairs = (self._cache, rows[alive], interest.receivers[alive], interest.senders[alive],
-                               np.full(int(alive.sum()), np.nan))
-            _, rows, receiver, sender, no_u_des = self._pairs
+        else:
+            rows, receiver, sender, no_u_des = pairs
         now = np.full(len(rows), t_ns, dtype=np.int64)
         out: Deliveries = {"receiver": receiver, "sender": sender, "generated_ns": now, "received_ns": now}
         state = np.empty((len(_FIELDS), len(rows)))  # one pass over the rows instead of one gather per field
