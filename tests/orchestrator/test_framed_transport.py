@@ -23,7 +23,14 @@ from federates.remote.framing import HEADER, PREAMBLE, frame
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
 from tests.orchestrator.processes import stop
-from tests.orchestrator.test_host_security import PROBE, Session, _clean_env, _itsg5, _self_signed
+from tests.orchestrator.test_host_security import (
+    PROBE,
+    Session,
+    _clean_env,
+    _itsg5,
+    _self_signed,
+    expect_token_refusals,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
@@ -133,17 +140,7 @@ def test_a_token_is_required_beyond_loopback(tmp_path):
 def test_only_clients_with_the_token_get_a_session(tmp_path, client_env):
     with framed_host(tmp_path, "--allow", "tests.orchestrator", env=_clean_env(COOPSIM_TOKEN="s3cret")) as (port, _):
         address = f"framed://127.0.0.1:{port}"
-        for token, expected in ((None, "UNAUTHENTICATED this host needs a token: set COOPSIM_TOKEN"),
-                                ("wrong", "UNAUTHENTICATED wrong token: COOPSIM_TOKEN differs"),
-                                ("s3cre", "UNAUTHENTICATED wrong token"), ("s3cret-", "UNAUTHENTICATED wrong token")):
-            if token is None:
-                client_env.delenv("COOPSIM_TOKEN", raising=False)
-            else:
-                client_env.setenv("COOPSIM_TOKEN", token)
-            session = Session(address)
-            with pytest.raises(RemoteError, match=f"the host at {address} failed during 'setup': {expected}"):
-                session.setup(PROBE, {})
-            session.close()
+        expect_token_refusals(client_env, address, "s3cret")
         raw = Raw(port, token=b"wrong")  # refused, then the connection is closed
         reply = raw.read()
         assert reply is not None and reply.error.type == "UNAUTHENTICATED" and raw.read() is None

@@ -307,21 +307,26 @@ def test_idle_streams_are_dropped_and_a_new_client_then_gets_a_session(client_en
 
 
 # -- identity -------------------------------------------------------------------------------------------------
+def expect_token_refusals(client_env: pytest.MonkeyPatch, address: str, token: str) -> None:
+    """A host that needs ``token`` refuses a client without one, with a wrong one, with a prefix of it and with it
+    plus a character, each with the reason in the setup error."""
+    for sent, expected in ((None, "UNAUTHENTICATED this host needs a token: set COOPSIM_TOKEN"),
+                           ("wrong", "UNAUTHENTICATED wrong token: COOPSIM_TOKEN differs"),
+                           (token[:-1], "UNAUTHENTICATED wrong token"), (token + "-", "UNAUTHENTICATED wrong token")):
+        if sent is None:
+            client_env.delenv("COOPSIM_TOKEN", raising=False)
+        else:
+            client_env.setenv("COOPSIM_TOKEN", sent)
+        session = Session(address)
+        with pytest.raises(RemoteError, match=f"the host at {address} failed during 'setup': {expected}"):
+            session.setup(PROBE, {})
+        session.close()
+
+
 def test_with_a_token_set_only_clients_with_that_token_get_a_session(client_env):
     with running_host("--allow", "tests.orchestrator", env=_clean_env(COOPSIM_TOKEN="s3cret-token")) as (address,
                                                                                                        _):
-        for token, expected in ((None, "UNAUTHENTICATED this host needs a token: set COOPSIM_TOKEN"),
-                                ("wrong-token", "UNAUTHENTICATED wrong token: COOPSIM_TOKEN differs"),
-                                ("s3cret-toke", "UNAUTHENTICATED wrong token"),
-                                ("s3cret-token-", "UNAUTHENTICATED wrong token")):
-            if token is None:
-                client_env.delenv("COOPSIM_TOKEN", raising=False)
-            else:
-                client_env.setenv("COOPSIM_TOKEN", token)
-            session = Session(address)
-            with pytest.raises(RemoteError, match=f"failed during 'setup': {expected}"):
-                session.setup(PROBE, {})
-            session.close()
+        expect_token_refusals(client_env, address, "s3cret-token")
         client_env.setenv("COOPSIM_TOKEN", "s3cret-token")
         session = Session(address)
         assert session.setup(PROBE, {})["period_ns"] == 20_000_000
