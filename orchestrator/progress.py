@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .scheduler import BaseObserver, Scheduler
+from .terminal import realtime_factor_text
 
 
 class ProgressObserver(BaseObserver):
@@ -31,13 +32,13 @@ class ProgressObserver(BaseObserver):
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             TextColumn("{task.fields[sim]:>8.2f} s sim"),
-            TextColumn("{task.fields[rtf]:>7.1f}x real time"),
+            TextColumn("{task.fields[rtf]:>7}x real time"),
             TimeRemainingColumn(),
             console=self.console,
             transient=False,
         )
         self._progress.start()
-        self._task = self._progress.add_task(self.label, total=self._end_ns, sim=0.0, rtf=0.0)
+        self._task = self._progress.add_task(self.label, total=self._end_ns, sim=0.0, rtf="-")
         self._t0 = time.perf_counter()
 
     def on_instant(self, t_ns: int, bus: dict, stepped: Sequence[str]) -> None:
@@ -49,7 +50,8 @@ class ProgressObserver(BaseObserver):
     def _update(self, t_ns: int) -> None:
         assert self._progress is not None
         wall = max(time.perf_counter() - self._t0, 1e-9)
-        self._progress.update(self._task, completed=t_ns, sim=t_ns / 1e9, rtf=(t_ns / 1e9) / wall)
+        self._progress.update(self._task, completed=t_ns, sim=t_ns / 1e9,
+                              rtf=realtime_factor_text((t_ns / 1e9) / wall))
 
     def on_end(self, t_ns: int, error: BaseException | None) -> None:
         if self._progress is not None:

@@ -4,10 +4,12 @@ small programs of their own (``demo``, ``vehicle-test``); the exit codes every c
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -28,7 +30,7 @@ def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Co
     followers = metrics.get("followers", {})
     columns = [(k, label) for k, label in SUMMARY_COLUMNS if any(f.get(k) is not None for f in followers.values())]
     table = Table(title=f"{run_info['scenario']} · {run_info['channel']} · seed {run_info['seed']} · "
-                        f"{run_info['real_time_factor']:.0f}x real time")
+                        f"{realtime_factor_text(run_info.get('real_time_factor'))}x real time")
     table.add_column("follower")
     for _, label in columns:
         table.add_column(label, justify="right")
@@ -38,6 +40,19 @@ def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Co
     if len(followers) > 40:
         table.caption = f"first 40 of {len(followers)} followers; all in metrics.json"
     console.print(table)
+
+
+def realtime_factor_text(factor: float | None) -> str:
+    """A real-time factor as the progress bar and the summary both show it: three significant digits below 100
+    (``0.4``, ``0.0123``, ``12.3``), whole numbers above; '-' when unknown (a run of no wall time)."""
+    if factor is None or not math.isfinite(factor):
+        return "-"
+    if factor >= 100:
+        return f"{factor:.0f}"
+    if factor <= 0:
+        return "0"
+    # positional, never '1e-05': a factor that small is a run stuck on something, and should read as such
+    return np.format_float_positional(factor, precision=3, unique=False, fractional=False, trim="-")
 
 
 def num(value: Any) -> str:
