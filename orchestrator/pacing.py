@@ -6,7 +6,7 @@ starts no earlier than ``t / factor`` after the run's start, so the simulation n
 (an outside message that arrives at wall time ``w`` is taken at the first instant with ``t >= w * factor``).
 Lateness is how far behind its wall-clock time each instant finished; it is kept in a logarithmic histogram
 (bins 1.2 % wide, from 1 us to 1000 s), so a run of any length costs the same memory and the percentiles are exact
-to a bin.
+to a bin (and never above the maximum, which is kept exactly).
 """
 
 from __future__ import annotations
@@ -78,11 +78,16 @@ class RealtimePacer:
                                f"t = {t_ns / 1e9:.3f} s finished {late * 1e3:.1f} ms late")
 
     def percentile(self, q: float) -> float:
-        """The ``q``-th percentile of lateness [s] (upper edge of its histogram bin; 0 below 1 us)."""
+        """The ``q``-th percentile of lateness [s]: the upper edge of its histogram bin, but never more than the
+        largest lateness measured (the bin's edge can lie above every value in it); 0 below 1 us."""
         if not self.instants:
             return 0.0
-        rank = np.searchsorted(np.cumsum(self._counts), q / 100 * self.instants)
-        return 0.0 if rank == 0 else float(_EDGES[min(rank, len(_EDGES) - 1)])
+        rank = int(np.searchsorted(np.cumsum(self._counts), q / 100 * self.instants))
+        if rank == 0:
+            return 0.0
+        # the last bin (past the top edge) has no upper edge: the maximum bounds it
+        edge = float(_EDGES[rank]) if rank < len(_EDGES) else self.max_late_s
+        return min(edge, self.max_late_s)
 
     def summary(self) -> dict[str, Any]:
         """What ``run.json`` records under ``realtime`` (``wall_span_s``: from the start of the first instant to the

@@ -49,6 +49,25 @@ def test_lateness_percentiles_are_exact_to_a_histogram_bin():
     assert summary["late_instants"] == 1 and summary["first_late_sim_time_s"] == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize(("lateness", "p99"), [
+    ([0.0101] * 100, 0.0101),  # every instant equally late: the bin's upper edge lies above all of them
+    ([0.001] * 50 + [0.0101] * 50, 0.0101),
+    ([2000.0] * 100, 2000.0),  # past the histogram's top edge
+    ([0.0] * 99 + [3e-6], 0.0),
+])
+def test_lateness_percentiles_never_exceed_the_maximum(lateness, p99):
+    clock = FakeClock()
+    pacer = RealtimePacer(1.0, late_warning_s=0.05, clock=clock)
+    pacer.wait(0)
+    for k, late in enumerate(lateness, start=1):
+        clock.now = 100.0 + k * 0.01 + late
+        pacer.finished(k * 10_000_000)
+    lateness_s = pacer.summary()["lateness_s"]
+    assert lateness_s["max"] == pytest.approx(max(lateness))
+    assert lateness_s["p50"] <= lateness_s["p99"] <= lateness_s["max"]
+    assert lateness_s["p99"] == pytest.approx(p99, rel=0.012, abs=1e-9)  # still exact to a bin
+
+
 def test_a_paced_run_never_runs_ahead_of_the_wall_clock():
     for factor, shortest in ((1.0, 1.0), (4.0, 0.25)):
         scenario = parse_scenario(BASE + f"execution: {{realtime: {factor}}}\n")
