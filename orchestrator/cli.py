@@ -1,7 +1,8 @@
 """The ``coopsim`` command line: run, compare, sweep, validate, schema, demo.
 
 Exit codes: 0 success, 1 a federate failed during the run (traces so far are kept), 2 bad input (scenario or
-arguments), with a message and no traceback.
+arguments), with a message and no traceback, 3 an outcome the run fails on (``--strict``, ``outputs.fail_on``),
+130 interrupted, 141 (128 + SIGPIPE) the reader of the output went away (``coopsim schema | head``).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from rich.console import Console
 
 from .terminal import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_OK,
     EXIT_OUTCOME,
+    PipeConsole,
     demo,
     print_comparison,
     print_summary,
@@ -179,11 +182,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``coopsim`` console script."""
     try:
         return _main(argv)
+    except BrokenPipeError:
+        # the reader of stdout or stderr went away (`coopsim schema | head`): stop quietly, as a tool killed by
+        # SIGPIPE would; a broken pipe that is not ours (a socket to a peer) is an error like any other
+        if not _closed_outputs():
+            raise
+        _discard_closed_outputs()
+        return EXIT_BROKEN_PIPE
     finally:
         if argv is None:
             # the process is the command and ends now: everything is written and closed, so the interpreter's
             # last garbage collection over every object of the run (a quarter of a second) is work for nothing
             gc.freeze()
+
+
+def _closed_outputs() -> list[int]:
+    """The standard output and error descriptors whose pipe has lost its reader (poll reports POLLERR on the write
+    end of such a pipe; a terminal, a file or a live pipe reports nothing)."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return [1, 2]  # cannot tell: assume the pipe that broke is ours, as the error says
+    closed = []
+    for fd in (1, 2):
+        poller = select.poll()
+        try:
+            poller.register(fd, 0)  # errors and hang-ups are always reported
+            events = poller.poll(0)
+        except (OSError, ValueError):
+            continue
+        if any(mask & (select.POLLERR | select.POLLNVAL) for _, mask in events):
+            closed.append(fd)
+    return closed
+
+
+def _discard_closed_outputs() -> None:
+    """Point the closed descriptors at /dev/null, so that what is still buffered (flushed at interpreter exit) goes
+    nowhere instead of raising a second BrokenPipeError there."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in _closed_outputs():
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -192,8 +233,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from .core.registry import NO_PLUGINS_ENV
 
         os.environ[NO_PLUGINS_ENV] = "1"
-    console = Console()
-    err = Console(stderr=True)
+    console = PipeConsole()
+    err = PipeConsole(stderr=True)
     from .scenario import ScenarioError
 
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 
@@ -9,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .scheduler import BaseObserver, Scheduler
-from .terminal import realtime_factor_text
+from .terminal import PipeConsole, realtime_factor_text
 
 
 class ProgressObserver(BaseObserver):
@@ -17,7 +18,7 @@ class ProgressObserver(BaseObserver):
 
     def __init__(self, label: str, console: Console | None = None) -> None:
         self.label = label
-        self.console = console or Console(stderr=True)
+        self.console = console or PipeConsole(stderr=True)
         self._progress: Progress | None = None
         self._task = 0
         self._end_ns = 1
@@ -37,15 +38,21 @@ class ProgressObserver(BaseObserver):
             console=self.console,
             transient=False,
         )
-        self._progress.start()
         self._task = self._progress.add_task(self.label, total=self._end_ns, sim=0.0, rtf="-")
         self._t0 = time.perf_counter()
+        try:
+            self._progress.start()
+        except BrokenPipeError:
+            self._lost_reader()
 
     def on_instant(self, t_ns: int, bus: dict, stepped: Sequence[str]) -> None:
-        if t_ns < self._next_ns:
+        if t_ns < self._next_ns or self._progress is None:
             return
         self._next_ns = t_ns + self._stride_ns
-        self._update(t_ns)
+        try:
+            self._update(t_ns)
+        except BrokenPipeError:
+            self._lost_reader()
 
     def _update(self, t_ns: int) -> None:
         assert self._progress is not None
@@ -55,5 +62,17 @@ class ProgressObserver(BaseObserver):
 
     def on_end(self, t_ns: int, error: BaseException | None) -> None:
         if self._progress is not None:
-            self._update(t_ns)
-            self._progress.stop()
+            try:
+                self._update(t_ns)
+                self._progress.stop()
+            except BrokenPipeError:
+                self._lost_reader()
+
+    def _lost_reader(self) -> None:
+        """The bar's reader went away (``2>&1 | head``): the run goes on without it and writes its directory; the
+        command itself ends with the broken pipe when it next prints."""
+        progress, self._progress = self._progress, None
+        self.console.quiet = True  # the bar's refresh thread prints no more either
+        if progress is not None:
+            with contextlib.suppress(BrokenPipeError):
+                progress.stop()

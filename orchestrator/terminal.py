@@ -4,7 +4,9 @@ small programs of their own (``demo``, ``vehicle-test``); the exit codes every c
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,18 @@ from rich.console import Console
 from rich.table import Table
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 128 + 13
+"""The shell's status of a command killed by SIGPIPE: what a command whose reader went away (``| head``) exits with."""
+
+class PipeConsole(Console):
+    """A rich console whose broken pipe reaches the command's entry point as ``BrokenPipeError``, which ends every
+    command the same conventional way (rich's own handling exits with status 1 and hides which pipe broke)."""
+
+    def on_broken_pipe(self) -> None:
+        """Print nothing more and raise."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
 
 SUMMARY_COLUMNS = (
     ("spacing_error_rms_m", "spacing RMS [m]"),

@@ -16,16 +16,15 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
     """Run ``coopsim sweep`` from parsed arguments; returns the exit code (0 all points ok, 1 some point failed,
     2 bad input, reported before any run)."""
-    from rich.console import Console
-
     from ..scenario import Problem, ScenarioError, parse_scenario
+    from ..terminal import PipeConsole
     from .dask_runner import ClusterError
     from .grid import parse_param, scenario_text
     from .sweep import sweep
 
     source = str(args.scenario)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    err = Console(stderr=True)
+    err = PipeConsole(stderr=True)
     try:
         if not metrics:
             raise ScenarioError(source, [Problem("", "--metrics: no metric named")])
