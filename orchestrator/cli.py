@@ -23,6 +23,7 @@ from .terminal import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTCOME,
     PipeConsole,
@@ -250,7 +251,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         err.print("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
 
 
 def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
@@ -383,7 +384,7 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
     if result.interrupted and result.error is None:
         print(f"interrupted by {result.interrupted} at t = {result.run_info['sim_time_s']:.3f} s: the traces up to "
               f"then are in {out / 'trace'}; 'coopsim metrics {out}' computes the metrics", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     if not result.ok:
         print(f"error: run failed: {result.error}", file=sys.stderr)
         print(f"traces up to the failure are in {out / 'trace'}", file=sys.stderr)

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
+EXIT_INTERRUPTED = 128 + 2
+"""Ctrl-C or SIGTERM: the shell's status of a command ended by SIGINT."""
 EXIT_BROKEN_PIPE = 128 + 13
 """The shell's status of a command killed by SIGPIPE: what a command whose reader went away (``| head``) exits with."""
 
