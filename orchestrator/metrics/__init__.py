@@ -47,10 +47,15 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+ROLE_METRICS = ("link", "transition")
+"""The follower metrics that speak of a whole following (links, transitions): computed also for a robot that never
+followed in steady state, whose steady-state metrics are absent."""
+
+
 def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
     """``metrics.json``'s content (``followers`` by name, ``run``, and whatever run metrics add, e.g. ``channel``)
     and, per follower name, the time series behind it for plots (``t_s``, ``spacing_error_m``, ``lateral_m``)."""
-    from .follower import follower_views
+    from .follower import follower_views, roles_json
     from .registry import selected
 
     metrics = selected()
@@ -61,13 +66,14 @@ def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, n
         entry: dict[str, Any] = {}
         entries[view.robot.id] = entry
         for metric in metrics:
-            if metric.scope == "follower":
+            if metric.scope == "follower" and (len(view.im) or metric.name in ROLE_METRICS):
                 entry.update(metric.compute(view) or {})
         followers[view.robot.name] = entry
         thin = slice(None, None, max(1, len(view.im) // PLOT_POINTS))  # plots need no more points than pixels
         series[view.robot.name] = {"t_s": view.me.t_ns[view.im][thin] / 1e9,
                                    "spacing_error_m": view.error_series[thin], "lateral_m": view.lateral[view.im][thin]}
     out: dict[str, Any] = {"followers": followers}
+    out["roles"] = roles_json(run)
     for metric in metrics:
         if metric.scope == "run":
             block = metric.compute(run, followers)

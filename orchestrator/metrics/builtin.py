@@ -7,8 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.robots import RobotSpec
-from .follower import FollowerView, start_chain
+from .follower import FollowerView, run_roles, start_chain
 from .geometry import l2_norm, path_projection, path_with_tail
 from .registry import follower_metric, run_metric
 from .rundata import RunData
@@ -34,7 +33,7 @@ def lateral_deviation(f: FollowerView) -> dict[str, Any]:
 @follower_metric("min_gap", report=("min_gap_m",))
 def min_gap(f: FollowerView) -> dict[str, Any]:
     """Smallest bumper-to-bumper gap to the predecessor."""
-    return {"min_gap_m": float(np.min(f.bumper_gap))}
+    return {"min_gap_m": float(np.min(f.bumper_gap)) if len(f.bumper_gap) else None}
 
 
 @follower_metric("l2_norms")
@@ -73,7 +72,11 @@ def leader_path(f: FollowerView) -> dict[str, Any]:
     if leader is None:
         return {"lateral_deviation_leader_rms_m": None, "lateral_deviation_leader_max_m": None,
                 "corner_cutting_m": None}
-    points = np.column_stack([f.me.cols["x"], f.me.cols["y"]])
+    rows = slice(None) if f.leader_rows is None else f.leader_rows  # the samples led by this leader
+    points = np.column_stack([f.me.cols["x"][rows], f.me.cols["y"][rows]])
+    if not len(points):
+        return {"lateral_deviation_leader_rms_m": None, "lateral_deviation_leader_max_m": None,
+                "corner_cutting_m": None}
     by_id = {r.id: r for r in f.run.robots}
     via = start_chain(by_id, f.robot, f.robot.leader) if f.robot.leader is not None else []
     path = path_with_tail(leader, f.tail_m * (f.robot.position_in_platoon + 1), via)
@@ -93,13 +96,21 @@ def leader_path(f: FollowerView) -> dict[str, Any]:
 
 @follower_metric("min_ttc")
 def min_ttc(f: FollowerView) -> dict[str, Any]:
-    """Smallest time to collision, gap / closing speed, over the samples where the gap closes."""
-    gap, t_ns = f.bumper_gap, f.me.t_ns[f.im]
+    """Smallest time to collision, gap / closing speed, over the samples where the gap closes (closing speeds
+    between consecutive samples behind one predecessor only)."""
+    return {"min_ttc_s": smallest_ttc(f.bumper_gap, f.me.t_ns[f.im], f.contiguous())}
+
+
+def smallest_ttc(gap: np.ndarray, t_ns: np.ndarray, contiguous: np.ndarray | None = None) -> float | None:
+    """Smallest gap / closing speed over neighbouring samples where the gap closes (``contiguous``: which
+    neighbours may be differenced; default all)."""
     if len(gap) < 2:
-        return {"min_ttc_s": None}
-    closing = -np.diff(gap) / (np.diff(t_ns) / 1e9)
+        return None
+    closing = -np.diff(gap) / (np.maximum(np.diff(t_ns), 1) / 1e9)
     mask = (closing > 1e-6) & (gap[1:] > 0)
-    return {"min_ttc_s": float(np.min(gap[1:][mask] / closing[mask])) if mask.any() else None}
+    if contiguous is not None:
+        mask &= contiguous
+    return float(np.min(gap[1:][mask] / closing[mask])) if mask.any() else None
 
 
 @follower_metric("collisions", report=("collisions",))
@@ -139,25 +150,40 @@ def degradation(f: FollowerView) -> dict[str, Any]:
 
 @follower_metric("link", report=("pdr", "latency_mean_s", "latency_p95_s", "interval_mean_s"))
 def link(f: FollowerView) -> dict[str, Any] | None:
-    """PDR, latency and inter-reception interval of the link from the predecessor (``trace/v2x.parquet``)."""
+    """PDR, latency and inter-reception interval of the link from the predecessor (``trace/v2x.parquet``), per
+    stretch in which the follower followed one predecessor (``links``) and over all of them. A CAM counts toward a
+    link when it was generated while that link existed (``roles.py``): frames of a robot that is no longer the
+    predecessor, or not yet, are not the link's."""
     if "links" not in f.run.cache:
         v2x = f.run.trace("v2x")
         f.run.cache["links"] = None if v2x is None else LinkIndex(v2x)
     links = f.run.cache["links"]
     if links is None:
         return None
-    sender = next((r for r in f.run.robots if r.id == f.robot.predecessor), None)
-    return links.metrics(receiver=f.robot.id, sender=f.robot.predecessor,
-                         window_ns=both_alive(f.robot, sender))
+    names = {r.id: r.name for r in f.run.robots}
+    stretches = []
+    for pred, start, end in run_roles(f.run).link_windows(f.robot.id):
+        counts = links.counts(receiver=f.robot.id, sender=pred, window_ns=(start, end))
+        stretches.append({"predecessor": names.get(pred, str(pred)), "from_s": start / 1e9, "to_s": end / 1e9,
+                          **_link(*counts), "sent": counts[0], "received": len(counts[1])})
+    total = links.total(f.robot.id, [(p, a, b) for p, a, b in run_roles(f.run).link_windows(f.robot.id)])
+    return {**_link(*total), "links": stretches}
 
 
-def both_alive(a: RobotSpec, b: RobotSpec | None) -> tuple[int, int | None]:
-    """[from, until) in ns while both robots exist (until None: to the end of the run). A link can only carry
-    messages then: a late joiner's PDR must not count the CAMs its predecessor sent before it was there."""
-    if b is None:
-        return a.spawn_ns, a.despawn_ns
-    ends = [t for t in (a.despawn_ns, b.despawn_ns) if t is not None]
-    return max(a.spawn_ns, b.spawn_ns), min(ends) if ends else None
+@follower_metric("transition")
+def transition(f: FollowerView) -> dict[str, Any]:
+    """When the robot followed whom (``following``), and the samples of following in a transition (a maneuver or
+    a cut-in, ``roles.py``) apart from steady following: their duration, largest spacing error and smallest gap."""
+    names = {r.id: r.name for r in f.run.robots}
+    windows = run_roles(f.run).link_windows(f.robot.id)
+    error = f.transition_error[np.isfinite(f.transition_error)]
+    t = f.transition_t_ns
+    dt = float(np.median(np.diff(t))) / 1e9 if len(t) > 1 else f.dt
+    return {
+        "following": [{"predecessor": names.get(p, str(p)), "from_s": a / 1e9, "to_s": b / 1e9} for p, a, b in windows],
+        "transition": {"time_s": len(t) * dt, "spacing_error_max_m": _linf(error),
+                       "min_gap_m": float(np.min(f.transition_gap)) if len(f.transition_gap) else None},
+    }
 
 
 class LinkIndex:
@@ -172,27 +198,48 @@ class LinkIndex:
         event, outcome = v2x["event"], v2x["outcome"]
         is_tx = event == "tx"
         sent = is_tx & (outcome == "sent")
-        tx_sender, tx_t = np.asarray(v2x["sender"])[sent], np.asarray(v2x["t_ns"])[sent]
+        tx_sender, tx_t = np.asarray(v2x["sender"])[sent], np.asarray(v2x["generated_ns"])[sent]
         tx_order = np.lexsort((tx_t, tx_sender))
         self._tx_sender, self._tx_t = tx_sender[tx_order], tx_t[tx_order]  # by sender, then time
         ok = np.flatnonzero(~is_tx & (outcome == "received"))
         sender, receiver = np.asarray(v2x["sender"])[ok], np.asarray(v2x["receiver"])[ok]
-        order = np.lexsort((receiver, sender))  # stable: rows of one link keep their file order
+        generated = np.asarray(v2x["generated_ns"])[ok]
+        order = np.lexsort((generated, receiver, sender))  # per link, by generation time
         self._pairs = np.column_stack([sender[order], receiver[order]])
+        self._generated = generated[order]
         self._latency = np.asarray(v2x["latency_s"])[ok][order]
         self._t_ns = np.asarray(v2x["t_ns"])[ok][order]
 
     def metrics(self, receiver: int, sender: int,
                 window_ns: tuple[int, int | None] = (0, None)) -> dict[str, Any]:
-        """PDR, latency and inter-reception interval of one directed link, over the CAMs sent in ``window_ns``
-        ([from, until), until None: no end): the time both ends exist."""
+        """PDR, latency and inter-reception interval of one directed link, over the CAMs generated in
+        ``window_ns`` ([from, until), until None: no end): the time the link exists."""
+        return _link(*self.counts(receiver, sender, window_ns))
+
+    def counts(self, receiver: int, sender: int, window_ns: tuple[int, int | None] = (0, None)
+               ) -> tuple[int, np.ndarray, np.ndarray]:
+        """CAMs sent on one directed link in ``window_ns`` (by generation time), and the latencies and reception
+        times of those received."""
         key = np.array([sender, receiver])
         lo = _search(self._pairs, key, "left")
         hi = _search(self._pairs, key, "right")
-        return _link(self.sent(sender, window_ns), self._latency[lo:hi], self._t_ns[lo:hi])
+        start, end = window_ns
+        generated = self._generated[lo:hi]
+        first = lo + int(np.searchsorted(generated, start, side="left"))
+        last = hi if end is None else lo + int(np.searchsorted(generated, end, side="left"))
+        last = max(first, last)
+        return self.sent(sender, window_ns), self._latency[first:last], self._t_ns[first:last]
+
+    def total(self, receiver: int, windows: list[tuple[int, int, int]]) -> tuple[int, np.ndarray, np.ndarray]:
+        """``counts`` summed over several (sender, from_ns, to_ns) windows: one link that changed its sender."""
+        parts = [self.counts(receiver, sender, (start, end)) for sender, start, end in windows]
+        if not parts:
+            return 0, np.empty(0), np.empty(0, np.int64)
+        return (sum(p[0] for p in parts), np.concatenate([p[1] for p in parts]),
+                np.concatenate([p[2] for p in parts]))
 
     def sent(self, sender: int, window_ns: tuple[int, int | None] = (0, None)) -> int:
-        """CAMs ``sender`` sent (not DCC-dropped) at times in ``window_ns``."""
+        """CAMs ``sender`` sent (not DCC-dropped) that were generated in ``window_ns``."""
         lo = int(np.searchsorted(self._tx_sender, sender, side="left"))
         hi = int(np.searchsorted(self._tx_sender, sender, side="right"))
         times = self._tx_t[lo:hi]
@@ -215,7 +262,7 @@ def link_metrics(v2x: Mapping[str, np.ndarray], receiver: int, sender: int) -> d
 
 
 def _link(n_sent: int, latency: np.ndarray, t_ns: np.ndarray) -> dict[str, Any]:
-    intervals = np.diff(np.sort(t_ns) / 1e9)
+    intervals = np.diff(np.sort(t_ns) / 1e9)  # within one stretch; summed stretches add one interval per seam
     return {
         "pdr": float(len(latency) / n_sent) if n_sent else None,
         "latency_mean_s": float(np.mean(latency)) if len(latency) else None,
@@ -257,12 +304,7 @@ def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
         pms = int(np.count_nonzero(pm & (np.asarray(v2x["event"]) == "tx") & (np.asarray(v2x["outcome"]) == "sent")))
         v2x = {k: np.asarray(v)[~pm] for k, v in v2x.items()}
     event, outcome = v2x["event"], v2x["outcome"]
-    pairs = np.asarray([(r.id << 32) | s for r in run.robots for s in (r.predecessor, r.leader) if s is not None],
-                       np.int64)
-    rx = np.flatnonzero(event == "rx")
-    keys = (np.asarray(v2x["receiver"])[rx] << 32) | np.asarray(v2x["sender"])[rx]  # station ids are < 2^32
-    rx_outcomes = outcome[rx[np.isin(keys, pairs)]]
-    counts = {name: int(np.count_nonzero(rx_outcomes == name)) for name in _RX_OUTCOMES}
+    counts = _interest_outcomes(v2x, run_roles(run))
     attempts = sum(counts.values())
     return {
         "cbr_mean": total / len(cbr) if len(cbr) else 0.0,
@@ -273,6 +315,29 @@ def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
         "pdr_interest": counts["received"] / attempts if attempts else None,
         **({"pms_sent": pms} if pms else {}),
     }
+
+
+def _interest_outcomes(v2x: Mapping[str, np.ndarray], roles: Any) -> dict[str, int]:
+    """Reception outcomes on the links the applications read: from each robot's predecessor and leader, for the
+    CAMs generated while that robot listened to them (the role table's intervals)."""
+    rx = np.flatnonzero(np.asarray(v2x["event"]) == "rx")
+    keys = (np.asarray(v2x["receiver"])[rx].astype(np.int64) << 32) | np.asarray(v2x["sender"])[rx]  # ids < 2^32
+    generated = np.asarray(v2x["generated_ns"])[rx]
+    order = np.lexsort((generated, keys))
+    keys, generated = keys[order], generated[order]
+    outcome = np.asarray(v2x["outcome"])[rx][order]
+    cumulative = {name: np.r_[0, np.cumsum(outcome == name)] for name in _RX_OUTCOMES}
+    counts = dict.fromkeys(_RX_OUTCOMES, 0)
+    for column in (roles.predecessor, roles.leader):
+        listening = np.flatnonzero(column >= 0)
+        want = (roles.robot[listening].astype(np.int64) << 32) | column[listening]
+        for key, start, end in zip(want, roles.from_ns[listening], roles.to_ns[listening], strict=True):
+            lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
+            a = lo + np.searchsorted(generated[lo:hi], start, "left")
+            b = lo + np.searchsorted(generated[lo:hi], end, "left")
+            for name in _RX_OUTCOMES:
+                counts[name] += int(cumulative[name][b] - cumulative[name][a])
+    return counts
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------

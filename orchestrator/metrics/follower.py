@@ -10,14 +10,16 @@ spacing errors. String-stability ratios use the L2 norm ||y|| = sqrt(sum y^2 dt)
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..core.robots import RobotSpec
-from .geometry import Series, aligned, l2_norm, path_with_tail, signed_path_distance
+from ..core.timebase import seconds_to_ns
+from .geometry import Series, l2_norm, path_with_tail, signed_path_distance
 from .limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
+from .roles import NONE, SETTLED_BAND, SETTLED_MIN_M, STEADY, Roles, build_roles
 from .rundata import RunData
 
 
@@ -48,9 +50,17 @@ def robot_norms(series: Series) -> RobotNorms:
 
 @dataclass
 class FollowerView:
-    """What a follower metric reads. ``im``/``ip`` index the samples both robots have; ``error_series`` is the
-    spacing error at those samples (NaN while degraded) and ``error`` its finite values; ``lateral`` is the signed
-    distance of every sample of the follower to its predecessor's driven path."""
+    """What a follower metric reads: a follower's samples of steady following, each beside the predecessor it
+    followed at that time (``roles.py``).
+
+    ``me`` holds those samples and ``pred`` the predecessor's state at the same instants (gathered from whichever
+    robot was the predecessor then), so ``im``/``ip`` index them alike; ``error_series`` is the spacing error at
+    those samples (NaN while degraded) and ``error`` its finite values; ``lateral`` is the signed distance of each
+    sample to the driven path of the predecessor of that time. ``robot`` carries the role the follower held
+    longest in steady following (its predecessor, leader, platoon and position then), which is what the
+    string-stability ratios compare it with. ``segment`` labels runs of consecutive samples (same predecessor, no
+    gap in time): differences are only taken within one. ``transition_*`` are the same measures over the samples in
+    which it followed in a transition (a maneuver or a cut-in), reported apart."""
 
     run: RunData
     robot: RobotSpec
@@ -69,6 +79,11 @@ class FollowerView:
     norms: dict[int, RobotNorms]
     entries: dict[int, dict[str, Any]]  # follower id -> its entry so far (predecessors come first)
     leader_series: Series | None = None  # the platoon leader's samples (None for a follower without a leader)
+    segment: np.ndarray | None = None
+    leader_rows: np.ndarray | None = None  # rows of ``me`` led by ``robot.leader`` (None: all)
+    transition_t_ns: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    transition_gap: np.ndarray = field(default_factory=lambda: np.empty(0))
+    transition_error: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @property
     def dt(self) -> float:
@@ -78,26 +93,49 @@ class FollowerView:
         """``key`` of the predecessor's entry (None for a leader or a missing predecessor)."""
         return self.entries.get(self.robot.predecessor, {}).get(key)  # type: ignore[arg-type]
 
+    def contiguous(self) -> np.ndarray:
+        """For each pair of neighbouring samples, whether they are consecutive steps with one predecessor."""
+        if self.segment is None:
+            return np.ones(max(len(self.im) - 1, 0), bool)
+        return self.segment[1:] == self.segment[:-1]
 
+
+def run_roles(run: RunData) -> Roles:
+    """The run's role table (``roles.py``), built once per run."""
+    roles = run.cache.get("roles")
+    if roles is None:
+        scenario = run.scenario
+        end_ns = seconds_to_ns(scenario.duration_s) + seconds_to_ns(scenario.step_s)
+        roles = build_roles(run.robots, end_ns, run.trace("platoon_state"), run.trace("range"))
+        run.cache["roles"] = roles
+    return roles
+
+
+def roles_json(run: RunData) -> dict[str, Any]:
+    """The ``roles`` block of ``metrics.json``: every robot's intervals, by name."""
+    from .roles import platoon_names
+
+    return run_roles(run).as_json({r.id: r.name for r in run.robots}, platoon_names(run.scenario))
 
 
 def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> Iterator[FollowerView]:
-    """A view per follower that has samples together with its predecessor, in roster order (predecessors
-    first). ``entries`` is shared: metrics fill it as the views are processed in order.
+    """A view per robot that follows at any time, predecessors first. ``entries`` is shared: metrics fill it as
+    the views are processed in order.
 
-    Views come pass by pass: each pass loads whole platoons (a follower's predecessor and leader are in its own
-    platoon) up to ``PASS_BUDGET_BYTES`` of samples, so memory does not grow with the length of the run."""
-    for robots in _passes(run):  # a pass's series live only in its _views: one pass in memory at a time
-        yield from _views(run, robots, run.series([r.id for r in robots], SERIES_COLUMNS), entries)
+    Views come pass by pass: each pass loads whole groups of robots that follow one another at some time, up to
+    ``PASS_BUDGET_BYTES`` of samples, so memory does not grow with the length of the run."""
+    roles = run_roles(run)
+    for robots in _passes(run, roles):  # a pass's series live only in its _views: one pass in memory at a time
+        yield from _views(run, roles, robots, run.series([r.id for r in robots], SERIES_COLUMNS), entries)
 
 
-def _passes(run: RunData) -> Iterator[list[RobotSpec]]:
-    platoons: dict[int, list[RobotSpec]] = {}
-    for robot in run.robots:
-        platoons.setdefault(robot.platoon, []).append(robot)
+def _passes(run: RunData, roles: Roles) -> Iterator[list[RobotSpec]]:
+    by_id = {r.id: r for r in run.robots}
+    groups = [[by_id[rid] for rid in group if rid in by_id] for group in roles.groups()]
+    groups += [[r] for r in run.robots if r.id not in set(roles.robot.tolist())]
     per_robot = run.vehicle_rows() / max(len(run.robots), 1) * len(SERIES_COLUMNS) * 8
     batch: list[RobotSpec] = []
-    for members in platoons.values():
+    for members in sorted(groups, key=lambda g: min(r.id for r in g) if g else 0):
         if batch and (len(batch) + len(members)) * per_robot > PASS_BUDGET_BYTES:
             yield batch
             batch = []
@@ -106,61 +144,167 @@ def _passes(run: RunData) -> Iterator[list[RobotSpec]]:
         yield batch
 
 
-def _views(run: RunData, robots: list[RobotSpec], series: dict[int, Series],
+def main_role(roles: Roles, robot: int) -> dict[str, int] | None:
+    """The role ``robot`` held longest in steady following (else longest in any phase): predecessor, leader,
+    platoon and position. None for a robot that never follows."""
+    rows = roles.rows_of(robot)
+    rows = rows[roles.predecessor[rows] != NONE]
+    if not len(rows):
+        return None
+    steady = rows[roles.phase[rows] == STEADY]
+    pool = steady if len(steady) else rows
+    time: dict[tuple[int, int, int, int], int] = {}
+    for k in pool:
+        key = (int(roles.predecessor[k]), int(roles.leader[k]), int(roles.platoon[k]), int(roles.position[k]))
+        time[key] = time.get(key, 0) + int(roles.to_ns[k] - roles.from_ns[k])
+    pred, leader, platoon, position = max(time, key=lambda key: time[key])  # ties: the earliest role
+    return {"predecessor": pred, "leader": leader, "platoon": platoon, "position": position}
+
+
+def _ordered(robots: list[RobotSpec], mains: Mapping[int, Mapping[str, int]]) -> list[RobotSpec]:
+    """Followers with a main role, each after its main predecessor (when that one follows too)."""
+    by_id = {r.id: r for r in robots}
+    done: set[int] = set()
+    out: list[RobotSpec] = []
+
+    def visit(rid: int, trail: set[int]) -> None:
+        if rid in done or rid in trail or rid not in mains:
+            return
+        ahead = mains[rid]["predecessor"]
+        if ahead in by_id:
+            visit(ahead, trail | {rid})
+        done.add(rid)
+        out.append(by_id[rid])
+
+    for robot in robots:
+        visit(robot.id, set())
+    return out
+
+
+def _views(run: RunData, roles: Roles, robots: list[RobotSpec], series: dict[int, Series],
            entries: dict[int, dict[str, Any]]) -> Iterator[FollowerView]:
     norms = {rid: robot_norms(s) for rid, s in series.items()}
     by_id = {r.id: r for r in run.robots}
-    for robot in robots:
-        if robot.predecessor is None or robot.id not in series or robot.predecessor not in series:
+    mains = {r.id: m for r in robots if (m := main_role(roles, r.id)) is not None}
+    for robot in _ordered(robots, mains):
+        if robot.id not in series:
             continue
-        me, pred = series[robot.id], series[robot.predecessor]
-        keep = following(run, robot, me.t_ns)
-        if keep is not None:  # maneuvers: only while it follows its scenario predecessor, both idle
-            me = Series(me.t_ns[keep], {name: values[keep] for name, values in me.cols.items()})
-        _, im, ip = aligned(me, pred)
-        if len(im) == 0:
+        main = mains[robot.id]
+        role = replace(robot, predecessor=main["predecessor"],
+                       leader=None if main["leader"] == NONE else main["leader"],
+                       platoon=main["platoon"], position_in_platoon=max(main["position"], 0))
+        full = series[robot.id]
+        at = roles.at(robot.id, full.t_ns)
+        pieces = [_piece(run, by_id, robot, full, series[p], p, rows, _law(run, robot, at["platoon"][rows]))
+                  for p in np.unique(at["predecessor"]) if p != NONE and p in series
+                  for rows in [np.flatnonzero(at["predecessor"] == p)]]
+        pieces = [p for p in pieces if p is not None]
+        if not pieces:
             continue
-        dims, pred_dims = robot.config["dims"], by_id[robot.predecessor].config["dims"]
-        axle_gap = np.hypot(pred.cols["x"][ip] - me.cols["x"][im], pred.cols["y"][ip] - me.cols["y"][im])
-        bumper_gap = axle_gap - pred_dims["rear_overhang_m"] - (dims["length_m"] - dims["rear_overhang_m"])
-        error_series = _spacing_error(run, robot, me, pred, im, ip, dims, pred_dims, axle_gap)
-        points = np.column_stack([me.cols["x"], me.cols["y"]])
-        tail = float(np.max(axle_gap)) + 1.0
+        rows = np.concatenate([p["rows"] for p in pieces])
+        order = np.argsort(rows, kind="stable")
+        cat = {k: np.concatenate([p[k] for p in pieces])[order]
+               for k in ("rows", "pred_rows_t", "axle_gap", "bumper_gap", "error", "lateral", "pred_id")}
+        cat["pred"] = {c: np.concatenate([p["pred"][c] for p in pieces])[order] for c in pieces[0]["pred"]}
+        steady = ~_settling(at["phase"][cat["rows"]] != STEADY, cat["rows"], cat["error"], cat["axle_gap"])
+        me_rows = cat["rows"][steady]
+        me = Series(full.t_ns[me_rows], {name: values[me_rows] for name, values in full.cols.items()})
+        pred = Series(me.t_ns, {c: v[steady] for c, v in cat["pred"].items()})
+        n = len(me_rows)
+        step = np.diff(me_rows) != 1
+        segment = np.cumsum(np.r_[False, step | (np.diff(cat["pred_id"][steady]) != 0)])
+        leader = role.leader
+        leader_rows = np.flatnonzero(at["leader"][me_rows] == (NONE if leader is None else leader))
+        error_series = cat["error"][steady]
+        axle_gap = cat["axle_gap"][steady]
+        tail = float(np.max(axle_gap)) + 1.0 if n else 1.0
+        trans = ~steady
         yield FollowerView(
-            run, robot, me, pred, im, ip, dims, pred_dims, axle_gap, bumper_gap, error_series,
-            error_series[np.isfinite(error_series)],
-            signed_path_distance(points, path_with_tail(pred, tail, start_chain(by_id, robot, robot.predecessor))),
-            tail,
-            norms, entries, series.get(robot.leader) if robot.leader is not None else None,
+            run, role, me, pred, np.arange(n), np.arange(n), robot.config["dims"],
+            by_id[role.predecessor].config["dims"] if role.predecessor in by_id else robot.config["dims"],
+            axle_gap, cat["bumper_gap"][steady], error_series, error_series[np.isfinite(error_series)],
+            cat["lateral"][steady], tail, norms, entries,
+            series.get(leader) if leader is not None else None, segment, leader_rows,
+            full.t_ns[cat["rows"][trans]], cat["bumper_gap"][trans], cat["error"][trans],
         )
 
 
-def following(run: RunData, robot: RobotSpec, t_ns: np.ndarray) -> np.ndarray | None:
-    """In a run with maneuvers (``trace/platoon_state.parquet``), whether ``robot`` follows the predecessor the
-    scenario gave it at each of ``t_ns``, with neither of them in a maneuver: the samples its follower metrics
-    (which compare it with that predecessor) mean something for. None for a run without maneuvers."""
-    states = run.cache.get("platoon_state")
-    if states is None:
-        table = run.trace("platoon_state")
-        if table is None:
-            return None
-        robot_col = np.asarray(table["robot"])
-        order = np.lexsort((np.asarray(table["t_ns"]), robot_col))
-        states = {}
-        for rid in np.unique(robot_col):
-            rows = order[robot_col[order] == rid]
-            states[int(rid)] = (np.asarray(table["t_ns"])[rows], np.asarray(table["predecessor"])[rows],
-                                np.asarray(table["maneuver"])[rows])
-        run.cache["platoon_state"] = states
-    if robot.id not in states or robot.predecessor not in states:
-        return np.zeros(len(t_ns), bool)
+def _settling(transition: np.ndarray, rows: np.ndarray, error: np.ndarray, gap: np.ndarray) -> np.ndarray:
+    """``transition`` extended over the samples after each transition until the spacing error is first back within
+    the settled band (``roles.SETTLED_BAND``; NaN errors, e.g. degraded samples, count as settled). ``rows``: the
+    samples' indices in the follower's series; a gap in them ends any extension."""
+    band = np.maximum(SETTLED_BAND * np.abs(gap), SETTLED_MIN_M)
+    unsettled = np.abs(np.nan_to_num(error)) > band
+    open_ = transition | unsettled
+    run = np.cumsum(np.r_[True, (np.diff(rows) != 1) | ~open_[1:] | ~open_[:-1]])  # runs of consecutive open samples
+    started = np.zeros(len(rows), np.int64)
+    np.add.at(started, np.arange(len(rows)), transition)
+    seen = np.cumsum(started) - _first_of_run(np.cumsum(started), run)  # transitions so far within the run
+    return transition | (unsettled & (seen > 0))
 
-    def at(rid: int, column: int) -> np.ndarray:
-        t, *cols = states[rid]
-        k = np.clip(np.searchsorted(t, t_ns, side="right") - 1, 0, len(t) - 1)
-        return np.where(t[k] <= t_ns, cols[column][k], np.nan)
 
-    return (at(robot.id, 0) == robot.predecessor) & (at(robot.id, 1) == 0) & (at(robot.predecessor, 1) == 0)
+def _first_of_run(values: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """For each sample, ``values`` just before its run starts (0 for the first run)."""
+    starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+    before = np.where(starts > 0, values[np.maximum(starts - 1, 0)], 0)
+    return np.repeat(before, np.diff(np.r_[starts, len(run)]))
+
+
+def _law(run: RunData, robot: RobotSpec, platoons: np.ndarray) -> Any:
+    """The law ``robot`` follows with while in ``platoons`` (the most frequent of them): in a run with maneuvers
+    a follower takes the law of the platoon it is in (``maneuver_plan``), otherwise its own."""
+    laws = run.cache.get("platoon_laws")
+    if laws is None:
+        laws = {}
+        if getattr(run.scenario, "maneuvers", None):
+            from ..maneuver_plan import maneuver_plan
+
+            plan = maneuver_plan(run.scenario, run.robots) or {"blocks": {}}
+            laws = {int(k): _law_of_block(block) for k, block in plan["blocks"].items()}
+        run.cache["platoon_laws"] = laws
+    values, counts = np.unique(platoons, return_counts=True)
+    platoon = int(values[np.argmax(counts)]) if len(values) else NONE
+    return laws[platoon] if laws.get(platoon) is not None else run.laws.get(robot.id)
+
+
+def _law_of_block(block: Mapping[str, Any]) -> Any:
+    """A control law from a resolved controller block; None when its class cannot be had here (a plug-in that is
+    not installed): the spacing error then comes from the recorded desired gap."""
+    from controllers import CONTROLLERS
+
+    from ..scenario.model import BLOCK_KEYS
+
+    try:
+        law_cls = CONTROLLERS.get(block["type"])
+        return law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in BLOCK_KEYS}))
+    except Exception:  # any failure to build it means: measure against the recorded desired gap instead
+        return None
+
+
+def _piece(run: RunData, by_id: Mapping[int, RobotSpec], robot: RobotSpec, me: Series, pred: Series, ahead: int,
+           rows: np.ndarray, law: Any) -> dict[str, Any] | None:
+    """The samples ``rows`` of ``me`` in which ``robot`` follows ``ahead``, beside ``ahead``'s samples at the same
+    instants: gaps, spacing errors and lateral offsets from that predecessor."""
+    common, ia, ip = np.intersect1d(me.t_ns[rows], pred.t_ns, assume_unique=True, return_indices=True)
+    if not len(common):
+        return None
+    rows = rows[ia]
+    pred_spec = by_id.get(ahead)
+    if pred_spec is None:  # a predecessor from outside the scenario: no size to measure the gap with
+        return None
+    mine = Series(me.t_ns[rows], {k: v[rows] for k, v in me.cols.items()})
+    im = np.arange(len(rows))
+    dims, pred_dims = robot.config["dims"], pred_spec.config["dims"]
+    axle_gap = np.hypot(pred.cols["x"][ip] - mine.cols["x"], pred.cols["y"][ip] - mine.cols["y"])
+    bumper_gap = axle_gap - pred_dims["rear_overhang_m"] - (dims["length_m"] - dims["rear_overhang_m"])
+    error = _spacing_error(law, mine, pred, im, ip, dims, pred_dims, axle_gap)
+    tail = float(np.max(axle_gap)) + 1.0
+    via = start_chain(by_id, robot, ahead) if robot.predecessor == ahead else []
+    points = np.column_stack([mine.cols["x"], mine.cols["y"]])
+    lateral = signed_path_distance(points, path_with_tail(pred, tail, via))
+    return {"rows": rows, "pred_rows_t": pred.t_ns[ip], "axle_gap": axle_gap, "bumper_gap": bumper_gap,
+            "error": error, "lateral": lateral, "pred_id": np.full(len(rows), ahead, np.int64),
+            "pred": {k: v[ip] for k, v in pred.cols.items()}}
 
 
 def start_chain(by_id: Mapping[int, RobotSpec], robot: RobotSpec, ahead: int) -> list[tuple[float, float, float]]:
@@ -180,9 +324,8 @@ def start_chain(by_id: Mapping[int, RobotSpec], robot: RobotSpec, ahead: int) ->
     return [(r.config["initial"]["x"], r.config["initial"]["y"], r.config["initial"]["yaw"]) for r in chain[::-1]]
 
 
-def _spacing_error(run: RunData, robot: RobotSpec, me: Series, pred: Series, im: np.ndarray, ip: np.ndarray,
+def _spacing_error(law: Any, me: Series, pred: Series, im: np.ndarray, ip: np.ndarray,
                    dims: Mapping[str, float], pred_dims: Mapping[str, float], axle_gap: np.ndarray) -> np.ndarray:
-    law = run.laws.get(robot.id)
     if law is not None:
         keys = ("x", "y", "yaw", "v", "yaw_rate")
         ego = {k: me.cols[k][im] for k in keys}

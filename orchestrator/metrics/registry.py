@@ -63,6 +63,7 @@ BUILTIN_ORDER = (
     "aoi",
     "degradation",
     "link",
+    "transition",
     "summary",
     "channel",
     "maneuvers",

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from orchestrator.core.robots import RobotSpec
-from orchestrator.metrics.builtin import LinkIndex, both_alive
+from orchestrator.metrics.builtin import LinkIndex
+from orchestrator.metrics.roles import NONE, build_roles
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 
@@ -39,13 +40,16 @@ def test_a_late_joiners_pdr_counts_only_the_cams_sent_after_it_appeared(tmp_path
 
 
 def test_the_window_is_where_both_ends_exist():
-    a = RobotSpec(id=1, name="a", spawn_ns=5, despawn_ns=None)
     b = RobotSpec(id=2, name="b", spawn_ns=2, despawn_ns=9)
-    assert both_alive(a, b) == (5, 9) and both_alive(b, a) == (5, 9)
-    assert both_alive(a, None) == (5, None)
+    a = RobotSpec(id=1, name="a", spawn_ns=5, despawn_ns=None, predecessor=2, position_in_platoon=1)
+    roles = build_roles([b, a], end_ns=20, platoon_state=None)
+    assert roles.link_windows(1) == [(2, 5, 9)]  # a follows b only while both exist
+    rows = roles.rows_of(1)
+    assert roles.predecessor[rows].tolist() == [2, NONE] and roles.to_ns[rows].tolist() == [9, 20]
     v2x = {"event": np.array(["tx"] * 4 + ["rx"]), "outcome": np.array(["sent"] * 3 + ["dcc_dropped", "received"]),
            "sender": np.array([2, 2, 2, 2, 2]), "receiver": np.array([-1, -1, -1, -1, 1]),
-           "t_ns": np.array([1, 5, 9, 6, 6]), "latency_s": np.array([0, 0, 0, 0, 0.001])}
+           "t_ns": np.array([1, 5, 9, 6, 6]), "generated_ns": np.array([1, 5, 9, 6, 6]),
+           "latency_s": np.array([0, 0, 0, 0, 0.001])}
     links = LinkIndex(v2x)
     assert links.sent(2) == 3 and links.sent(2, (5, 9)) == 1 and links.sent(2, (5, None)) == 2
     assert links.metrics(receiver=1, sender=2, window_ns=(5, 9))["pdr"] == 1.0
