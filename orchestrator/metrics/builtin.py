@@ -10,6 +10,7 @@ import numpy as np
 from .follower import FollowerView, run_roles, start_chain
 from .geometry import l2_norm, path_projection, path_with_tail
 from .registry import follower_metric, run_metric
+from .roles import PHASES
 from .rundata import RunData
 from .worst import worst_over_followers
 
@@ -173,16 +174,29 @@ def link(f: FollowerView) -> dict[str, Any] | None:
 @follower_metric("transition")
 def transition(f: FollowerView) -> dict[str, Any]:
     """When the robot followed whom (``following``), and the samples of following in a transition (a maneuver or
-    a cut-in, ``roles.py``) apart from steady following: their duration, largest spacing error and smallest gap."""
+    a cut-in until settled, ``roles.py``) apart from steady following: their duration, largest spacing error and
+    smallest gap, overall and per stretch (``windows``, each with its cause)."""
     names = {r.id: r.name for r in f.run.robots}
     windows = run_roles(f.run).link_windows(f.robot.id)
-    error = f.transition_error[np.isfinite(f.transition_error)]
-    t = f.transition_t_ns
+    t, gap, error = f.transition_t_ns, f.transition_gap, f.transition_error
     dt = float(np.median(np.diff(t))) / 1e9 if len(t) > 1 else f.dt
+    step_ns = max(round(dt * 1e9), 1)
+    cuts = np.flatnonzero(np.diff(t) > step_ns * 1.5) + 1  # stretches of consecutive samples
+    new_pred = np.flatnonzero(np.diff(f.transition_pred) != 0) + 1 if len(f.transition_pred) else cuts[:0]
+    stretches = []
+    for rows in np.split(np.arange(len(t)), cuts):
+        if not len(rows):
+            continue
+        stretches.append({
+            "from_s": float(t[rows[0]]) / 1e9, "to_s": float(t[rows[-1]] + step_ns) / 1e9,
+            "cause": PHASES[int(f.transition_phase[rows[0]])] if len(f.transition_phase) else "maneuver",
+            "spacing_error_max_m": _linf(error[rows]), "min_gap_m": float(np.min(gap[rows])),
+            "min_ttc_s": smallest_ttc(gap[rows], t[rows], ~np.isin(rows[1:], new_pred)),
+        })
     return {
         "following": [{"predecessor": names.get(p, str(p)), "from_s": a / 1e9, "to_s": b / 1e9} for p, a, b in windows],
         "transition": {"time_s": len(t) * dt, "spacing_error_max_m": _linf(error),
-                       "min_gap_m": float(np.min(f.transition_gap)) if len(f.transition_gap) else None},
+                       "min_gap_m": float(np.min(gap)) if len(gap) else None, "windows": stretches},
     }
 
 

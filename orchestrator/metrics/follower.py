@@ -19,7 +19,7 @@ from ..core.robots import RobotSpec
 from ..core.timebase import seconds_to_ns
 from .geometry import Series, l2_norm, path_with_tail, signed_path_distance
 from .limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
-from .roles import NONE, SETTLED_BAND, SETTLED_MIN_M, STEADY, Roles, build_roles
+from .roles import CUT_IN, NONE, SETTLED_BAND, SETTLED_MIN_M, STEADY, Roles, build_roles
 from .rundata import RunData
 
 
@@ -84,6 +84,8 @@ class FollowerView:
     transition_t_ns: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     transition_gap: np.ndarray = field(default_factory=lambda: np.empty(0))
     transition_error: np.ndarray = field(default_factory=lambda: np.empty(0))
+    transition_phase: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # roles.PHASES index
+    transition_pred: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # the predecessor then
 
     @property
     def dt(self) -> float:
@@ -219,6 +221,7 @@ def _views(run: RunData, roles: Roles, robots: list[RobotSpec], series: dict[int
         axle_gap = cat["axle_gap"][steady]
         tail = float(np.max(axle_gap)) + 1.0 if n else 1.0
         trans = ~steady
+        _note_window_errors(run, roles, robot.name, full.t_ns[cat["rows"]], cat["error"])
         yield FollowerView(
             run, role, me, pred, np.arange(n), np.arange(n), robot.config["dims"],
             by_id[role.predecessor].config["dims"] if role.predecessor in by_id else robot.config["dims"],
@@ -226,7 +229,37 @@ def _views(run: RunData, roles: Roles, robots: list[RobotSpec], series: dict[int
             cat["lateral"][steady], tail, norms, entries,
             series.get(leader) if leader is not None else None, segment, leader_rows,
             full.t_ns[cat["rows"][trans]], cat["bumper_gap"][trans], cat["error"][trans],
+            at["phase"][cat["rows"][trans]], cat["pred_id"][trans],
         )
+
+
+def event_windows(run: RunData, roles: Roles) -> dict[tuple[str, int], tuple[int, int]]:
+    """The windows maneuvers and cut-ins are judged over: ("maneuver", request index) from the request to its last
+    event, ("cut_in", row of the role table) over the cut-in's rows (a follower's adjacent cut-in rows joined)."""
+    windows: dict[tuple[str, int], tuple[int, int]] = {}
+    events = run.trace("maneuver_events")
+    if events is not None and len(events["t_ns"]):
+        request, t_ns = np.asarray(events["request"]), np.asarray(events["t_ns"], np.int64)
+        for index, spec in enumerate(getattr(run.scenario, "maneuvers", None) or []):
+            mine = t_ns[request == index]
+            if len(mine):
+                windows[("maneuver", index)] = (seconds_to_ns(spec.at_s), int(mine.max()))
+    for k in np.flatnonzero(roles.phase == CUT_IN):
+        windows[("cut_in", int(k))] = (int(roles.from_ns[k]), int(roles.to_ns[k]))
+    return windows
+
+
+def _note_window_errors(run: RunData, roles: Roles, name: str, t_ns: np.ndarray, error: np.ndarray) -> None:
+    """Keeps, for each maneuver and cut-in window, this follower's largest |spacing error| in it (every sample of
+    following, steady or not): what the maneuver metrics report as the error an event caused behind."""
+    windows = run.cache.get("event_windows")
+    if windows is None:
+        windows = run.cache["event_windows"] = event_windows(run, roles)
+    found = run.cache.setdefault("window_errors", {})
+    for key, (start, end) in windows.items():
+        inside = (t_ns >= start) & (t_ns <= end) & np.isfinite(error)
+        if inside.any():
+            found.setdefault(key, {})[name] = float(np.max(np.abs(error[inside])))
 
 
 def _settling(transition: np.ndarray, rows: np.ndarray, error: np.ndarray, gap: np.ndarray) -> np.ndarray:

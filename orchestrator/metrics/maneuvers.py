@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from .follower import run_roles
 from .registry import run_metric
+from .roles import CUT_IN
 from .rundata import RunData
 
 
@@ -38,13 +40,18 @@ def maneuvers(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[
         robots = sorted({int(r) for r in np.asarray(events["robot"])[mine] if r >= 0})
         entry: dict[str, Any] = {"index": index, "type": request.type, "at_s": request.at_s,
                                  "robots": [names.get(r, str(r)) for r in robots]}
+        requested = np.flatnonzero(kinds == "requested")
+        entry["requested_s"] = float(t_s[requested[0]]) if len(requested) else float(request.at_s)
+        entry["completed_s"] = None
         done = np.flatnonzero(kinds == "completed")
         aborted = np.flatnonzero(kinds == "aborted")
         if len(done) and not len(aborted):
             entry["status"] = "completed"
+            entry["completed_s"] = float(t_s[done[-1]])
             entry["time_to_complete_s"] = float(t_s[done[-1]] - request.at_s)
         elif len(aborted):
             entry["status"] = "aborted"
+            entry["reason"] = str(events["reason"][mine][aborted[0]])
         elif (kinds == "refused").any():
             entry["status"] = "refused"
             entry["reason"] = str(events["reason"][mine][np.flatnonzero(kinds == "refused")[0]])
@@ -54,11 +61,26 @@ def maneuvers(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[
                             "state": str(events["state"][mine][k]), "reason": str(events["reason"][mine][k])}
                            for k in aborted]
         if len(mine) and motion is not None:
-            entry.update(_window(motion, float(request.at_s), float(t_s.max()), robots))
+            end = float(t_s.max())
+            entry.update(_window(motion, float(request.at_s), end, robots))
+            entry.update(_behind(run, ("maneuver", index), followers, float(request.at_s), end,
+                                 {names.get(r, str(r)) for r in robots}))
         entries.append(entry)
     count = {status: sum(e["status"] == status for e in entries)
              for status in ("completed", "aborted", "refused", "unfinished")}
     return {"requests": entries, **count}
+
+
+def _behind(run: RunData, key: tuple[str, int], followers: Mapping[str, Mapping[str, Any]], start: float,
+            end: float, not_behind: set[str]) -> dict[str, Any]:
+    """What an event over [start, end] s did to the followers: the smallest time to collision in a transition
+    then, and the largest |spacing error| of the followers not in ``not_behind`` over the window (kept per window
+    as the follower metrics ran: ``follower._note_window_errors``)."""
+    ttc = [w["min_ttc_s"] for f in followers.values() for w in (f.get("transition") or {}).get("windows", [])
+           if w.get("min_ttc_s") is not None and w["from_s"] <= end and w["to_s"] >= start]
+    errors = run.cache.get("window_errors", {}).get(key, {})
+    behind = [value for name, value in errors.items() if name not in not_behind]
+    return {"min_ttc_s": min(ttc) if ttc else None, "max_spacing_error_behind_m": max(behind) if behind else None}
 
 
 def _motion(run: RunData) -> dict[str, Any] | None:
@@ -103,3 +125,60 @@ def _window(m: Mapping[str, Any], start: float, end: float, robots: list[int]) -
         "max_decel_mps2": float(np.nanmax(decel[:, taking_part])) if taking_part.any() else None,
         "max_decel_any_mps2": float(np.nanmax(decel)),
     }
+
+
+@run_metric("cut_ins", section="cut_ins")
+def cut_ins(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Each cut-in (a vehicle from outside the scenario's robots became a follower's range target in place of its
+    predecessor, ``roles.py``): who cut in front of whom and when, the smallest range gap and time to collision to
+    the intruder, the follower's hardest braking, and the largest spacing error it caused behind."""
+    scan = run.trace("range")
+    windows = [(name, w) for name, f in followers.items()
+               for w in (f.get("transition") or {}).get("windows", []) if w.get("cause") == "cut_in"]
+    if scan is None or not windows:
+        return None
+    ids = {r.name: r.id for r in run.robots}
+    roles = run_roles(run)
+    labels = _vehicle_labels(run)
+    robot, target, t_ns = (np.asarray(scan[k], np.int64) for k in ("robot", "target", "t_ns"))
+    range_m, rate = np.asarray(scan["range_m"], float), np.asarray(scan["range_rate_mps"], float)
+    outsider = (target >= 0) & ~np.isin(target, np.fromiter(ids.values(), np.int64, len(ids)))
+    accel = run.series([ids[name] for name, _ in windows], ["a"])
+    events = []
+    for name, w in windows:
+        start, end = round(w["from_s"] * 1e9), round(w["to_s"] * 1e9)
+        rows = (robot == ids[name]) & (t_ns >= start) & (t_ns < end) & outsider
+        if not rows.any():
+            continue
+        values, counts = np.unique(target[rows], return_counts=True)
+        intruder = int(values[np.argmax(counts)])
+        seen = rows & (target == intruder)
+        closing = seen & (rate < -1e-6)
+        a = accel.get(ids[name])
+        braking = None
+        if a is not None:
+            during = (a.t_ns >= start) & (a.t_ns < end)
+            braking = float(np.max(-a.cols["a"][during])) if during.any() else None
+        mine = {("cut_in", int(k)) for k in roles.rows_of(ids[name])
+                 if roles.phase[k] == CUT_IN and roles.from_ns[k] < end and roles.to_ns[k] > start}
+        behind = [value for key, found in run.cache.get("window_errors", {}).items() if key in mine
+                  for other, value in found.items() if other != name]
+        events.append({
+            "robot": name, "intruder": labels.get(intruder, f"vehicle {intruder}"),
+            "from_s": float(t_ns[seen].min()) / 1e9, "to_s": w["to_s"],
+            "min_gap_m": float(range_m[seen].min()),
+            "min_ttc_s": float(np.min(range_m[closing] / -rate[closing])) if closing.any() else None,
+            "max_decel_mps2": braking,
+            "max_spacing_error_behind_m": max(behind) if behind else None,
+        })
+    return {"events": sorted(events, key=lambda e: (e["from_s"], e["robot"]))} if events else None
+
+
+def _vehicle_labels(run: RunData) -> dict[int, str]:
+    """Names of robots from outside the scenario: SUMO's vehicle ids (``trace/traffic.parquet`` departures)."""
+    traffic = run.trace("traffic")
+    if traffic is None or "sumo_id" not in traffic:
+        return {}
+    departed = np.asarray(traffic["event"]) == "departed"
+    return {int(r): str(s) for r, s in zip(np.asarray(traffic["robot"])[departed],
+                                             np.asarray(traffic["sumo_id"])[departed], strict=True)}

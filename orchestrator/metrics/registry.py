@@ -67,9 +67,11 @@ BUILTIN_ORDER = (
     "summary",
     "channel",
     "maneuvers",
+    "cut_ins",
 )
 _ELSEWHERE = {"gamma": "orchestrator.metrics.excitation:gamma",
-              "maneuvers": "orchestrator.metrics.maneuvers:maneuvers"}  # built-ins in a module of their own
+              "maneuvers": "orchestrator.metrics.maneuvers:maneuvers",
+              "cut_ins": "orchestrator.metrics.maneuvers:cut_ins"}  # built-ins in a module of their own
 METRICS = Registry("metric", {name: _ELSEWHERE.get(name, f"{_BUILTIN}:{name}") for name in BUILTIN_ORDER},
                    group="coopsim.metrics")
 

@@ -38,22 +38,18 @@ class RunData:
     laws: dict[int, Any] = field(default_factory=dict)  # follower id -> its control law (rebuilt from the scenario)
     _traces: dict[str, dict[str, np.ndarray] | None] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)  # what metrics derive once per run (e.g. link indices)
+    notes: list[str] = field(default_factory=list)  # plug-ins of the run that could not be had here, and what instead
 
     @classmethod
     def load(cls, out_dir: Path) -> RunData:
-        """Read ``scenario.resolved.yaml``; traces are read when a metric asks for them."""
-        from ..resources import MEMORY_BUDGET, MemoryBudget
-        from ..scenario import load_scenario
-        from ..world import expand_robots
+        """Read ``scenario.resolved.yaml``; traces are read when a metric asks for them. The run's plug-ins need
+        not be importable here (``orchestrator.readback``): ``notes`` names those that are not and what is used
+        in their place."""
+        from ..readback import read_back, readback_notes
 
         out_dir = Path(out_dir)
-        token = MEMORY_BUDGET.set(MemoryBudget(force=True))  # reading a run back runs nothing: no budget applies
-        try:
-            scenario = load_scenario(out_dir / "scenario.resolved.yaml")
-        finally:
-            MEMORY_BUDGET.reset(token)
-        robots = expand_robots(scenario)
-        return cls(out_dir, scenario, robots, build_laws(robots))
+        scenario, robots, unresolved = read_back(out_dir)
+        return cls(out_dir, scenario, robots, build_laws(robots), notes=readback_notes(unresolved, robots))
 
     def path(self, name: str) -> Path:
         """``trace/<name>.parquet``."""
@@ -113,18 +109,29 @@ class RunData:
 
 
 def build_laws(robots: Iterable[RobotSpec]) -> dict[int, Any]:
-    """Each follower's control law, built from its resolved controller block exactly as the run built it."""
+    """Each follower's control law, built from its resolved controller block exactly as the run built it. A
+    follower whose law cannot be had here (a plug-in that is not importable, or plug-ins off) gets none: its
+    spacing error then comes from the recorded desired gap (``RunData.notes`` says so)."""
     from controllers import CONTROLLERS
 
+    from ..core.registry import UnknownNameError, is_stand_in
     from ..scenario.model import BLOCK_KEYS
 
+    classes: dict[str, Any] = {}  # one lookup per law: a failed import is not cached by Python
     laws: dict[int, Any] = {}
     for robot in robots:
         config = robot.config.get("controller")
         if robot.predecessor is None or config is None:
             continue
-        law_cls = CONTROLLERS.get(config["type"])
-        laws[robot.id] = law_cls(law_cls.Params(**{k: v for k, v in config.items() if k not in BLOCK_KEYS}))
+        if config["type"] not in classes:
+            try:
+                law_cls = CONTROLLERS.get(config["type"])
+            except UnknownNameError:
+                law_cls = None
+            classes[config["type"]] = None if law_cls is None or is_stand_in(law_cls) else law_cls
+        law_cls = classes[config["type"]]
+        if law_cls is not None:
+            laws[robot.id] = law_cls(law_cls.Params(**{k: v for k, v in config.items() if k not in BLOCK_KEYS}))
     return laws
 
 
