@@ -1,6 +1,7 @@
 """Outcomes of a run that must not be missed: collisions, stations that never sent a CAM, laws past their stability
-bound. ``run.json`` carries them under ``outcomes`` (a run with a collision has ``status: "collided"``), the terminal
-prints them in red and ``outputs.fail_on`` (or ``coopsim run --strict``) turns them into a non-zero exit code."""
+bound, requests of the scenario a federate delayed or refused (a SUMO lane change). ``run.json`` carries them under
+``outcomes`` (a run with a collision has ``status: "collided"``), the terminal prints them in red and
+``outputs.fail_on`` (or ``coopsim run --strict``) turns them into a non-zero exit code."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 from .core.ports import V2X_EVENTS, V2X_OUTCOMES
 from .core.robots import RobotSpec
 
-OUTCOMES = ("collision", "silent_station", "unstable")
+OUTCOMES = ("collision", "silent_station", "unstable", "unmet_request")
 """What ``outputs.fail_on`` may name."""
 
 CAM_GRACE_NS = 1_000_000_000
@@ -21,11 +22,13 @@ CAM_GRACE_NS = 1_000_000_000
 
 
 def run_outcomes(collisions: Sequence[tuple[int, int, int]], robots: Sequence[RobotSpec], end_ns: int,
-                 out_dir: Path | None, stability_notes: Sequence[str], logs_transmissions: bool) -> dict[str, Any]:
+                 out_dir: Path | None, stability_notes: Sequence[str], logs_transmissions: bool,
+                 unmet: Sequence[str] = ()) -> dict[str, Any]:
     """The outcomes of a finished run: ``collisions`` (count), ``first_contact`` (time and robot names, or None),
     ``silent_stations`` (names of robots alive for at least 1 s that sent no CAM; None without a V2X trace or when
     the channel model does not log every transmission, as the ideal channel, where every station sends by
-    construction) and ``unstable`` (the stability notes)."""
+    construction), ``unstable`` (the stability notes) and ``unmet_requests`` (``unmet``: what the federates were
+    told by the scenario and delayed or refused, see ``unmet_requests``)."""
     names = {r.id: r.name for r in robots}
     first = None
     if collisions:
@@ -36,7 +39,19 @@ def run_outcomes(collisions: Sequence[tuple[int, int, int]], robots: Sequence[Ro
         "first_contact": first,
         "silent_stations": _silent_stations(robots, end_ns, out_dir) if logs_transmissions else None,
         "unstable": list(stability_notes),
+        "unmet_requests": list(unmet),
     }
+
+
+def unmet_requests(federates: dict[str, Any]) -> list[str]:
+    """What the federates were told by the scenario and delayed or refused, one line each: every federate may say so
+    with ``unmet_requests()`` (the SUMO federate: a scripted lane change SUMO held back or never made)."""
+    lines: list[str] = []
+    for federate in federates.values():
+        report = getattr(federate, "unmet_requests", None)
+        if callable(report):
+            lines += [str(line) for line in report()]
+    return lines
 
 
 def _silent_stations(robots: Sequence[RobotSpec], end_ns: int, out_dir: Path | None) -> list[str] | None:
@@ -69,6 +84,8 @@ def happened(outcomes: dict[str, Any]) -> list[str]:
         found.append("silent_station")
     if outcomes.get("unstable"):
         found.append("unstable")
+    if outcomes.get("unmet_requests"):
+        found.append("unmet_request")
     return found
 
 
@@ -85,4 +102,5 @@ def describe(outcomes: dict[str, Any]) -> list[str]:
         shown = ", ".join(silent[:8]) + (f" and {len(silent) - 8} more" if len(silent) > 8 else "")
         lines.append(f"no CAM at all from {shown}")
     lines += [f"unstable: {note}" for note in outcomes.get("unstable") or []]
+    lines += [f"not as told: {note}" for note in outcomes.get("unmet_requests") or []]
     return lines

@@ -24,7 +24,7 @@ from .core.federate import FederateError
 from .core.ports import ContractError
 from .core.timebase import seconds_to_ns
 from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
-from .outcomes import run_outcomes
+from .outcomes import run_outcomes, unmet_requests
 from .pacing import RealtimePacer
 from .plot_worker import PlotWorkers
 from .port_recorder import DEFAULT_SKIP, PortRecorder
@@ -151,8 +151,10 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
                 f"{pacer.instants} instants finished more than {pacer.late_warning_s * 1e3:g} ms late (max "
                 f"{pacer.max_late_s * 1e3:.1f} ms, first at t = {pacer.first_late_s:.3f} s)")
     physics = world.federates.get("physics")
+    unmet = unmet_requests(world.federates)
+    run_info["notes"] += unmet
     outcomes = run_outcomes(getattr(physics, "collisions", []), world.robots, world.scheduler.now_ns, out_dir,
-                            stability, getattr(world.federates.get("v2x"), "logs_transmissions", False))
+                            stability, getattr(world.federates.get("v2x"), "logs_transmissions", False), unmet)
     run_info["outcomes"] = outcomes
     if run_info["status"] == "ok" and outcomes["collisions"]:
         run_info["status"] = "collided"  # the run completed, its metrics stand, but the platoon crashed

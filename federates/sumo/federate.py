@@ -55,12 +55,15 @@ from . import backend
 from .driving import SumoDrivers
 from .frames import Frame, read_location, wrap
 from .params import SumoParams, resolve_input
-from .scripted import LaneChangeScript
+from .scripted import LANE_CHANGE_EVENTS, LaneChangeEvent, LaneChangeScript
 
-TRAFFIC_EVENTS = ("departed", "arrived")
+TRAFFIC_EVENTS = ("departed", "arrived", *LANE_CHANGE_EVENTS)
 TRAFFIC = port("traffic", {"t_ns": ("int64", "ns"), "robot": ("int64", "robot id"),
-                           "event": ("uint8", "-", TRAFFIC_EVENTS), "sumo_id": ("str", "-")}, index="event",
-               doc="SUMO vehicles that became robots (departed) and left (arrived)")
+                           "event": ("uint8", "-", TRAFFIC_EVENTS), "sumo_id": ("str", "-"),
+                           "lane_from": ("int64", "-"), "lane_to": ("int64", "-"), "detail": ("str", "-")},
+               index="event", doc="SUMO vehicles that became robots (departed) and left (arrived); the scenario's "
+               "lane changes: requested, delayed, done or refused, with the lanes (-1: not a lane change) and SUMO's "
+               "reason")
 
 MIRROR_PREFIX = "coopsim."
 """SUMO vehicle ids of coopsim's robots (mirrored, or the twins SUMO drives): ``coopsim.<robot name>``."""
@@ -202,15 +205,23 @@ class SumoFederate(Federate):
         if self.params.mirror:
             self._mirror(state)
         self._drivers.insert(self._sumo, state)
-        self._lane_changes.issue(self._sumo, t_ns)
+        told = self._lane_changes.issue(self._sumo, t_ns)
         self._sumo.simulationStep()
+        told += self._lane_changes.watch(self._sumo, t_ns + self.period_ns)  # before _collect forgets arrivals
+        told_robots = [self._own.get(e.vehicle, -1) for e in told]
         out = self._collect(t_ns + self.period_ns)
+        if told:
+            out[TRAFFIC.name] = _join_events(_lane_change_rows(told, told_robots), out[TRAFFIC.name])
         if self.params.drive_route is not None:
             out[command_port(self.name).name] = self._drivers.commands(self._sumo, self._results, state)
         if self._startup_events is not None:
             first, self._startup_events = self._startup_events, None
-            out[TRAFFIC.name] = {k: np.concatenate([first[k], v]) for k, v in out[TRAFFIC.name].items()}
+            out[TRAFFIC.name] = _join_events(first, out[TRAFFIC.name])
         return out
+
+    def unmet_requests(self) -> list[str]:
+        """The scenario's lane changes SUMO delayed or refused, one line each (``run.json`` notes and outcomes)."""
+        return [f"{self.name}: {line}" for line in self._lane_changes.unmet]
 
     def _mirror(self, state: PortData | None) -> None:
         """Put every mirrored robot where it will be at the end of SUMO's next step."""
@@ -322,8 +333,11 @@ class SumoFederate(Federate):
                 events_code.append(0)
                 events_vid.append(vid)
                 self.departed += 1
-        events = {"t_ns": np.full(len(events_robot), t_ns, np.int64), "robot": np.array(events_robot, np.int64),
-                  "event": np.array(events_code, np.uint8), "sumo_id": np.array(events_vid, dtype=object)}
+        n = len(events_robot)
+        events = {"t_ns": np.full(n, t_ns, np.int64), "robot": np.array(events_robot, np.int64),
+                  "event": np.array(events_code, np.uint8), "sumo_id": np.array(events_vid, dtype=object),
+                  "lane_from": np.full(n, -1, np.int64), "lane_to": np.full(n, -1, np.int64),
+                  "detail": np.full(n, "", dtype=object)}
         return {POSES.name: poses, TRAFFIC.name: events}
 
     def _spec(self, vid: str, robot: int, initial: dict[str, float], t_ns: int) -> RobotSpec:
@@ -348,3 +362,18 @@ class SumoFederate(Federate):
         if self._sumo is not None:
             sumo, self._sumo = self._sumo, None
             backend.stop(sumo)
+
+
+def _lane_change_rows(events: Sequence[LaneChangeEvent], robots: Sequence[int]) -> dict[str, np.ndarray]:
+    """``traffic`` rows of scripted lane-change events (``robots``: their robot ids, -1 for a vehicle not a robot)."""
+    return {"t_ns": np.array([e.t_ns for e in events], np.int64), "robot": np.array(robots, np.int64),
+            "event": np.array([TRAFFIC_EVENTS.index(e.event) for e in events], np.uint8),
+            "sumo_id": np.array([e.vehicle for e in events], dtype=object),
+            "lane_from": np.array([e.lane_from for e in events], np.int64),
+            "lane_to": np.array([e.lane_to for e in events], np.int64),
+            "detail": np.array([e.detail for e in events], dtype=object)}
+
+
+def _join_events(first: PortData, then: PortData) -> dict[str, np.ndarray]:
+    """Two batches of ``traffic`` rows as one, ``first`` first (events stay in time order)."""
+    return {k: np.concatenate([first[k], v]) for k, v in then.items()}

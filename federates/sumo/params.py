@@ -30,6 +30,10 @@ class LaneChange(BaseModel):
     lane: int = Field(ge=0, le=255, description="target lane index on the vehicle's edge (0: the rightmost)")
     duration_s: float = Field(5.0, gt=0, le=3600, description="[s] how long the request holds: with the sublane "
                               "model the move takes lane width / maxSpeedLat, so leave it time to finish")
+    mode: int | None = Field(None, ge=0, le=4095, description="SUMO's lane change mode for the vehicle from t_s on "
+                             "(TraCI setLaneChangeMode, a bitset; bits 9-8 say how the request treats the gaps of "
+                             "others: 0 not at all, 1 avoid immediate collisions, 2 respect safe gaps (SUMO's default "
+                             "mode 1621); default: leave the vehicle's mode as it is")
 
     @field_validator("vehicle")
     @classmethod

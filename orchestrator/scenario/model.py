@@ -136,9 +136,10 @@ class Outputs(Strict):
                                           "of step_s, at most duration_s")
     plots: bool = True
     report: bool = True
-    fail_on: list[Literal["collision", "silent_station", "unstable"]] = Field(
+    fail_on: list[Literal["collision", "silent_station", "unstable", "unmet_request"]] = Field(
         default_factory=list, description="outcomes that make 'coopsim run' exit with code 3 (as --strict does for "
-        "all of them): a collision, a station that sent no CAM at all, a law past its stability bound")
+        "all of them): a collision, a station that sent no CAM at all, a law past its stability bound, a request a "
+        "federate delayed or refused (a SUMO lane change)")
     mcap: bool = Field(False, description="write run.mcap (poses, odometry, ranges, V2X messages, scene) for "
                        "Foxglove or Lichtblick")
 

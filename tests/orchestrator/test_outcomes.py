@@ -69,7 +69,8 @@ def test_a_clean_run_has_no_outcomes(tmp_path):
                                                        "desired_speed_mps: 2.0}}}", "name_prefix: robot")), tmp_path)
     assert result.run_info["status"] == "ok"
     assert result.run_info["outcomes"] == {"collisions": 0, "first_contact": None, "silent_stations": None,
-                                           "unstable": []}  # the ideal channel: every station sends by construction
+                                           "unstable": [], "unmet_requests": []}  # the ideal channel: every
+    # station sends by construction
     assert "class='banner'" not in (tmp_path / "report.html").read_text()
 
 

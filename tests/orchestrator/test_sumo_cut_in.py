@@ -144,6 +144,8 @@ def test_without_the_sublane_model_the_cutter_jumps_into_the_lane_unseen(runs):
     ({"vehicle": "cutter", "t_s": 4.0, "lane": -1}, "lane_changes[0].lane: Input should be greater than or "
                                                      "equal to 0, got -1"),
     ({"vehicle": "cutter", "t_s": 4.0, "lane": 1, "when": 3}, "lane_changes[0].when"),
+    ({"vehicle": "cutter", "t_s": 4.0, "lane": 1, "mode": 4096}, "lane_changes[0].mode: Input should be less than "
+                                                                  "or equal to 4095, got 4096"),
 ])
 def test_a_bad_lane_change_is_refused_at_its_field(tmp_path, change, message):
     path = cut_in_scenario(tmp_path / "case")
@@ -191,7 +193,13 @@ def test_the_sublane_option_reaches_sumos_command_line_only_when_set():
     assert sublane[:len(plain)] == plain
 
 
-def test_the_shipped_highway_scenario_keeps_one_step_lane_changes():
+def test_the_shipped_highway_scenario_forces_its_cut_in_with_the_sublane_model():
+    """Its cut-in (tests/orchestrator/test_sumo_highway_cut_in.py) slides over with the sublane model, in a lane
+    change mode that does not respect the gaps of others (bits 9-8 = 0) and lets SUMO centre the car afterwards
+    (bits 11-10 = 1)."""
     scenario = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "highway_sumo.yaml")
     params = next(f for f in scenario.federates if f.type == "sumo").params
-    assert params.get("lateral_resolution_m") is None and not params.get("lane_changes")
+    assert params["lateral_resolution_m"] == 0.8
+    (change,) = params["lane_changes"]
+    assert change["vehicle"] == "cutter" and change["mode"] == 1024
+    assert (change["mode"] >> 8) & 0b11 == 0 and (change["mode"] >> 10) & 0b11 == 1
