@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .console import PipeConsole
 from .terminal import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -26,7 +27,6 @@ from .terminal import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_OUTCOME,
-    PipeConsole,
     demo,
     print_comparison,
     print_summary,

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from .console import PipeConsole, realtime_factor_text
 from .scheduler import BaseObserver, Scheduler
-from .terminal import PipeConsole, realtime_factor_text
 
 
 class ProgressObserver(BaseObserver):

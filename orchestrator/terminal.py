@@ -4,32 +4,20 @@ small programs of their own (``demo``, ``vehicle-test``); the exit codes every c
 from __future__ import annotations
 
 import argparse
-import errno
-import math
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
+
+from .console import realtime_factor_text
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
 EXIT_INTERRUPTED = 128 + 2
 """Ctrl-C or SIGTERM: the shell's status of a command ended by SIGINT."""
 EXIT_BROKEN_PIPE = 128 + 13
 """The shell's status of a command killed by SIGPIPE: what a command whose reader went away (``| head``) exits with."""
-
-class PipeConsole(Console):
-    """A rich console whose broken pipe reaches the command's entry point as ``BrokenPipeError``, which ends every
-    command the same conventional way (rich's own handling exits with status 1 and hides which pipe broke)."""
-
-    def on_broken_pipe(self) -> None:
-        """Print nothing more and raise."""
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
-
 
 SUMMARY_COLUMNS = (
     ("spacing_error_rms_m", "spacing RMS [m]"),
@@ -56,19 +44,6 @@ def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Co
     if len(followers) > 40:
         table.caption = f"first 40 of {len(followers)} followers; all in metrics.json"
     console.print(table)
-
-
-def realtime_factor_text(factor: float | None) -> str:
-    """A real-time factor as the progress bar and the summary both show it: three significant digits below 100
-    (``0.4``, ``0.0123``, ``12.3``), whole numbers above; '-' when unknown (a run of no wall time)."""
-    if factor is None or not math.isfinite(factor):
-        return "-"
-    if factor >= 100:
-        return f"{factor:.0f}"
-    if factor <= 0:
-        return "0"
-    # positional, never '1e-05': a factor that small is a run stuck on something, and should read as such
-    return np.format_float_positional(factor, precision=3, unique=False, fractional=False, trim="-")
 
 
 def num(value: Any) -> str:

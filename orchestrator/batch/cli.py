@@ -16,8 +16,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
     """Run ``coopsim sweep`` from parsed arguments; returns the exit code (0 all points ok, 1 some point failed,
     2 bad input, reported before any run)."""
+    from ..console import PipeConsole
     from ..scenario import Problem, ScenarioError, parse_scenario
-    from ..terminal import PipeConsole
     from .dask_runner import ClusterError
     from .grid import parse_param, scenario_text
     from .sweep import sweep

@@ -15,7 +15,8 @@ import pytest
 from rich.console import Console
 
 from orchestrator import cli, progress
-from orchestrator.terminal import EXIT_BROKEN_PIPE, print_summary, realtime_factor_text
+from orchestrator.console import realtime_factor_text
+from orchestrator.terminal import EXIT_BROKEN_PIPE, print_summary
 
 
 @pytest.mark.parametrize(("factor", "text"), [
