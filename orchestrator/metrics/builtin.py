@@ -177,7 +177,7 @@ def transition(f: FollowerView) -> dict[str, Any]:
     a cut-in until settled, ``roles.py``) apart from steady following: their duration, largest spacing error and
     smallest gap, overall and per stretch (``windows``, each with its cause)."""
     names = {r.id: r.name for r in f.run.robots}
-    windows = run_roles(f.run).link_windows(f.robot.id)
+    windows = run_roles(f.run).link_windows(f.robot.id, lagged=False)
     t, gap, error = f.transition_t_ns, f.transition_gap, f.transition_error
     dt = float(np.median(np.diff(t))) / 1e9 if len(t) > 1 else f.dt
     step_ns = max(round(dt * 1e9), 1)

@@ -102,9 +102,10 @@ class Roles:
         """Every robot that has a predecessor at some time, in order of first appearance."""
         return list(dict.fromkeys(int(r) for r in self.robot[self.predecessor != NONE]))
 
-    def link_windows(self, robot: int) -> list[tuple[int, int, int]]:
-        """(predecessor, from_ns, to_ns) of each stretch in which ``robot`` follows one predecessor (any phase):
-        the times the link from that predecessor exists. Adjacent rows with the same predecessor are merged."""
+    def link_windows(self, robot: int, lagged: bool = True) -> list[tuple[int, int, int]]:
+        """(predecessor, from_ns, to_ns) of each stretch in which ``robot`` follows one predecessor (any phase).
+        Adjacent rows with the same predecessor are merged. ``lagged``: shifted by ``lag_ns`` where a recorded
+        change starts or ends them, the times the link carries frames; otherwise the times of the roles."""
         windows: list[tuple[int, int, int]] = []
         rows = self.rows_of(robot)
         if not len(rows):
@@ -118,7 +119,8 @@ class Roles:
                 windows[-1] = (pred, windows[-1][1], int(self.to_ns[k]))
             else:
                 windows.append((pred, int(self.from_ns[k]), int(self.to_ns[k])))
-        return [(p, a if a == first else a + self.lag_ns, b if b == last else b + self.lag_ns) for p, a, b in windows]
+        lag = self.lag_ns if lagged else 0
+        return [(p, a if a == first else a + lag, b if b == last else b + lag) for p, a, b in windows]
 
     def groups(self) -> list[list[int]]:
         """Robots linked by any predecessor or leader relation at any time (connected components), each sorted:
