@@ -333,24 +333,46 @@ def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
 
 def _interest_outcomes(v2x: Mapping[str, np.ndarray], roles: Any) -> dict[str, int]:
     """Reception outcomes on the links the applications read: from each robot's predecessor and leader, for the
-    CAMs generated while that robot listened to them (the role table's intervals)."""
+    CAMs generated while that robot listened to them (the role table's intervals). One sort of the receptions by
+    (link, generation time); each interval is then two binary searches."""
     rx = np.flatnonzero(np.asarray(v2x["event"]) == "rx")
-    keys = (np.asarray(v2x["receiver"])[rx].astype(np.int64) << 32) | np.asarray(v2x["sender"])[rx]  # ids < 2^32
-    generated = np.asarray(v2x["generated_ns"])[rx]
-    order = np.lexsort((generated, keys))
-    keys, generated = keys[order], generated[order]
-    outcome = np.asarray(v2x["outcome"])[rx][order]
-    cumulative = {name: np.r_[0, np.cumsum(outcome == name)] for name in _RX_OUTCOMES}
+    link = (np.asarray(v2x["receiver"])[rx].astype(np.int64) << 32) | np.asarray(v2x["sender"])[rx]  # ids < 2^32
+    rows = np.r_[np.flatnonzero(roles.predecessor >= 0),  # a leader that is the predecessor is one link, not two
+                 np.flatnonzero((roles.leader >= 0) & (roles.leader != roles.predecessor)) + len(roles.robot)]
+    column = np.r_[roles.predecessor, roles.leader][rows]
+    robot = np.r_[roles.robot, roles.robot][rows].astype(np.int64)
+    start, end = np.r_[roles.from_ns, roles.from_ns][rows], np.r_[roles.to_ns, roles.to_ns][rows]
+    keys, link_rank = np.unique(np.r_[link, (robot << 32) | column], return_inverse=True)
+    generated = np.asarray(v2x["generated_ns"])[rx].astype(np.int64)
+    span = int(max(generated.max(initial=0), end.max(initial=0))) + 1
+    if len(keys) * span >= 2**62:  # too long a run for one composite key: one link at a time
+        span = 0
+    rank_rx, rank_want = link_rank[:len(rx)], link_rank[len(rx):]
     counts = dict.fromkeys(_RX_OUTCOMES, 0)
-    for column in (roles.predecessor, roles.leader):
-        listening = np.flatnonzero(column >= 0)
-        want = (roles.robot[listening].astype(np.int64) << 32) | column[listening]
-        for key, start, end in zip(want, roles.from_ns[listening], roles.to_ns[listening], strict=True):
-            lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
-            a = lo + np.searchsorted(generated[lo:hi], start, "left")
-            b = lo + np.searchsorted(generated[lo:hi], end, "left")
-            for name in _RX_OUTCOMES:
-                counts[name] += int(cumulative[name][b] - cumulative[name][a])
+    if span == 0 or not len(rows):
+        return counts if not len(rows) else _interest_outcomes_slow(v2x, rx, link, robot, column, start, end)
+    composite = rank_rx * span + generated
+    order = np.argsort(composite, kind="stable")
+    composite = composite[order]
+    outcome = np.asarray(v2x["outcome"])[rx][order]
+    lo = np.searchsorted(composite, rank_want * span + start, "left")
+    hi = np.searchsorted(composite, rank_want * span + np.minimum(end, span), "left")
+    for name in _RX_OUTCOMES:
+        cumulative = np.r_[0, np.cumsum(outcome == name)]
+        counts[name] = int(np.sum(cumulative[hi] - cumulative[lo]))
+    return counts
+
+
+def _interest_outcomes_slow(v2x: Mapping[str, np.ndarray], rx: np.ndarray, link: np.ndarray, robot: np.ndarray,
+                            column: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[str, int]:
+    """``_interest_outcomes`` an interval at a time (where one composite key would overflow)."""
+    generated = np.asarray(v2x["generated_ns"])[rx]
+    outcome = np.asarray(v2x["outcome"])[rx]
+    counts = dict.fromkeys(_RX_OUTCOMES, 0)
+    for r, c, a, b in zip(robot, column, start, end, strict=True):
+        mine = (link == ((int(r) << 32) | int(c))) & (generated >= a) & (generated < b)
+        for name in _RX_OUTCOMES:
+            counts[name] += int(np.count_nonzero(outcome[mine] == name))
     return counts
 
 

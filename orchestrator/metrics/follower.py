@@ -108,7 +108,8 @@ def run_roles(run: RunData) -> Roles:
     if roles is None:
         scenario = run.scenario
         end_ns = seconds_to_ns(scenario.duration_s) + seconds_to_ns(scenario.step_s)
-        roles = build_roles(run.robots, end_ns, run.trace("platoon_state"), run.trace("range"))
+        roles = build_roles(run.robots, end_ns, run.trace("platoon_state"), run.trace("range"),
+                            seconds_to_ns(scenario.step_s))
         run.cache["roles"] = roles
     return roles
 
@@ -134,7 +135,8 @@ def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> Iterator
 def _passes(run: RunData, roles: Roles) -> Iterator[list[RobotSpec]]:
     by_id = {r.id: r for r in run.robots}
     groups = [[by_id[rid] for rid in group if rid in by_id] for group in roles.groups()]
-    groups += [[r] for r in run.robots if r.id not in set(roles.robot.tolist())]
+    in_table = set(roles.robot.tolist())
+    groups += [[r] for r in run.robots if r.id not in in_table]
     per_robot = run.vehicle_rows() / max(len(run.robots), 1) * len(SERIES_COLUMNS) * 8
     batch: list[RobotSpec] = []
     for members in sorted(groups, key=lambda g: min(r.id for r in g) if g else 0):

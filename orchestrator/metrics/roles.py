@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -74,13 +75,21 @@ class Roles:
     from_ns: np.ndarray
     to_ns: np.ndarray
     lag_ns: int = 0
-    """How long after a recorded role change the channel learns of it (``platoon_state`` is published at the end
-    of a control step and read at the next exchange): a link starts and ends that much later for the frames it
+    """How long after a recorded role change the channel acts on it (``platoon_state`` is published at the end of
+    a control step and read at the next step of the run): a link starts and ends that much later for the frames it
     carries."""
+
+    @cached_property
+    def _row_index(self) -> dict[int, np.ndarray]:
+        """Rows per robot, built once (a lookup per follower, not a pass over the table)."""
+        order = np.argsort(self.robot, kind="stable")
+        ids = self.robot[order]
+        cuts = np.flatnonzero(np.diff(ids)) + 1
+        return {int(ids[rows[0]]): rows for rows in np.split(order, cuts) if len(rows)}
 
     def rows_of(self, robot: int) -> np.ndarray:
         """Row indices of ``robot``'s intervals, in time order."""
-        return np.flatnonzero(self.robot == robot)
+        return self._row_index.get(int(robot), np.empty(0, np.int64))
 
     def at(self, robot: int, t_ns: np.ndarray) -> dict[str, np.ndarray]:
         """``robot``'s predecessor, leader, platoon, position and phase at each of ``t_ns`` (``NONE`` outside its
@@ -157,12 +166,13 @@ class Roles:
 
 
 def build_roles(robots: Iterable[RobotSpec], end_ns: int, platoon_state: Mapping[str, np.ndarray] | None,
-                range_trace: Mapping[str, np.ndarray] | None = None) -> Roles:
+                range_trace: Mapping[str, np.ndarray] | None = None, step_ns: int = 0) -> Roles:
     """The role table of a run: from ``platoon_state`` where the run recorded it, otherwise from the robots' specs
-    (alive [spawn, despawn or ``end_ns``)); cut-ins from ``range_trace`` marked on top."""
+    (alive [spawn, despawn or ``end_ns``)); cut-ins from ``range_trace`` marked on top. ``step_ns``: the run's
+    step, after which the channel acts on a recorded change (``Roles.lag_ns``)."""
     robots = list(robots)
     if platoon_state is not None and len(platoon_state["t_ns"]):
-        rows = _from_platoon_state(platoon_state, end_ns)
+        rows = replace(_from_platoon_state(platoon_state, end_ns), lag_ns=step_ns)
     else:
         rows = _from_specs(robots, end_ns)
     if range_trace is not None and len(range_trace["t_ns"]):
@@ -245,7 +255,7 @@ def _from_platoon_state(table: Mapping[str, np.ndarray], end_ns: int) -> Roles:
         for j, name in enumerate(columns):
             out[name].append(values[starts, j].astype(np.int64))
     joined = {name: np.concatenate(parts) if parts else np.empty(0, np.int64) for name, parts in out.items()}
-    return Roles(**joined, lag_ns=step)
+    return Roles(**joined)
 
 
 def _since_change(times: np.ndarray, *grids: np.ndarray) -> np.ndarray:
