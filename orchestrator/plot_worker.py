@@ -29,7 +29,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -59,7 +59,7 @@ _COST = {"string_stability": 3, "spacing_errors": 2, "estimate": 2, "v2x_latency
 
 
 class PlotWorkers:
-    """The run's side of its plot workers: send jobs, ask for colours, collect the files drawn."""
+    """The run's side of its plot workers: send jobs, collect the files drawn."""
 
     def __init__(self, processes: list[subprocess.Popen[bytes]]) -> None:
         self._processes = processes
@@ -69,6 +69,7 @@ class PlotWorkers:
         self._lines: list[list[dict[str, Any]]] = [[] for _ in processes]
         self._broken: dict[int, str] = {}  # worker -> why it can take no more jobs
         self._buffers = [b""] * len(processes)  # output read but not yet split into lines
+        self._stop: Callable[[], str | None] | None = None  # asked while waiting (``finish``)
 
     @classmethod
     def start(cls, count: int | None = None) -> PlotWorkers | None:
@@ -101,10 +102,10 @@ class PlotWorkers:
         """The workers' process ids."""
         return [p.pid for p in self._processes]
 
-    def submit(self, out_dir: Path, jobs: Sequence[Any], colors: Sequence[int] = (), waiting: bool = False) -> None:
-        """Send ``jobs`` (``PlotJob``s drawn into ``out_dir``), each to the least loaded worker; ``colors``: palette
-        sizes the first worker answers (``colors``) before it draws; ``waiting``: the run has nothing left to do but
-        wait for them, so the workers may draw on every core. Never blocks: a background thread writes."""
+    def submit(self, out_dir: Path, jobs: Sequence[Any], waiting: bool = False) -> None:
+        """Send ``jobs`` (``PlotJob``s drawn into ``out_dir``), each to the least loaded worker; ``waiting``: the run
+        has nothing left to do but wait for them, so the workers may draw on every core. Never blocks: a background
+        thread writes."""
         batches: list[list[Any]] = [[] for _ in self._processes]
         for job in sorted(jobs, key=lambda j: -_COST.get(j.draw, 1)):  # longest first: a balanced split
             k = min(range(len(self._processes)), key=lambda i: (self._load[i], i))
@@ -114,9 +115,7 @@ class PlotWorkers:
         for k, batch in enumerate(batches):
             message: dict[str, Any] = {"out_dir": str(Path(out_dir).resolve()), "jobs": batch,
                                        "parallel": max(1, _cores() // len(self._processes)) if waiting else 1}
-            if k == 0 and colors:
-                message["colors"] = list(colors)
-            if batch or "colors" in message:
+            if batch:
                 self._send(k, pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _send(self, k: int, data: bytes) -> None:
@@ -134,16 +133,16 @@ class PlotWorkers:
         thread.start()
         self._writers.append(thread)
 
-    def colors(self, timeout_s: float = 30.0) -> dict[int, list[str]] | None:
-        """The palettes asked for with ``submit(colors=...)`` as hex strings (None if the worker gave none)."""
-        line = self._read_until(0, "colors", time.monotonic() + timeout_s)
-        return None if line is None else {int(n): c for n, c in line["colors"].items()}
-
-    def finish(self, timeout_s: float = WAIT_S) -> tuple[list[str], dict[str, str]]:
-        """Wait for every job sent: the files drawn (in the order sent) and, for each missing one, why."""
+    def finish(self, timeout_s: float = WAIT_S, stop: Callable[[], str | None] | None = None
+               ) -> tuple[list[str], dict[str, str]]:
+        """Wait for every job sent: the files drawn (in the order sent) and, for each missing one, why. ``stop``:
+        asked while waiting; once it names a signal (SIGTERM during the plotting phase), the wait ends there, the
+        files drawn by then count and the others are named as not drawn because of it."""
         deadline = time.monotonic() + timeout_s
+        self._stop = stop
         for thread in self._writers:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            while thread.is_alive() and time.monotonic() < deadline and not (stop is not None and stop()):
+                thread.join(0.05 if stop is not None else max(0.0, deadline - time.monotonic()))
         for process in self._processes:
             with contextlib.suppress(OSError, ValueError):
                 assert process.stdin is not None
@@ -153,9 +152,12 @@ class PlotWorkers:
         done = {line["done"] for lines in self._lines for line in lines if "done" in line}
         failed = {line["failed"]: line["error"] for lines in self._lines for line in lines if "failed" in line}
         drawn, missing = [], {}
+        stopped = stop() if stop is not None else None
         for k, file in self._jobs:
             if file in done:
                 drawn.append(file)
+            elif stopped and file not in failed:
+                missing[file] = f"not drawn: the run was stopped by {stopped} while drawing"
             else:
                 missing[file] = failed.get(file) or self._why(k)
         self.close()
@@ -194,9 +196,10 @@ class PlotWorkers:
         assert stdout is not None
         while b"\n" not in self._buffers[k]:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (self._stop is not None and self._stop()):
                 return None
-            ready, _, _ = select.select([stdout], [], [], remaining)
+            # short waits while a stop can come: a signal only sets a flag, read here
+            ready, _, _ = select.select([stdout], [], [], remaining if self._stop is None else min(remaining, 0.05))
             if not ready:
                 continue
             chunk = os.read(stdout.fileno(), 65536)
@@ -311,13 +314,12 @@ def main() -> int:
 
     plots.pyplot()  # the import that overlaps the run's loop
     drawers = {**plots.DRAWERS, **v2x_plots.DRAWERS}
-    while (message := _read_message(sys.stdin.buffer)) is not None:
-        if message.get("colors"):
-            from matplotlib.colors import to_hex
-
-            _answer(out, colors={n: [to_hex(c) for c in plots.palette(n)] for n in message["colors"]})
-        _draw_all(out, Path(message["out_dir"]), message["jobs"], drawers, int(message.get("parallel", 1)))
-    _answer(out, end=True)
+    try:
+        while (message := _read_message(sys.stdin.buffer)) is not None:
+            _draw_all(out, Path(message["out_dir"]), message["jobs"], drawers, int(message.get("parallel", 1)))
+        _answer(out, end=True)
+    except (BrokenPipeError, KeyboardInterrupt):  # the run is gone or stopping: it names what was not drawn
+        return 1
     return 0
 
 

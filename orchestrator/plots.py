@@ -20,8 +20,9 @@ from .core.robots import RobotSpec
 if TYPE_CHECKING:
     from .metrics import Series
 
-MAX_ROBOTS_DRAWN = 16
-"""Beyond this many robots only the first platoons are drawn (a plot of 1,000 lines shows nothing)."""
+MAX_ROBOTS_DRAWN = 240
+"""Robots whose samples a run sends to be drawn at most (``MAX_PLATOON_PANELS`` platoons of ``MAX_PANEL_ROBOTS``):
+a plot of 1,000 lines shows nothing."""
 
 
 @dataclass(frozen=True)
@@ -45,57 +46,164 @@ def pyplot() -> Any:
 
 
 def _drawn(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[RobotSpec]:
-    return [r for r in robots if r.id in series][:MAX_ROBOTS_DRAWN]
+    """The robots the series figures draw: those of the first platoon panels (``_panels``), at most
+    ``MAX_ROBOTS_DRAWN``."""
+    drawn, _ = _panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
+    names = {n for _, group in drawn for n in group}
+    return [r for r in robots if r.name in names][:MAX_ROBOTS_DRAWN]
 
 
-def palette(n: int) -> list[Any]:
-    """``n`` distinct colours: matplotlib's ten up to ten lines, then tab20, then a continuous map (the default
-    cycle repeats after ten, so robot 11 would look like robot 1)."""
-    plt = pyplot()
-    if n <= 10:
-        return list(plt.rcParams["axes.prop_cycle"].by_key()["color"])[:max(n, 1)]
-    cmap = plt.get_cmap("tab20" if n <= 20 else "turbo")
-    return [cmap(j if n <= 20 else j / (n - 1)) for j in range(n)]
+ROBOT_COLORS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+)
+"""The robots' colours, in the order the run spawns them: ten strong ones, then their light variants (a platoon of
+up to twenty is distinct; robot 21 takes robot 1's colour again, in another platoon's panel)."""
+PLATOON_COLORS = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#d9d9d9",
+                  "#bc80bd", "#ccebc5", "#ffed6f")
+"""Platoon colours of the roles timeline (pastel, so the black labels and the hatching of maneuvers stay legible)."""
+MAX_PLATOON_PANELS = 12
+"""Platoons drawn as panels of one figure at most (the tables and the interactive charts cover every robot)."""
+MAX_PANEL_ROBOTS = len(ROBOT_COLORS)
+"""Robots drawn in one platoon's panel at most: each keeps a colour of its own in the panel."""
+
+
+def robot_colors(names: Sequence[str]) -> dict[str, str]:
+    """One colour per robot for every figure and chart of a run (and every channel of a comparison): the robot's
+    place in ``names``, the run's robots in spawn order, picks it, so a follower has the same colour in the speeds
+    and in the spacing errors, whichever robots each figure draws."""
+    return {name: ROBOT_COLORS[k % len(ROBOT_COLORS)] for k, name in enumerate(names)}
+
+
+def palette(n: int) -> list[str]:
+    """The first ``n`` robot colours (for lines that are not robots: variants, platoons)."""
+    return [ROBOT_COLORS[k % len(ROBOT_COLORS)] for k in range(max(n, 1))]
+
+
+def main_platoons(roles: Mapping[str, Any] | None) -> dict[str, str]:
+    """Per robot, the platoon it spent the longest time in (``metrics.json`` ``roles``; empty without roles)."""
+    time_in: dict[str, dict[str, float]] = {}
+    for row in (roles or {}).get("intervals") or []:
+        spent = time_in.setdefault(row["robot"], {})
+        spent[str(row["platoon"])] = spent.get(str(row["platoon"]), 0.0) + float(row["to_s"]) - float(row["from_s"])
+    return {robot: max(spent, key=lambda p: (spent[p], p)) for robot, spent in time_in.items()}
+
+
+def platoon_groups(robots: Sequence[RobotSpec], roles: Mapping[str, Any] | None = None
+                   ) -> list[tuple[str, list[str]]]:
+    """The robots as (platoon, names) groups, in spawn order: by the platoon each spent the longest time in
+    (``roles``) or, without roles, the platoon it was spawned in."""
+    main = main_platoons(roles)
+    groups: dict[str, list[str]] = {}
+    for r in robots:
+        groups.setdefault(main.get(r.name, f"platoon {r.platoon}"), []).append(r.name)
+    return list(groups.items())
+
+
+def _panels(groups: Sequence[tuple[str, Sequence[str]]], present: Any) -> tuple[list[tuple[str, list[str]]], str]:
+    """The groups drawn as panels (robots that have data, at most ``MAX_PANEL_ROBOTS`` each, at most
+    ``MAX_PLATOON_PANELS`` groups) and a note on what was left out (empty when nothing was)."""
+    kept = [(label, [n for n in names if n in present]) for label, names in groups]
+    kept = [(label, names) for label, names in kept if names]
+    drawn = [(label, names[:MAX_PANEL_ROBOTS]) for label, names in kept[:MAX_PLATOON_PANELS]]
+    total, shown = sum(len(n) for _, n in kept), sum(len(n) for _, n in drawn)
+    note = "" if shown == total else (f"{shown} of {total} robots drawn ({len(drawn)} of {len(kept)} platoons); "
+                                      "the tables and interactive charts have every one")
+    return drawn, note
+
+
+def _legend(ax: Any, **kwargs: Any) -> None:
+    """A legend at a fixed place, and only when something is labelled: matplotlib warns about an empty legend, and
+    placing one at "best" is a search it warns about on a slow machine."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**{"loc": "upper right", "fontsize": 7, **kwargs})
 
 
 def series_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[PlotJob]:
     """The figures drawn from the vehicle samples alone (trajectories, speeds, the state estimate): they can be
-    drawn while the metrics are computed. Only the drawn robots' samples are carried."""
+    drawn while the metrics are computed. Only the drawn robots' samples are carried; the colours are every
+    robot's (``robot_colors``), so the late figures give each robot the same one."""
     drawn = _drawn(robots, series)
     carried = {r.id: series[r.id] for r in drawn}
-    jobs = [PlotJob("trajectories.png", "trajectories", {"robots": drawn, "series": carried}),
-            PlotJob("speeds.png", "speeds", {"robots": drawn, "series": carried})]
+    colors = robot_colors([r.name for r in robots])
+    _, note = _panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
+    look = {"robots": drawn, "series": carried, "colors": colors}
+    jobs = [PlotJob("trajectories.png", "trajectories", look),
+            PlotJob("speeds.png", "speeds", {**look, "groups": platoon_groups(drawn), "note": note})]
     estimated = [r for r in drawn if not np.array_equal(series[r.id].cols["est_x"], series[r.id].cols["x"])]
     if estimated:
-        jobs.append(PlotJob("estimate_vs_truth.png", "estimate", {"robots": estimated, "series": carried}))
+        jobs.append(PlotJob("estimate_vs_truth.png", "estimate", {**look, "robots": estimated}))
     return jobs
 
 
 def follower_plot_jobs(robots: Sequence[RobotSpec], follower_series: Mapping[str, Mapping[str, np.ndarray]],
-                       followers: Mapping[str, Mapping[str, Any]] | None = None) -> list[PlotJob]:
-    """The figures drawn from the follower metrics: spacing errors and, with followers beyond the first,
-    string stability."""
-    names = list(follower_series)[:MAX_ROBOTS_DRAWN]
-    jobs = [PlotJob("spacing_errors.png", "spacing_errors", {"follower_series": {n: follower_series[n]
-                                                                                  for n in names}})]
+                       followers: Mapping[str, Mapping[str, Any]] | None = None,
+                       metrics: Mapping[str, Any] | None = None) -> list[PlotJob]:
+    """The figures drawn from the follower metrics: spacing errors (grouped by the platoon each follower spent
+    the longest time in), string stability with followers beyond the first, and, given ``metrics`` with
+    ``roles``, the roles timeline."""
+    metrics = metrics or {}
+    groups = platoon_groups(robots, metrics.get("roles"))
+    drawn, note = _panels(groups, follower_series)
+    names = [n for _, group in drawn for n in group]
+    jobs = []
+    if names:  # a run without followers has no spacing error to draw
+        jobs.append(PlotJob("spacing_errors.png", "spacing_errors", {
+            "follower_series": {n: follower_series[n] for n in names}, "colors": robot_colors([r.name for r in robots]),
+            "groups": drawn, "note": note}))
     if followers and any(r.position_in_platoon >= 2 for r in robots):
         jobs.append(PlotJob("string_stability.png", "string_stability",
                             {"robots": list(robots), "followers": followers}))
+    if (metrics.get("roles") or {}).get("intervals"):
+        jobs.append(PlotJob("roles_timeline.png", "roles_timeline", timeline_args(robots, metrics)))
     return jobs
+
+
+MAX_TIMELINE_ROBOTS = 64
+"""Rows of the roles timeline at most (the robots whose role changed first)."""
+
+
+def timeline_args(robots: Sequence[RobotSpec], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """What the roles timeline draws: the role intervals of its robots (those whose role changed first, in spawn
+    order, at most ``MAX_TIMELINE_ROBOTS``), the maneuver requests and cut-ins as marks, and what was left out."""
+    intervals = list((metrics.get("roles") or {}).get("intervals") or [])
+    by_robot: dict[str, list[dict[str, Any]]] = {}
+    for row in intervals:
+        by_robot.setdefault(row["robot"], []).append(row)
+    order = [r.name for r in robots if r.name in by_robot] + [n for n in by_robot if n not in {r.name for r in robots}]
+
+    def changed(name: str) -> bool:
+        rows = by_robot[name]
+        return len({(r["platoon"], r["position"], r["predecessor"]) for r in rows}) > 1 or any(
+            r["phase"] != "steady" for r in rows)
+
+    rows = sorted(order, key=lambda n: not changed(n))[:MAX_TIMELINE_ROBOTS]
+    rows = [n for n in order if n in rows]  # back in spawn order
+    marks = [(float(m.get("requested_s", m.get("at_s")) or 0.0), f"#{m.get('index')} {m.get('type')}")
+             for m in (metrics.get("maneuvers") or {}).get("requests") or []]
+    marks += [(float(c["from_s"]), f"cut-in {c.get('intruder')}") for c in (metrics.get("cut_ins") or {}).get(
+        "events") or []]
+    platoons = list(dict.fromkeys(str(r["platoon"]) for r in intervals))
+    return {"rows": {n: by_robot[n] for n in rows}, "marks": marks, "platoons": platoons,
+            "note": "" if len(rows) == len(order) else f"{len(rows)} of {len(order)} robots (those whose role "
+                                                        "changed first)"}
 
 
 def ordered(jobs: Sequence[PlotJob]) -> list[PlotJob]:
     """The jobs in the order ``plot_run`` has always returned its files (the report shows them in this order)."""
     rank = {name: k for k, name in enumerate(("trajectories.png", "speeds.png", "spacing_errors.png",
-                                              "string_stability.png", "estimate_vs_truth.png"))}
+                                              "string_stability.png", "estimate_vs_truth.png",
+                                              "roles_timeline.png"))}
     return sorted(jobs, key=lambda job: rank.get(job.file, len(rank)))
 
 
 def run_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series],
                   follower_series: Mapping[str, Mapping[str, np.ndarray]],
-                  followers: Mapping[str, Mapping[str, Any]] | None = None) -> list[PlotJob]:
+                  followers: Mapping[str, Mapping[str, Any]] | None = None,
+                  metrics: Mapping[str, Any] | None = None) -> list[PlotJob]:
     """Every figure of ``plot_run``, in its order."""
-    return ordered([*series_plot_jobs(robots, series), *follower_plot_jobs(robots, follower_series, followers)])
+    return ordered([*series_plot_jobs(robots, series),
+                    *follower_plot_jobs(robots, follower_series, followers, metrics)])
 
 
 def draw_job(out_dir: Path, job: PlotJob, drawers: Mapping[str, Callable[..., Path]] | None = None) -> Path:
@@ -110,59 +218,153 @@ def plot_run(
     series: Mapping[int, Series],
     follower_series: Mapping[str, Mapping[str, np.ndarray]],
     followers: Mapping[str, Mapping[str, Any]] | None = None,
+    metrics: Mapping[str, Any] | None = None,
 ) -> list[Path]:
     """Write trajectories.png, speeds.png, spacing_errors.png and, given the per-follower metrics,
-    string_stability.png; returns their paths."""
+    string_stability.png (and roles_timeline.png given ``metrics`` with roles); returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    return [draw_job(out_dir, job) for job in run_plot_jobs(robots, series, follower_series, followers)]
+    return [draw_job(out_dir, job) for job in run_plot_jobs(robots, series, follower_series, followers, metrics)]
 
 
-def _trajectories(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
+def _trajectories(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series],
+                  colors: Mapping[str, str] | None = None) -> Path:
     plt = pyplot()
+    colors = colors or robot_colors([r.name for r in robots])
     fig, ax = plt.subplots(figsize=(7, 5))
-    for r, color in zip(robots, palette(len(robots)), strict=False):
+    for r in robots:
         s = series[r.id]
-        ax.plot(s.cols["x"], s.cols["y"], lw=1.2, color=color, label=r.name)
+        ax.plot(s.cols["x"], s.cols["y"], lw=1.2, color=colors[r.name], label=r.name)
     ax.set_xlabel("x east [m]")
     ax.set_ylabel("y north [m]")
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_title("Trajectories (rear-axle reference point)")
-    ax.legend(fontsize=8, ncol=2)
+    if len(robots) <= MAX_PANEL_ROBOTS:  # beyond, the speed panels name the colours platoon by platoon
+        _legend(ax, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     return save(fig, path)
 
 
-def _speeds(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for r, color in zip(robots, palette(len(robots)), strict=False):
-        s = series[r.id]
-        ax.plot(s.t_ns / 1e9, s.cols["v"], lw=1.2, color=color, label=r.name)
-    ax.set_xlabel("time [s]")
-    ax.set_ylabel("speed [m/s]")
-    ax.set_title("Speeds")
-    ax.legend(fontsize=8, ncol=2)
-    ax.grid(alpha=0.3)
-    return save(fig, path)
+def _grid(plt: Any, panels: int, columns: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    """A figure of ``panels`` axes, ``columns`` wide, sharing the time axis; the unused axes hidden."""
+    cols = min(columns, panels)
+    rows = -(-panels // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), sharex=True, squeeze=False)
+    for ax in list(axes.flat)[panels:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)[:panels]
 
 
-def _spacing_errors(path: Path, follower_series: Mapping[str, Mapping[str, np.ndarray]]) -> Path:
+def _speeds(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series],
+            colors: Mapping[str, str] | None = None, groups: Sequence[tuple[str, Sequence[str]]] = (),
+            note: str = "") -> Path:
+    """Speeds over time, one panel per platoon (small multiples: within a panel every robot has a colour of its
+    own, and a platoon reads as one chain)."""
     plt = pyplot()
-    fig, axes = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-    names = list(follower_series)
-    for name, color in zip(names, palette(len(names)), strict=False):
-        fs = follower_series[name]
-        axes[0].plot(fs["t_s"], fs["spacing_error_m"], lw=1.2, color=color, label=name)
-        axes[1].plot(fs["t_s"], fs["lateral_m"], lw=1.2, color=color, label=name)
-    axes[0].set_ylabel("spacing error [m]")
-    axes[0].set_title("Spacing error: gap - desired gap (gaps while degraded to ACC are left out)", fontsize=10)
-    axes[1].set_title("Lateral deviation from the predecessor's path", fontsize=10)
-    axes[1].set_ylabel("lateral deviation [m]")
-    axes[1].set_xlabel("time [s]")
-    for ax in axes:
+    colors = colors or robot_colors([r.name for r in robots])
+    by_name = {r.name: r for r in robots}
+    groups = [(label, [n for n in names if n in by_name]) for label, names in groups or [("", list(by_name))]]
+    groups = [(label, names) for label, names in groups if names]
+    fig, axes = _grid(plt, len(groups), 1 if len(groups) == 1 else 2, 7 if len(groups) == 1 else 11, 3.2)
+    for ax, (label, names) in zip(axes, groups, strict=True):
+        for name in names:
+            s = series[by_name[name].id]
+            ax.plot(s.t_ns / 1e9, s.cols["v"], lw=1.2, color=colors[name], label=name)
+        ax.set_ylabel("speed [m/s]")
+        ax.set_title(label or "Speeds", fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, ncol=2)
+        _legend(ax, ncol=2 if len(names) > 6 else 1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for ax in axes[-2:] if len(axes) > 1 else axes:
+        ax.set_xlabel("time [s]")
+    if len(groups) > 1:
+        fig.suptitle("Speeds, one panel per platoon" + (f" ({note})" if note else ""), fontsize=11)
     return save(fig, path)
+
+
+def _spacing_errors(path: Path, follower_series: Mapping[str, Mapping[str, np.ndarray]],
+                    colors: Mapping[str, str] | None = None, groups: Sequence[tuple[str, Sequence[str]]] = (),
+                    note: str = "") -> Path:
+    """Spacing error and lateral deviation over time, one row of two panels per platoon."""
+    plt = pyplot()
+    colors = colors or robot_colors(list(follower_series))
+    groups = [(label, [n for n in names if n in follower_series]) for label, names in
+              groups or [("", list(follower_series))]]
+    groups = [(label, names) for label, names in groups if names]
+    fig, axes = plt.subplots(len(groups), 2, figsize=(12, 2.8 * len(groups) + 0.6), sharex=True, squeeze=False)
+    for (ax_e, ax_l), (label, names) in zip(axes, groups, strict=True):
+        for name in names:
+            fs = follower_series[name]
+            ax_e.plot(fs["t_s"], fs["spacing_error_m"], lw=1.2, color=colors[name], label=name)
+            ax_l.plot(fs["t_s"], fs["lateral_m"], lw=1.2, color=colors[name], label=name)
+        prefix = f"{label}: " if label else ""
+        ax_e.set_title(f"{prefix}spacing error (gap - desired gap)", fontsize=10)
+        ax_l.set_title(f"{prefix}lateral deviation from the predecessor's path", fontsize=10)
+        ax_e.set_ylabel("spacing error [m]")
+        ax_l.set_ylabel("lateral deviation [m]")
+        for ax in (ax_e, ax_l):
+            ax.grid(alpha=0.3)
+        _legend(ax_l, ncol=2 if len(names) > 6 else 1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for ax in axes[-1]:
+        ax.set_xlabel("time [s]")
+    fig.suptitle("Spacing error and lateral deviation of each follower (gaps while degraded to ACC are left out)"
+                 + (f"; {note}" if note else ""), fontsize=10)
+    return save(fig, path)
+
+
+PHASE_HATCH = {"maneuver": "////", "cut_in": "xxxx"}
+"""How the roles timeline marks the phases that are not steady following."""
+
+
+def _roles_timeline(path: Path, rows: Mapping[str, Sequence[Mapping[str, Any]]],
+                    marks: Sequence[tuple[float, str]] = (), platoons: Sequence[str] = (), note: str = "") -> Path:
+    """Per robot a bar over time, one piece per role interval: coloured by platoon, labelled with the position
+    and the predecessor (L: leader), hatched during a maneuver (////) or a cut-in (xxxx); the maneuver requests
+    and cut-ins as dotted lines."""
+    plt = pyplot()
+    from matplotlib.patches import Patch
+
+    colour = {p: PLATOON_COLORS[k % len(PLATOON_COLORS)] for k, p in enumerate(platoons)}
+    names = list(rows)
+    t_end = max((float(r["to_s"]) for rs in rows.values() for r in rs), default=1.0)
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.42 * len(names)))
+    for y, name in enumerate(names):
+        for r in rows[name]:
+            start, width = float(r["from_s"]), float(r["to_s"]) - float(r["from_s"])
+            ax.broken_barh([(start, width)], (y - 0.38, 0.76), facecolors=colour.get(str(r["platoon"]), "#eeeeee"),
+                           edgecolors="#555555", linewidth=0.3, hatch=PHASE_HATCH.get(str(r["phase"])))
+        for start, end, text in _role_labels(rows[name]):
+            if (end - start) / t_end * 110 > len(text) * 0.9:  # about 110 characters fit across the axes
+                ax.text((start + end) / 2, y, text, ha="center", va="center", fontsize=7)
+    for t, text in marks:
+        ax.axvline(t, color="#333333", lw=0.8, ls=":")
+        ax.text(t, -0.7, text, fontsize=7, rotation=0, ha="left", va="bottom")
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -1.0)
+    ax.set_xlim(0, t_end)
+    ax.set_xlabel("time [s]")
+    ax.grid(alpha=0.3, axis="x")
+    handles = [Patch(facecolor=colour[p], edgecolor="#555555", label=f"platoon {p}") for p in platoons]
+    handles += [Patch(facecolor="white", edgecolor="#555555", hatch=h, label=phase.replace("_", "-"))
+                for phase, h in PHASE_HATCH.items()]
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_title("Roles over time: position · predecessor (L: leader of the platoon)"
+                 + (f"; {note}" if note else ""), fontsize=10)
+    return save(fig, path)
+
+
+def _role_labels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[float, float, str]]:
+    """(from, to, text) of each run of intervals with one platoon, position and predecessor (a phase change alone
+    does not split a label)."""
+    out: list[tuple[float, float, str]] = []
+    key = None
+    for r in rows:
+        text = "L" if r["predecessor"] is None else f"{r['position']} · {r['predecessor']}"
+        this = (r["platoon"], text)
+        if out and this == key and abs(out[-1][1] - float(r["from_s"])) < 1e-6:
+            out[-1] = (out[-1][0], float(r["to_s"]), text)
+        else:
+            out.append((float(r["from_s"]), float(r["to_s"]), text))
+        key = this
+    return out
 
 
 STRING_STABILITY_PANELS = (
@@ -208,33 +410,35 @@ def _string_stability(path: Path, robots: Sequence[RobotSpec], followers: Mappin
         ax.grid(alpha=0.3, which="both")
         ax.xaxis.get_major_locator().set_params(integer=True)
     if len(platoons) > 1:
-        axes.flat[0].legend(fontsize=7, ncol=2)
+        _legend(axes.flat[0], ncol=2)
     fig.suptitle("String stability along the chain: rising lines amplify", fontsize=11)
     return save(fig, path)
 
 
-def _estimate(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> Path:
+def _estimate(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series],
+              colors: Mapping[str, str] | None = None) -> Path:
     """What each robot believed (odometry, fusion) against where it was: position error over time and paths."""
     plt = pyplot()
+    colors = colors or robot_colors([r.name for r in robots])
     fig, (ax_err, ax_xy) = plt.subplots(1, 2, figsize=(11, 4.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for j, r in enumerate(robots):
+    for r in robots:
         s = series[r.id]
-        color = colors[j % len(colors)]
+        color = colors[r.name]
         error = np.hypot(s.cols["est_x"] - s.cols["x"], s.cols["est_y"] - s.cols["y"])
         ax_err.plot(s.t_ns / 1e9, error, color=color, lw=1.2, label=r.name)
-        ax_xy.plot(s.cols["x"], s.cols["y"], color=color, lw=1.2, label=f"{r.name} truth")
-        ax_xy.plot(s.cols["est_x"], s.cols["est_y"], "--", color=color, lw=1.0, label=f"{r.name} estimate")
+        ax_xy.plot(s.cols["x"], s.cols["y"], color=color, lw=1.2)
+        ax_xy.plot(s.cols["est_x"], s.cols["est_y"], "--", color=color, lw=1.0)
     ax_err.set_xlabel("time [s]")
     ax_err.set_ylabel("|estimate - truth| [m]")
     ax_err.set_title("Position error of the state estimate")
     ax_xy.set_xlabel("x east [m]")
     ax_xy.set_ylabel("y north [m]")
     ax_xy.set_aspect("equal", adjustable="datalim")
-    ax_xy.set_title("Estimate (dashed) vs truth")
+    ax_xy.set_title("Estimate (dashed) vs truth (solid)")
     for ax in (ax_err, ax_xy):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+    if len(robots) <= MAX_PANEL_ROBOTS:
+        _legend(ax_err, ncol=2, loc="upper left")
     return save(fig, path)
 
 
@@ -248,6 +452,6 @@ def save(fig: Any, path: Path) -> Path:
 
 DRAWERS: dict[str, Callable[..., Path]] = {
     "trajectories": _trajectories, "speeds": _speeds, "spacing_errors": _spacing_errors,
-    "string_stability": _string_stability, "estimate": _estimate,
+    "string_stability": _string_stability, "estimate": _estimate, "roles_timeline": _roles_timeline,
 }
 """The drawing functions a ``PlotJob`` may name (a worker draws nothing else)."""

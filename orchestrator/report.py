@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,8 @@ import numpy as np
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
-h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}
+h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1em}
+details{margin:.5em 0}summary{cursor:pointer;color:#335}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}
 .tablewrap{max-width:100%;overflow-x:auto}
@@ -105,18 +106,14 @@ MAX_CHART_ROBOTS = 64
 
 
 def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
-                         follower_series: Mapping[str, Mapping[str, Any]],
-                         colors: Callable[[int], list[str] | None] | None = None) -> list[tuple[str, str]]:
+                         follower_series: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
     """Zoomable speed and spacing-error charts (the first ``MAX_CHART_LINES`` robots drawn, up to
     ``MAX_CHART_ROBOTS`` behind a button), as report sections (the chart script rides in the last one, the style
-    in the first). ``colors``: the palette of n lines when already known (a plot worker computed it), else None
-    and it is computed here with matplotlib."""
-    from .interactive import charts_page_parts, hex_colors, series_lines, time_series_chart
+    in the first). Each robot has its colour of the PNG plots (``plots.robot_colors``)."""
+    from .interactive import charts_page_parts, series_lines, time_series_chart
+    from .plots import robot_colors
 
-    def palette(n: int) -> list[str]:
-        known = colors(n) if colors is not None else None
-        return known if known is not None else hex_colors(n)
-
+    colors = robot_colors([r.name for r in robots])
     carried = [r for r in robots if r.id in series][:MAX_CHART_ROBOTS]
     speeds = series_lines({r.id: r.name for r in carried}, series, "v")
     errors = [(name, np.asarray(fs["t_s"]), np.asarray(fs["spacing_error_m"]))
@@ -125,15 +122,93 @@ def interactive_sections(robots: Sequence[Any], series: Mapping[int, Any],
     more = f" ({MAX_CHART_ROBOTS} of {len(robots)} robots)" if len(robots) > MAX_CHART_ROBOTS else ""
     if speeds:
         sections.append((f"Speeds, interactive{more}", time_series_chart(
-            speeds, "m/s", palette(len(speeds)), "chart-speeds", MAX_CHART_LINES)))
+            speeds, "m/s", [colors[name] for name, _, _ in speeds], "chart-speeds", MAX_CHART_LINES)))
     if errors:
         sections.append((f"Spacing errors, interactive{more}", time_series_chart(
-            errors, "m", palette(len(errors)), "chart-spacing", MAX_CHART_LINES)))
+            errors, "m", [colors.get(name, "#555555") for name, _, _ in errors], "chart-spacing", MAX_CHART_LINES)))
     if sections:
         style, script = charts_page_parts()
         sections[0] = (sections[0][0], style + sections[0][1])
         sections[-1] = (sections[-1][0], sections[-1][1] + script)
     return sections
+
+
+OUTCOME_WORDS = {"completed": "done", "aborted": "aborted", "refused": "refused", "unfinished": "unfinished"}
+MANEUVER_COLUMNS = ("type", "robots", "requested_s", "completed_s", "outcome", "reason", "time_to_complete_s",
+                    "min_gap_m", "min_ttc_s", "max_decel_mps2", "max_decel_any_mps2", "max_spacing_error_behind_m")
+CUT_IN_COLUMNS = ("robot", "intruder", "from_s", "to_s", "min_gap_m", "min_ttc_s", "max_decel_mps2",
+                  "max_spacing_error_behind_m")
+LINK_COLUMNS = ("follower", "predecessor", "from_s", "to_s", "pdr", "latency_mean_s", "latency_p95_s",
+                "interval_mean_s", "sent", "received")
+
+
+def maneuver_rows(metrics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One row per maneuver request of ``metrics.json`` (``#index type``): its robots, request and completion
+    times, outcome (done, aborted, refused, unfinished) with the reason, smallest gap and TTC, hardest braking of
+    the robots taking part and of any robot, and the largest spacing error it caused behind."""
+    rows = {}
+    for m in (metrics.get("maneuvers") or {}).get("requests") or []:
+        reasons = [m["reason"]] if m.get("reason") else []
+        reasons += [f"{a.get('robot')} in {a.get('state')} at {fmt(a.get('t_s'))} s: {a.get('reason')}"
+                    for a in m.get("aborts") or [] if a.get("reason") not in reasons]
+        rows[f"#{m.get('index')}"] = {
+            **{k: m.get(k) for k in MANEUVER_COLUMNS}, "robots": ", ".join(m.get("robots") or []),
+            "requested_s": m.get("requested_s", m.get("at_s")), "outcome": OUTCOME_WORDS.get(m.get("status"),
+                                                                                            m.get("status")),
+            "reason": "; ".join(str(r) for r in reasons) or None}
+    return rows
+
+
+def cut_in_rows(metrics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """One row per cut-in of ``metrics.json`` (``cut_ins.events``)."""
+    events = (metrics.get("cut_ins") or {}).get("events") or []
+    return {f"#{k}": {c: e.get(c) for c in CUT_IN_COLUMNS} for k, e in enumerate(events)}
+
+
+def link_rows(followers: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every link a follower read while it existed (``followers[name].links``; joiners included), in time order
+    per follower; a follower of a run without per-link metrics gets its ``following`` intervals only."""
+    rows = {}
+    for name, f in followers.items():
+        stretches = f.get("links") or f.get("following") or []
+        for k, link in enumerate(stretches):
+            rows[f"{name} ({k + 1})" if len(stretches) > 1 else name] = {
+                "follower": name, **{c: link.get(c) for c in LINK_COLUMNS if c != "follower"}}
+    return rows
+
+
+def roles_changed(metrics: Mapping[str, Any]) -> bool:
+    """Whether any robot's platoon, position or predecessor changed during the run (``metrics.json`` ``roles``)."""
+    seen: dict[str, set[tuple[Any, ...]]] = {}
+    for r in (metrics.get("roles") or {}).get("intervals") or []:
+        seen.setdefault(r["robot"], set()).add((r["platoon"], r["position"], r["predecessor"]))
+    return any(len(v) > 1 for v in seen.values())
+
+
+def maneuver_section(metrics: Mapping[str, Any], timeline: Path | None = None) -> str:
+    """The maneuver section of a page (HTML): the maneuver table, the cut-ins, the roles timeline and who
+    followed whom when; empty when the run has none of them (a static platoon, or an old run directory)."""
+    parts = []
+    rows = maneuver_rows(metrics)
+    if rows:
+        counts = ", ".join(f"{metrics['maneuvers'].get(k, 0)} {OUTCOME_WORDS[k]}" for k in OUTCOME_WORDS
+                           if metrics["maneuvers"].get(k))
+        parts.append(f"<h3>Maneuvers ({html.escape(counts)})</h3>"
+                     "<p class='meta'>times in s from the start; gap and TTC: smallest between any two vehicles "
+                     "in one lane during the maneuver; braking: largest deceleration in m/s² of the robots taking "
+                     "part (and of any robot); spacing error behind: the largest it caused in the followers "
+                     "behind</p>" + table(rows, MANEUVER_COLUMNS, first="maneuver"))
+    cut_ins = cut_in_rows(metrics)
+    if cut_ins:
+        parts.append("<h3>Cut-ins</h3>" + table(cut_ins, CUT_IN_COLUMNS, first="cut-in"))
+    if timeline is not None:
+        parts.append("<h3>Roles over time</h3>" + image(timeline, "roles_timeline"))
+    links = link_rows(metrics.get("followers") or {})
+    if links and (rows or cut_ins or roles_changed(metrics)):
+        columns = [c for c in LINK_COLUMNS[1:] if any(r.get(c) is not None for r in links.values())]
+        parts.append("<h3>Who followed whom: every link while it existed</h3>" + table(links, columns,
+                                                                                      first="follower"))
+    return "".join(parts)
 
 
 def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mapping[str, Any], plots: list[Path],
@@ -166,8 +241,13 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
     if channel:
         values = flat(channel)
         sections.append(("Channel", table({k: {"value": v} for k, v in values.items()}, ["value"], first="metric")))
+    timeline = next((p for p in plots if p.name == "roles_timeline.png"), None)
+    maneuvers = maneuver_section(metrics, timeline)
+    if maneuvers:
+        sections.insert(next((k + 1 for k, (h, _) in enumerate(sections) if h == "Followers"), len(sections)),
+                        ("Maneuvers and roles", maneuvers))
     sections += list(charts)
-    sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots]
+    sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots if p != timeline or not maneuvers]
     if missing_plots:
         items = "".join(f"<li>{html.escape(file)}: {html.escape(why)}</li>" for file, why in missing_plots.items())
         sections.append(("Plots not drawn", f"<ul class='bad'>{items}</ul>"))

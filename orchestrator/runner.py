@@ -29,7 +29,6 @@ from .pacing import RealtimePacer
 from .plot_worker import PlotWorkers
 from .port_recorder import DEFAULT_SKIP, PortRecorder
 from .recorder import VehicleRecorder
-from .report import MAX_CHART_ROBOTS
 from .run_control import RunControl
 from .scale_notes import scale_notes
 from .scenario import Problem, Scenario, ScenarioError
@@ -175,9 +174,16 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
 
         # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
-            result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
-                                           report=scenario.outputs.report, workers=workers, while_drawing=digest)
-            if scenario.outputs.mcap:
+            # SIGINT or SIGTERM while the outputs are written: the plots not drawn by then are named, not awaited,
+            # and the report and run.json are still written
+            with RunControl(None) as outputs_control:
+                result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
+                                               report=scenario.outputs.report, workers=workers, while_drawing=digest,
+                                               stop=lambda: outputs_control.stop_requested)
+            if outputs_control.stop_requested:
+                result.interrupted = run_info["interrupted_by"] = outputs_control.stop_requested
+                run_info["status"] = "interrupted"
+            elif scenario.outputs.mcap:
                 from .mcap_export.export import write_mcap
 
                 write_mcap(out_dir)
@@ -231,13 +237,14 @@ def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: 
 
 
 def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, report: bool = True,
-                  workers: PlotWorkers | None = None, while_drawing: Callable[[], None] | None = None
-                  ) -> dict[str, Any]:
+                  workers: PlotWorkers | None = None, while_drawing: Callable[[], None] | None = None,
+                  stop: Callable[[], str | None] | None = None) -> dict[str, Any]:
     """``metrics.json``, the plots and ``report.html`` of a run directory, from the directory alone. With
     ``workers`` the plots are drawn there, each as soon as its data is ready; a plot they could not draw is left
     out, named in ``run_info["notes"]``, on stderr and in the report. ``while_drawing``: more of the run's work
-    (filling ``run_info``), done once every plot is sent and before the report is written."""
-    from .plots import follower_plot_jobs, ordered, plot_run, series_plot_jobs
+    (filling ``run_info``), done once every plot is sent and before the report is written. ``stop``: asked while
+    the plots are drawn; once it names a signal, the plots not drawn by then are left out and named the same way."""
+    from .plots import follower_plot_jobs, ordered, series_plot_jobs
 
     plot_dir = run.out_dir / "plots"
     workers = workers if plots else None
@@ -246,33 +253,36 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
         stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
         series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
     early = series_plot_jobs(run.robots, series) if workers is not None else []
-    if workers is not None:  # drawn while the metrics are computed; palettes for the report's charts too
-        workers.submit(plot_dir, early, colors=range(1, min(len(run.robots), MAX_CHART_ROBOTS) + 1) if report else ())
+    if workers is not None:  # drawn while the metrics are computed
+        workers.submit(plot_dir, early)
     metrics, follower_series = write_metrics(run)
     drawn: list[Path] = []
     missing: dict[str, str] = {}
     if workers is not None:
         from .v2x_plots import v2x_plot_jobs
 
-        late = follower_plot_jobs(run.robots, follower_series, metrics["followers"])
+        late = follower_plot_jobs(run.robots, follower_series, metrics["followers"], metrics)
         v2x = v2x_plot_jobs(run)
         workers.submit(plot_dir, [*late, *v2x], waiting=True)
     elif plots:
-        from .v2x_plots import plot_v2x
+        from . import v2x_plots
+        from .plots import DRAWERS, draw_job, run_plot_jobs
 
-        drawn = plot_run(plot_dir, run.robots, series, follower_series, metrics["followers"])
-        drawn += plot_v2x(run, plot_dir)
+        for job in [*run_plot_jobs(run.robots, series, follower_series, metrics["followers"], metrics),
+                    *v2x_plots.v2x_plot_jobs(run)]:
+            if stop is not None and (why := stop()):
+                missing[job.file] = f"not drawn: the run was stopped by {why} while drawing"
+            else:
+                drawn.append(draw_job(plot_dir, job, {**DRAWERS, **v2x_plots.DRAWERS}))
     if while_drawing is not None:
         while_drawing()
     charts: list[tuple[str, str]] = []
     if report:
         from .report import interactive_sections
 
-        palettes = workers.colors() if workers is not None else None
-        charts = interactive_sections(run.robots, series, follower_series,
-                                      palettes.get if palettes is not None else None)
+        charts = interactive_sections(run.robots, series, follower_series)
     if workers is not None:
-        done, missing = workers.finish()
+        done, missing = workers.finish(stop=stop)
         drawn = [plot_dir / job.file for job in [*ordered([*early, *late]), *v2x] if job.file in done]
     if report:
         from .report import write_run_report

@@ -79,7 +79,8 @@ def _ages(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> dict[str
     robot's positions, which a thousand-robot run would copy to the worker for nothing)."""
     from .metrics import Series
 
-    followers = [r for r in robots if r.predecessor is not None and r.id in series]
+    # every robot that held a predecessor's data at some time: joiners too, not only the followers as spawned
+    followers = [r for r in robots if r.id in series and np.isfinite(series[r.id].cols["pred_age_s"]).any()]
     return {"robots": followers, "series": {r.id: Series(series[r.id].t_ns, {"pred_age_s": series[r.id].cols[
         "pred_age_s"]}) for r in followers}}
 
@@ -210,7 +211,8 @@ def _plot_pdr(path: Path, bins: tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     ax.set_ylabel("packet delivery ratio")
     ax.set_title("PDR against distance")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    if ax.get_legend_handles_labels()[0]:  # an empty legend is a warning on stderr
+        ax.legend(fontsize=8, loc="lower left")
     return save(fig, path)
 
 
@@ -252,7 +254,7 @@ def _plot_over_time(path: Path, robots: Sequence[RobotSpec], series: Mapping[int
                     load: Mapping[str, np.ndarray] | None) -> Path:
     plt = pyplot()
     fig, (ax_aoi, ax_cbr) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    followers = [r for r in robots if r.predecessor is not None and r.id in series]
+    followers = [r for r in robots if r.id in series]
     if followers:
         # one sawtooth per follower is unreadable beyond a few: mean and max over every follower, per time bin
         t = np.concatenate([series[r.id].t_ns for r in followers]) / 1e9
@@ -270,14 +272,14 @@ def _plot_over_time(path: Path, robots: Sequence[RobotSpec], series: Mapping[int
             has = count > 0
             ax_aoi.plot(centre[has], mean[has], label="mean over followers")
             ax_aoi.plot(centre[has], peak[has], label="max over followers")
-            ax_aoi.legend(fontsize=8)
+            ax_aoi.legend(fontsize=8, loc="upper left")  # a fixed place: "best" is a search that can warn
     ax_aoi.set_ylabel("age of predecessor data [s]")
     ax_aoi.set_title(f"Age of information at the followers ({len(followers)}; per {AOI_BINS}th of the run)")
     if load is not None and len(load.get("t_ns", ())):
         windows, cbr = per_window(load["t_ns"], load["cbr"])
         ax_cbr.plot(windows / 1e9, [w.mean() for w in cbr], label="mean over stations")
         ax_cbr.plot(windows / 1e9, [w.max() for w in cbr], label="max over stations")
-        ax_cbr.legend(fontsize=8)
+        ax_cbr.legend(fontsize=8, loc="upper left")
     ax_cbr.set_ylabel("channel busy ratio")
     ax_cbr.set_xlabel("time [s]")
     ax_cbr.set_title("Channel load (CBR per DCC window)")

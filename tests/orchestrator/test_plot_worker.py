@@ -127,9 +127,9 @@ def test_a_figure_that_fails_is_named_with_its_error_and_the_others_are_drawn(tm
     robots, series = _robots_and_series()
     workers = PlotWorkers.start(1)
     assert workers is not None
-    workers.submit(tmp_path, [PlotJob("speeds.png", "speeds", {"robots": robots, "series": series}),
-                              PlotJob("broken.png", "speeds", {"robots": robots, "series": {}})], colors=[2])
-    assert workers.colors() == {2: ["#1f77b4", "#ff7f0e"]}  # matplotlib's first two default colours
+    colors = {"a": "#1f77b4", "b": "#ff7f0e"}
+    workers.submit(tmp_path, [PlotJob("speeds.png", "speeds", {"robots": robots, "series": series, "colors": colors}),
+                              PlotJob("broken.png", "speeds", {"robots": robots, "series": {}, "colors": colors})])
     drawn, missing = workers.finish(60)
     assert drawn == ["speeds.png"] and (tmp_path / "speeds.png").stat().st_size > 5_000
     assert missing == {"broken.png": "KeyError: 1"}
