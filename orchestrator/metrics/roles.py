@@ -85,7 +85,7 @@ class Roles:
         order = np.argsort(self.robot, kind="stable")
         ids = self.robot[order]
         cuts = np.flatnonzero(np.diff(ids)) + 1
-        return {int(ids[rows[0]]): rows for rows in np.split(order, cuts) if len(rows)}
+        return {int(self.robot[rows[0]]): rows for rows in np.split(order, cuts) if len(rows)}
 
     def rows_of(self, robot: int) -> np.ndarray:
         """Row indices of ``robot``'s intervals, in time order."""
