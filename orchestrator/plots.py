@@ -48,7 +48,7 @@ def pyplot() -> Any:
 def _drawn(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[RobotSpec]:
     """The robots the series figures draw: those of the first platoon panels (``_panels``), at most
     ``MAX_ROBOTS_DRAWN``."""
-    drawn, _ = _panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
+    drawn, _ = panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
     names = {n for _, group in drawn for n in group}
     return [r for r in robots if r.name in names][:MAX_ROBOTS_DRAWN]
 
@@ -100,8 +100,8 @@ def platoon_groups(robots: Sequence[RobotSpec], roles: Mapping[str, Any] | None 
     return list(groups.items())
 
 
-def _panels(groups: Sequence[tuple[str, Sequence[str]]], present: Any) -> tuple[list[tuple[str, list[str]]], str]:
-    """The groups drawn as panels (robots that have data, at most ``MAX_PANEL_ROBOTS`` each, at most
+def panels(groups: Sequence[tuple[str, Sequence[str]]], present: Any) -> tuple[list[tuple[str, list[str]]], str]:
+    """The groups drawn as panels of a figure (robots that have data, at most ``MAX_PANEL_ROBOTS`` each, at most
     ``MAX_PLATOON_PANELS`` groups) and a note on what was left out (empty when nothing was)."""
     kept = [(label, [n for n in names if n in present]) for label, names in groups]
     kept = [(label, names) for label, names in kept if names]
@@ -126,7 +126,7 @@ def series_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series]) 
     drawn = _drawn(robots, series)
     carried = {r.id: series[r.id] for r in drawn}
     colors = robot_colors([r.name for r in robots])
-    _, note = _panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
+    _, note = panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
     look = {"robots": drawn, "series": carried, "colors": colors}
     jobs = [PlotJob("trajectories.png", "trajectories", look),
             PlotJob("speeds.png", "speeds", {**look, "groups": platoon_groups(drawn), "note": note})]
@@ -144,7 +144,7 @@ def follower_plot_jobs(robots: Sequence[RobotSpec], follower_series: Mapping[str
     ``roles``, the roles timeline."""
     metrics = metrics or {}
     groups = platoon_groups(robots, metrics.get("roles"))
-    drawn, note = _panels(groups, follower_series)
+    drawn, note = panels(groups, follower_series)
     names = [n for _, group in drawn for n in group]
     jobs = []
     if names:  # a run without followers has no spacing error to draw

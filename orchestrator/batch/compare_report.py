@@ -52,19 +52,21 @@ def per_robot(trace: Columns) -> dict[int, Columns]:
 
 
 MAX_PANELS = 12
-"""Received-speed panels drawn at most (one per link); the page says which links of how many it shows."""
-LINKS_PER_PLATOON = 3
+"""Received-speed panels in one figure at most; more links go in more figures (every link is drawn)."""
 
 
 @dataclass(frozen=True)
 class Link:
-    """A follower and its predecessor, by name and station id (names everywhere, ids where the radio speaks)."""
+    """A follower and its predecessor while the link existed, by name and station id (names everywhere, ids where
+    the radio speaks)."""
 
-    platoon: int
+    platoon: str
     follower: int
     predecessor: int
     follower_name: str
     predecessor_name: str
+    from_s: float = 0.0
+    to_s: float = float("inf")
 
 
 def robot_specs(run_dir: Path) -> list[RobotSpec]:
@@ -74,30 +76,35 @@ def robot_specs(run_dir: Path) -> list[RobotSpec]:
     return RunData.load(run_dir).robots
 
 
-def chain(robots: Sequence[RobotSpec], per_platoon: int = LINKS_PER_PLATOON,
-          panels: int = MAX_PANELS) -> tuple[list[Link], str]:
-    """The first ``per_platoon`` links of every platoon (leader -> first follower first), at most ``panels`` in
-    all, and a sentence saying what was left out (empty when nothing was)."""
-    names = {r.id: r.name for r in robots}
-    platoons: dict[int, list[Link]] = {}
-    for r in robots:
-        if r.predecessor is not None:
-            platoons.setdefault(r.platoon, []).append(
-                Link(r.platoon, r.id, r.predecessor, r.name, names.get(r.predecessor, str(r.predecessor))))
+def chain(robots: Sequence[RobotSpec], metrics: Mapping[str, Any] | None = None) -> list[Link]:
+    """Every link of the run, joiners' included, grouped by platoon: each follower's predecessors over time from
+    ``metrics.json`` (``followers[name].following``, by the platoon it spent the longest time in); without them
+    (an old run directory) the predecessors as spawned."""
+    from ..plots import platoon_groups
+
+    ids = {r.name: r.id for r in robots}
+    followers = (metrics or {}).get("followers") or {}
     links: list[Link] = []
-    for members in platoons.values():
-        links += members[:per_platoon]
-    total = sum(len(m) for m in platoons.values())
-    shown = links[:panels]
-    if len(shown) == total:
-        return shown, ""
-    drawn_platoons = len({link.platoon for link in shown})
-    return shown, (f"Showing {len(shown)} of {total} links: the first {per_platoon} of each platoon, "
-                   f"{drawn_platoons} of {len(platoons)} platoons; every follower is in the tables below.")
+    for platoon, names in platoon_groups(robots, (metrics or {}).get("roles")):
+        for name in names:
+            stretches = (followers.get(name) or {}).get("following")
+            if stretches is None:
+                r = next(r for r in robots if r.name == name)
+                spawned = next((p.name for p in robots if p.id == r.predecessor), None)
+                stretches = [] if spawned is None else [{"predecessor": spawned, "from_s": 0.0, "to_s": float("inf")}]
+            for k in stretches:
+                pred = str(k["predecessor"])
+                if pred in ids:
+                    links.append(Link(platoon, ids[name], ids[pred], name, pred, float(k["from_s"]),
+                                      float(k["to_s"])))
+    return links
 
 
 def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: Sequence[str]) -> None:
     """Write comparison.html (plots under ``out/plots``) for what ``compare`` returned."""
+    from ..plots import platoon_groups, robot_colors
+    from ..report import link_rows, maneuver_section
+
     variants = comparison["variants"]
     plots_dir = out / "plots"
     plots_dir.mkdir(exist_ok=True)
@@ -109,37 +116,86 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
     columns = [*variants, *(f"{c} - {variants[0]}" for c in variants[1:])]
     sections.append(("Platoon metrics (worst follower of every platoon)", table(rows, columns, first="metric")))
     robots = robot_specs(out / variants[0]) if (out / variants[0] / "scenario.resolved.yaml").exists() else []
+    metrics = {c: comparison["runs"][c]["metrics"] for c in variants}
+    first = metrics[variants[0]]
+    colors = robot_colors([r.name for r in robots])  # the runs' own colours: one per robot, whatever the channel
     vehicles = {c: read_trace(out / c, "vehicles", VEHICLE_COLUMNS) for c in variants}
     series = {c: per_robot(t) for c, t in vehicles.items() if t is not None}
-    links, left_out = chain(robots)
+    links = chain(robots, first)
     if links:
-        path = plot_received_speed(plots_dir, series, links)
-        note = f"<p class='meta'>{html.escape(left_out)}</p>" if left_out else ""
-        sections.append(("Predecessor speed as each follower received it, against the truth", note + image(path)))
+        figures = plot_received_speed(plots_dir, series, links, colors)
+        sections.append((f"Predecessor speed as each follower received it, against the truth ({len(links)} links, "
+                         "joiners' included; each while it existed)", figures_html(figures)))
         v2x = {c: read_trace(out / c, "v2x", V2X_COLUMNS) for c in variants}
-        pairs = {(r.id, s) for r in robots for s in (r.predecessor, r.leader) if s is not None}
+        pairs = {(link.follower, link.predecessor) for link in links}
+        pairs |= {(r.id, r.leader) for r in robots if r.leader is not None}
         path = plot_histograms(plots_dir, v2x, pairs)
         if path:
             sections.append(("Latency and inter-reception time of every link the controllers read", image(path)))
+    for c in variants:
+        timeline = out / c / "plots" / "roles_timeline.png"
+        body = maneuver_section(metrics[c], timeline if timeline.exists() else None)
+        if body:
+            sections.append((f"Maneuvers and roles, {variant_label(comparison['kind'], c)}", body))
     if robots:
         for c in variants:
-            followers = comparison["runs"][c]["metrics"].get("followers", {})
+            followers = metrics[c].get("followers", {})
             sections.append((f"Per platoon, {variant_label(comparison['kind'], c)} (worst follower)",
                              table(platoon_table(robots, followers), PLATOON_KEYS, first="platoon")))
     for c in variants:
-        followers = comparison["runs"][c]["metrics"].get("followers", {})
+        followers = metrics[c].get("followers", {})
         cols = [k for k in follower_keys if any(f.get(k) is not None for f in followers.values())]
         sections.append((f"Followers, {variant_label(comparison['kind'], c)}", table(followers, cols)))
+    link_table = link_columns(variants, {c: link_rows(metrics[c].get("followers", {})) for c in variants})
+    if link_table:
+        sections.append(("Every link while it existed: PDR and latency per channel",
+                         table(link_table, list(next(iter(link_table.values()))), first="follower")))
     if comparison["kind"] == "story":
         sections.insert(0, ("What each difference comes from", explain_story(comparison)))
-    overlay = plot_overlay(plots_dir, series, {r.id: r.name for r in robots})
+    groups = platoon_groups(robots, first.get("roles"))
+    overlay = plot_overlay(plots_dir, series, {r.id: r.name for r in robots}, colors, groups)
     if overlay is not None:
-        sections.insert(1, ("Trajectories and speeds of all vehicles, overlaid", image(overlay)))
+        sections.insert(1, ("Trajectories and speeds of all vehicles: colour per robot, line style per "
+                            f"{comparison['kind'] if comparison['kind'] != 'story' else 'variant'}", image(overlay)))
+    styles = ", ".join(f"{c} {STYLE_NAMES[k % len(STYLES)]}" for k, c in enumerate(variants))
     meta = (f"scenario <b>{html.escape(str(comparison['scenario']))}</b> · seed {comparison['seed']} · "
-            f"{comparison['kind']}: {html.escape(', '.join(variants))} · robots are named as in the scenario")
+            f"{comparison['kind']}: {html.escape(', '.join(variants))} · robots are named as in the scenario; "
+            f"line styles: {html.escape(styles)}")
     title = (f"coopsim demo: {' vs '.join(variants)}" if comparison["kind"] == "story"
              else f"coopsim: {comparison['kind']} comparison")
     (out / "comparison.html").write_text(page(title, sections, meta), encoding="utf-8")
+
+
+STYLES = ("-", "--", ":", "-.")
+"""Line style per variant (the colour is the robot's)."""
+STYLE_NAMES = ("solid", "dashed", "dotted", "dash-dot")
+
+
+def link_columns(variants: Sequence[str], rows: Mapping[str, Mapping[str, Mapping[str, Any]]]
+                 ) -> dict[str, dict[str, Any]]:
+    """The links of every variant side by side: predecessor, interval, and each variant's PDR and mean latency
+    (a link that exists in one variant only has its values there)."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in variants:
+        for key, row in rows[c].items():
+            entry = out.setdefault(key, {"predecessor": row.get("predecessor"), "from_s": row.get("from_s"),
+                                         "to_s": row.get("to_s")})
+            entry[f"pdr {c}"] = row.get("pdr")
+            entry[f"latency_mean_s {c}"] = row.get("latency_mean_s")
+    if not any(row.get(f"pdr {c}") is not None for row in out.values() for c in variants):
+        return {}
+    return {k: {c: row.get(c) for c in ["predecessor", "from_s", "to_s", *(f"pdr {c}" for c in variants),
+                                         *(f"latency_mean_s {c}" for c in variants)]} for k, row in out.items()}
+
+
+def figures_html(figures: Sequence[tuple[str, Path]]) -> str:
+    """Figures one below the other, each folded under its title but the first (a page of 200 robots stays short,
+    and every figure is one click away)."""
+    parts = []
+    for k, (title, path) in enumerate(figures):
+        parts.append(f"<details{' open' if k == 0 else ''}><summary>{html.escape(title)}</summary>"
+                     f"{image(path)}</details>")
+    return "".join(parts)
 
 
 def variant_label(kind: str, variant: str) -> str:
@@ -192,40 +248,59 @@ def _pyplot() -> Any:
     return plt
 
 
-def plot_overlay(plots_dir: Path, series: dict[str, dict[int, Columns]],
-                 names: Mapping[int, str] | None = None) -> Path | None:
-    """Every vehicle's path and speed: one colour per robot from a continuous map (distinct with many robots),
-    one line style per variant (the legend names the variants, the colour bar the robots)."""
+def plot_overlay(plots_dir: Path, series: dict[str, dict[int, Columns]], names: Mapping[int, str] | None = None,
+                 colors: Mapping[str, str] | None = None, groups: Sequence[tuple[str, Sequence[str]]] = ()
+                 ) -> Path | None:
+    """Every vehicle's path (first panel) and speed, one speed panel per platoon (small multiples: a platoon's
+    robots stay distinct and 200 robots make 25 readable panels, not one rainbow): the colour is the robot's, as
+    in the runs' own reports, the line style the variant's."""
+    from ..plots import MAX_PANEL_ROBOTS, panels, robot_colors
+
     if not series:
         return None
     plt = _pyplot()
-    names = names or {}
-    fig, (ax_xy, ax_v) = plt.subplots(1, 2, figsize=(11, 4.5))
-    styles = ["-", "--", ":", "-."]
+    names = dict(names or {})
     ids = sorted({rid for robots in series.values() for rid in robots})
-    cmap = plt.get_cmap("turbo", max(len(ids), 2))
-    color = {rid: cmap(j) for j, rid in enumerate(ids)}
-    for k, (variant, robots) in enumerate(series.items()):
-        style = styles[k % len(styles)]
+    for rid in ids:
+        names.setdefault(rid, f"station {rid}")
+    colors = colors or robot_colors([names[rid] for rid in ids])
+    by_name = {names[rid]: rid for rid in ids}
+    drawn, note = panels(groups or [("", [names[rid] for rid in ids])], by_name)
+    cols = 2 if drawn else 1
+    rows = 1 + -(-len(drawn) // cols) if len(drawn) > 1 else 1
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 3.6 * rows), squeeze=False)
+    ax_xy = axes[0][0]
+    speed_axes = list(axes.flat)[1:] if len(drawn) > 1 else [axes[0][1]]
+    for k, robots in enumerate(series.values()):
+        style = STYLES[k % len(STYLES)]
         for rid, s in sorted(robots.items()):
-            ax_xy.plot(s["x"], s["y"], style, color=color[rid], lw=1.0)
-            ax_v.plot(s["t_ns"] / 1e9, s["v"], style, color=color[rid], lw=1.0)
-        ax_v.plot([], [], style, color="k", label=variant)
+            ax_xy.plot(s["x"], s["y"], style, color=colors.get(names[rid], "#555555"), lw=1.0)
+    for ax, (label, group) in zip(speed_axes, drawn, strict=False):
+        for k, robots in enumerate(series.values()):
+            style = STYLES[k % len(STYLES)]
+            for name in group:
+                s = robots.get(by_name[name])
+                if s is not None:
+                    ax.plot(s["t_ns"] / 1e9, s["v"], style, color=colors.get(name, "#555555"), lw=1.0,
+                            label=name if k == 0 else None)
+        for k, variant in enumerate(series):
+            ax.plot([], [], STYLES[k % len(STYLES)], color="k", lw=1.0, label=variant)
+        ax.set_title(f"speeds, {label}" if label else "speeds", fontsize=9)
+        ax.set_xlabel("time [s]", fontsize=8)
+        ax.set_ylabel("speed [m/s]", fontsize=8)
+        ax.grid(alpha=0.3)
+        if len(group) <= MAX_PANEL_ROBOTS:
+            ax.legend(fontsize=6, ncol=2 if len(group) > 6 else 1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for ax in speed_axes[len(drawn):]:
+        ax.set_visible(False)
     ax_xy.set_xlabel("x east [m]")
     ax_xy.set_ylabel("y north [m]")
     ax_xy.set_aspect("equal", adjustable="datalim")
-    ax_v.set_xlabel("time [s]")
-    ax_v.set_ylabel("speed [m/s]")
-    for ax in (ax_xy, ax_v):
-        ax.grid(alpha=0.3)
-    ax_v.legend(fontsize=8, title="line style", title_fontsize=8)
-    if len(ids) <= 12:
-        for rid in ids:
-            ax_xy.plot([], [], color=color[rid], label=names.get(rid, f"station {rid}"))
-        ax_xy.legend(fontsize=7, ncol=2)
-    else:
-        bar = fig.colorbar(plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, len(ids) - 1)), ax=ax_v)
-        bar.set_label(f"robot ({names.get(ids[0], ids[0])} .. {names.get(ids[-1], ids[-1])})", fontsize=8)
+    ax_xy.set_title(f"paths of all {len(ids)} robots" + (f" ({note})" if note else ""), fontsize=9)
+    ax_xy.grid(alpha=0.3)
+    for k, variant in enumerate(series):
+        ax_xy.plot([], [], STYLES[k % len(STYLES)], color="k", lw=1.0, label=variant)
+    ax_xy.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="line style", title_fontsize=7)
     fig.tight_layout()
     path = plots_dir / "overlay_trajectories_speeds.png"
     fig.savefig(path, dpi=110)
@@ -233,37 +308,63 @@ def plot_overlay(plots_dir: Path, series: dict[str, dict[int, Columns]],
     return path
 
 
-def plot_received_speed(plots_dir: Path, series: dict[str, dict[int, Columns]], links: Sequence[Link]) -> Path:
-    """One panel per link, in a grid: the predecessor's true speed and the speed the follower's controller held,
-    per variant (delay, update rate and quantisation steps show as the staircase)."""
+def plot_received_speed(plots_dir: Path, series: dict[str, dict[int, Columns]], links: Sequence[Link],
+                        colors: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    """One panel per link while it existed, ``MAX_PANELS`` to a figure, a figure per platoon (or part of one): the
+    predecessor's true speed (wide, pale) and the speed the follower's controller held (a staircase: delay,
+    update rate and quantisation), in the predecessor's colour, one line style per variant. Returns (title, path)
+    of each figure."""
     plt = _pyplot()
-    cols = 1 if len(links) <= 3 else 2
-    rows = -(-len(links) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(8 if cols == 1 else 12, 2.6 * rows), sharex=True, squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, link in zip(axes.flat, links, strict=False):
-        for k, (c, s) in enumerate(series.items()):
-            color = colors[k % len(colors)]
-            if link.predecessor in s:
-                pred = s[link.predecessor]
-                ax.plot(pred["t_ns"] / 1e9, pred["v"], color=color, lw=2.5, alpha=0.3, label=f"truth ({c} run)")
-            if link.follower in s and "pred_v" in s[link.follower]:
-                f = s[link.follower]
-                ax.step(f["t_ns"] / 1e9, f["pred_v"], where="post", color=color, lw=1.0, label=f"received via {c}")
-        ax.set_ylabel(f"v of {link.predecessor_name} [m/s]", fontsize=8)
-        ax.set_title(f"platoon {link.platoon}: {link.predecessor_name} as received by {link.follower_name}",
-                     fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    for ax in list(axes.flat)[len(links):]:
-        ax.set_visible(False)
-    for ax in axes[-1]:
-        ax.set_xlabel("time [s]")
-    fig.tight_layout()
-    path = plots_dir / "received_predecessor_speed.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    colors = colors or {}
+    figures: list[tuple[str, Path]] = []
+    by_platoon: dict[str, list[Link]] = {}
+    for link in links:
+        by_platoon.setdefault(link.platoon, []).append(link)
+    for platoon, members in by_platoon.items():
+        for start in range(0, len(members), MAX_PANELS):
+            chunk = members[start:start + MAX_PANELS]
+            cols = 1 if len(chunk) <= 3 else 2
+            rows = -(-len(chunk) // cols)
+            fig, axes = plt.subplots(rows, cols, figsize=(8 if cols == 1 else 12, 2.6 * rows), squeeze=False)
+            for ax, link in zip(axes.flat, chunk, strict=False):
+                color = colors.get(link.predecessor_name, "#1f77b4")
+                for k, (c, s) in enumerate(series.items()):
+                    style = STYLES[k % len(STYLES)]
+                    if link.predecessor in s:
+                        pred = s[link.predecessor]
+                        t = pred["t_ns"] / 1e9
+                        keep = (t >= link.from_s) & (t <= link.to_s)
+                        ax.plot(t[keep], pred["v"][keep], style, color=color, lw=2.5, alpha=0.3,
+                                label=f"truth ({c} run)")
+                    if link.follower in s and "pred_v" in s[link.follower]:
+                        f = s[link.follower]
+                        t = f["t_ns"] / 1e9
+                        keep = (t >= link.from_s) & (t <= link.to_s)
+                        ax.step(t[keep], f["pred_v"][keep], style, where="post", color=color, lw=1.0,
+                                label=f"received via {c}")
+                ax.set_ylabel(f"v of {link.predecessor_name} [m/s]", fontsize=8)
+                until = "end" if link.to_s == float("inf") else f"{link.to_s:.1f} s"
+                ax.set_title(f"{link.predecessor_name} as received by {link.follower_name}, {link.from_s:.1f} s to "
+                             f"{until}", fontsize=9)
+                ax.set_xlabel("time [s]", fontsize=8)
+                ax.grid(alpha=0.3)
+                if ax.get_legend_handles_labels()[0]:
+                    ax.legend(fontsize=7, loc="lower right")
+            for ax in list(axes.flat)[len(chunk):]:
+                ax.set_visible(False)
+            fig.tight_layout()
+            part = f"_{start // MAX_PANELS + 1}" if len(members) > MAX_PANELS else ""
+            path = plots_dir / f"received_predecessor_speed_{_file_part(platoon)}{part}.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            names = ", ".join(link.follower_name for link in chunk)
+            figures.append((f"{platoon}: {len(chunk)} links ({names})", path))
+    return figures
+
+
+def _file_part(text: str) -> str:
+    """``text`` as a safe part of a file name."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text) or "platoon"
 
 
 def plot_histograms(plots_dir: Path, v2x: dict[str, Columns | None], pairs: set[tuple[int, int]]) -> Path | None:
@@ -288,9 +389,10 @@ def plot_histograms(plots_dir: Path, v2x: dict[str, Columns | None], pairs: set[
         order = np.lexsort((t, link))
         same = link[order][1:] == link[order][:-1]
         intervals = np.sort(np.diff(t[order])[same] / 1e9)
+        style = STYLES[list(v2x).index(c) % len(STYLES)]
         for ax, values in ((axes[0], latency), (axes[1], intervals)):
-            if len(values):
-                ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post",
+            if len(values):  # variants by line style, as in every figure of the page
+                ax.step(values, np.arange(1, len(values) + 1) / len(values), style, where="post", color="#333333",
                         label=f"{c} ({len(values):,})")
         drawn = True
     if not drawn:
@@ -305,7 +407,8 @@ def plot_histograms(plots_dir: Path, v2x: dict[str, Columns | None], pairs: set[
     for ax in axes:
         ax.set_ylabel("fraction at or below")
         ax.set_ylim(0, 1.02)
-        ax.legend(fontsize=8, loc="lower right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="lower right")
         ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     path = plots_dir / "latency_interval_histograms.png"
