@@ -35,6 +35,8 @@ def run_metrics_command(args: argparse.Namespace, console: Console, err: Console
             print(f"error: {run_dir / needed} is missing: {run_dir} is not a complete run directory", file=sys.stderr)
             return EXIT_BAD_INPUT
     run = RunData.load(run_dir)
+    for note in run.notes:  # plug-ins of the run that cannot be had here, and what stands in for them
+        print(f"note: {note}", file=sys.stderr)
     if args.check:
         text = metrics_json(compute_metrics(run)[0])
         path = run_dir / "metrics.json"
@@ -47,6 +49,8 @@ def run_metrics_command(args: argparse.Namespace, console: Console, err: Console
         return EXIT_DIFFERS
     run_info_path = run_dir / "run.json"
     run_info = json.loads(run_info_path.read_text(encoding="utf-8")) if run_info_path.is_file() else {}
+    if run.notes:  # the report says what this recomputation could not have (run.json stays the run's own)
+        run_info["notes"] = [*run_info.get("notes", []), *(f"recomputed by 'coopsim metrics': {n}" for n in run.notes)]
     report = not args.no_report
     write_outputs(run, run_info, plots=report and run.scenario.outputs.plots,
                   report=report and run.scenario.outputs.report)

@@ -9,11 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from controllers import CONTROLLERS
+from controllers import CONTROLLERS, LEADER_PROFILES
 from controllers.profiles import profile_inputs
 from federates import FEDERATE_KINDS
 from federates.physics.vehicle_config import vehicle_params
 
+from .core.registry import is_stand_in
 from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns
 from .maneuver_plan import maneuver_plan
@@ -154,6 +155,8 @@ def _start_speed(leader: Driver) -> float:
     rest)."""
     if leader.profile == WAYPOINTS:
         return 0.0
+    if is_stand_in(LEADER_PROFILES.get(leader.profile)):
+        return 0.0  # a run read back without its profile plug-in: the reader puts the recorded start back
     return float(profile_inputs(leader.profile, leader.params, np.zeros(1))[0][0])
 
 
@@ -196,8 +199,11 @@ def _initial_spacing(controller: dict[str, Any], v: float, params: dict[str, Any
     (``cruise``: NaN) or none that is finite at this speed starts at the default spacing instead:
     ``DEFAULT_STANDSTILL_GAP_M + DEFAULT_TIME_GAP_S * v`` bumper to bumper, whatever the vehicles' size."""
     law_cls = CONTROLLERS.get(controller["type"])
-    law = law_cls(law_cls.Params(**{k: v for k, v in controller.items() if k not in BLOCK_KEYS}))
-    gap = float(law.desired_gap(np.array([v]))[0])
+    if is_stand_in(law_cls):  # a run read back without its law plug-in: the reader puts the recorded poses back
+        gap = math.nan
+    else:
+        law = law_cls(law_cls.Params(**{k: v for k, v in controller.items() if k not in BLOCK_KEYS}))
+        gap = float(law.desired_gap(np.array([v]))[0])
     bumper = getattr(law_cls, "gap_reference", "axle") == "bumper"
     if not math.isfinite(gap):
         gap, bumper = DEFAULT_STANDSTILL_GAP_M + DEFAULT_TIME_GAP_S * v, True

@@ -16,6 +16,10 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -33,6 +37,42 @@ NO_PLUGINS_ENV = "COOPSIM_NO_PLUGINS"
 def plugins_allowed() -> bool:
     """False when plug-ins are switched off (``COOPSIM_NO_PLUGINS`` set to anything but 0 or empty)."""
     return os.environ.get(NO_PLUGINS_ENV, "").strip() in ("", "0")
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A plug-in a run directory names that could not be had while reading it back: which, and why."""
+
+    kind: str
+    name: str
+    reason: str
+
+
+_READ_BACK: ContextVar[dict[tuple[str, str], type] | None] = ContextVar("coopsim_read_back", default=None)
+
+
+@contextmanager
+def reading_back() -> Iterator[list[Unresolved]]:
+    """Read a finished run's resolved scenario without its plug-ins having to be importable here.
+
+    Within, a name that is not a built-in and cannot be had (not installed, not on the path, or plug-ins off) is
+    not an error: it resolves to a stand-in class (a subclass of the registry's base whose ``unresolved`` says why,
+    with a ``Params`` that accepts the recorded parameters as they are, and whose methods raise), and the yielded
+    list names it. Nothing of a stand-in runs: what needs the plug-in itself must ask ``is_stand_in`` and say what
+    it does instead. Plug-ins that can be had resolve as always (never while plug-ins are off)."""
+    stand_ins: dict[tuple[str, str], type] = {}
+    token = _READ_BACK.set(stand_ins)
+    found: list[Unresolved] = []
+    try:
+        yield found
+    finally:
+        _READ_BACK.reset(token)
+        found.extend(cls.unresolved for cls in stand_ins.values())
+
+
+def is_stand_in(cls: Any) -> bool:
+    """True for the placeholder of a plug-in that a read-back could not import (``reading_back``)."""
+    return isinstance(getattr(cls, "unresolved", None), Unresolved)
 
 
 def is_plugin_path(name: str) -> bool:
@@ -92,6 +132,8 @@ class Registry:
         and the allowed names (for validators)."""
         if name in self or (is_plugin_path(name) and plugins_allowed()):
             return name
+        if _READ_BACK.get() is not None and name not in self._entries:
+            return name  # resolved, or stood in for, when it is looked up
         raise ValueError(self.unknown_message(name))
 
     def resolve(self, name: str) -> Any:
@@ -114,7 +156,42 @@ class Registry:
 
     # -- lookup ---------------------------------------------------------------------------------------------
     def get(self, name: str) -> Any:
-        """Import and return the class selected by ``name``; checked against the registry's base class."""
+        """Import and return the class selected by ``name``; checked against the registry's base class. While
+        reading a run back (``reading_back``), a plug-in that cannot be had gives its stand-in instead."""
+        try:
+            return self._get(name)
+        except UnknownNameError as exc:
+            stand_ins = _READ_BACK.get()
+            if stand_ins is None or name in self._entries:
+                raise
+            key = (self.kind, name)
+            if key not in stand_ins:
+                reason = str(exc).removeprefix(f"cannot import {self.kind} '{name}': ")
+                if not plugins_allowed():
+                    reason = f"plug-ins are off (--no-plugins, {NO_PLUGINS_ENV})"
+                stand_ins[key] = self._stand_in(Unresolved(self.kind, name, reason))
+            return stand_ins[key]
+
+    def _stand_in(self, unresolved: Unresolved) -> type:
+        """A subclass of the base (or of object) that holds the recorded parameters and runs nothing."""
+        from pydantic import BaseModel, ConfigDict
+
+        class RecordedParams(BaseModel):
+            """The plug-in's parameters as the run directory recorded them (its own model is not available)."""
+
+            model_config = ConfigDict(extra="allow", frozen=True)
+
+        def unavailable(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError(f"{unresolved.kind} '{unresolved.name}' is not available here: {unresolved.reason}")
+
+        base = self.base() or object
+        abstract = getattr(base, "__abstractmethods__", frozenset())
+        namespace = {name: unavailable for name in abstract}
+        namespace.update(Params=RecordedParams, unresolved=unresolved,
+                         __doc__=f"Stand-in for {unresolved.kind} '{unresolved.name}' ({unresolved.reason}).")
+        return type(f"StandIn[{unresolved.name}]", (base,), namespace)
+
+    def _get(self, name: str) -> Any:
         if name in self._entries:
             obj = _import(self._entries[name], self.kind, name)
         else:

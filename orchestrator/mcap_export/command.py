@@ -51,4 +51,8 @@ def run_mcap_command(args: argparse.Namespace, console: Console) -> int:
                                                          "cam_rx, so they carry no decoded fields)")
     console.print(f"wrote {summary.path}: {total} messages on {len(summary.messages)} topics{note}",
                   highlight=False, soft_wrap=True)
+    if summary.unresolved:  # said, so that nobody wonders whether the recording lacks something: it does not
+        verb = "is" if len(summary.unresolved) == 1 else "are"
+        print(f"note: {', '.join(summary.unresolved)} of the run {verb} not available here; the recording needs only "
+              "the traces and the scenario's robots, and is complete without", file=sys.stderr)
     return EXIT_OK

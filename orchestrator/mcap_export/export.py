@@ -48,16 +48,18 @@ class McapSummary:
     path: Path
     messages: dict[str, int] = field(default_factory=dict)
     receptions_from: str = ""  # "cam_rx" (decoded fields) or "v2x" (the channel log: no decoded fields)
+    unresolved: list[str] = field(default_factory=list)  # the run's plug-ins not importable here (none is needed)
 
 
-def robot_infos(run_dir: Path) -> tuple[dict[int, RobotInfo], Any]:
-    """The robots of ``run_dir/scenario.resolved.yaml`` (id -> RobotInfo) and the scenario."""
-    from ..metrics import RunData
+def robot_infos(run_dir: Path) -> tuple[dict[int, RobotInfo], Any, list[str]]:
+    """The robots of ``run_dir/scenario.resolved.yaml`` (id -> RobotInfo), the scenario, and the run's plug-ins
+    that cannot be imported here ("kind 'name'"): the recording needs none of them (``orchestrator.readback``)."""
+    from ..readback import read_back
 
-    run = RunData.load(run_dir)
+    scenario, robots, unresolved = read_back(run_dir)
     infos = {r.id: RobotInfo(r.id, r.name, r.platoon, {**DEFAULT_DIMS, **r.config.get("dims", {})})
-             for r in run.robots}
-    return infos, run.scenario
+             for r in robots}
+    return infos, scenario, [f"{item.kind} '{item.name}'" for item in unresolved]
 
 
 def _records(trace: Path, robots: dict[int, RobotInfo], step_s: float, summary: McapSummary) -> Iterator[Record]:
@@ -87,9 +89,9 @@ def write_mcap(run_dir: Path, out: Path | None = None) -> McapSummary:
     trace = run_dir / "trace"
     if not (trace / "vehicles.parquet").is_file():
         raise FileNotFoundError(f"{trace / 'vehicles.parquet'} is missing: run.mcap is made from the traces")
-    robots, scenario = robot_infos(run_dir)
+    robots, scenario, unresolved = robot_infos(run_dir)
     path = Path(out) if out is not None else run_dir / MCAP_NAME
-    summary = McapSummary(path)
+    summary = McapSummary(path, unresolved=unresolved)
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("wb") as stream:
