@@ -196,11 +196,16 @@ class PlotWorkers:
         assert stdout is not None
         while b"\n" not in self._buffers[k]:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or (self._stop is not None and self._stop()):
+            stopping = self._stop is not None and bool(self._stop())
+            if remaining <= 0:
                 return None
-            # short waits while a stop can come: a signal only sets a flag, read here
-            ready, _, _ = select.select([stdout], [], [], remaining if self._stop is None else min(remaining, 0.05))
+            # short waits while a stop can come (a signal only sets a flag, read here); once stopping, only what
+            # the worker has already said (a figure it finished counts)
+            ready, _, _ = select.select([stdout], [], [], 0.0 if stopping else remaining if self._stop is None
+                                        else min(remaining, 0.05))
             if not ready:
+                if stopping:
+                    return None
                 continue
             chunk = os.read(stdout.fileno(), 65536)
             if not chunk:
