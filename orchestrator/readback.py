@@ -7,8 +7,10 @@ as before; when it cannot (not installed on this machine, or ``--no-plugins``), 
 
 - every robot's start pose and speed come from its first sample in ``trace/vehicles.parquet`` (the default
   placement needs the law's desired gap and the leader profile's start speed);
-- a follower whose law cannot be had has no law object: the spacing-error metrics measure against the recorded
-  desired gap (``desired_gap_m``, between rear axles) instead of the law's own ``spacing_error``.
+- a follower whose law cannot be had has no law object: the spacing-error metrics take the rear-axle distance
+  minus the recorded desired gap (``desired_gap_m``) instead of the law's own ``spacing_error``, which is the same
+  for a law whose gap is measured between rear axles (``gap_reference = "axle"``, the default) but not for one
+  measured bumper to bumper (its class, not the run directory, says which).
 
 ``notes`` says which plug-ins could not be had, why, and what was used instead.
 """
@@ -85,9 +87,11 @@ def readback_notes(unresolved: Sequence[Unresolved], robots: Sequence[RobotSpec]
         if item.kind == "controller":
             users = [r.name for r in robots if r.config.get("controller", {}).get("type") == item.name]
             who = f" ({_names(users)})" if users else ""
-            notes.append(f"{head}: the spacing errors of its followers{who} are measured against the recorded "
-                         "desired gap (trace column desired_gap_m, between rear axles), not by the law's own "
-                         "spacing_error; with the plug-in importable they are the law's")
+            notes.append(f"{head}: the spacing errors of its followers{who} are the rear-axle distance minus the "
+                         "recorded desired gap (trace column desired_gap_m), not the law's own spacing_error: the "
+                         "same for a law that measures its gap between rear axles (the default), larger by the "
+                         "bumper-to-axle lengths for one that measures bumper to bumper; with the plug-in importable "
+                         "they are the law's")
         else:
             notes.append(f"{head}: not needed, the metrics read what the run recorded")
     if unresolved:
