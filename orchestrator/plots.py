@@ -270,6 +270,7 @@ def _speeds(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Series
             s = series[by_name[name].id]
             ax.plot(s.t_ns / 1e9, s.cols["v"], lw=1.2, color=colors[name], label=name)
         ax.set_ylabel("speed [m/s]")
+        ax.ticklabel_format(axis="y", useOffset=False)  # a platoon at constant speed reads 1.0, not 1e-12 + 1
         ax.set_title(label or "Speeds", fontsize=10)
         ax.grid(alpha=0.3)
         _legend(ax, ncol=2 if len(names) > 6 else 1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
