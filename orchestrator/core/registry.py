@@ -202,7 +202,7 @@ class Registry:
                 except Exception as exc:  # a broken plug-in names itself, never a traceback from deep inside
                     raise UnknownNameError(f"cannot load {self.kind} '{name}' ({found.value}): {exc}") from None
             elif is_plugin_path(name) and plugins_allowed():
-                obj = _import(name, self.kind, name)
+                obj = _import(name, self.kind, name, beside_scenario=True)
             else:
                 raise UnknownNameError(self.unknown_message(name))
         self._check_base(name, obj)
@@ -221,11 +221,60 @@ class Registry:
             raise UnknownNameError(f"{self.kind} '{name}' is not a {base.__name__} subclass (it is a {what})")
 
 
-def _import(target: str, kind: str, name: str) -> Any:
+def _import(target: str, kind: str, name: str, beside_scenario: bool = False) -> Any:
+    """``package.module:Attribute`` imported; ``beside_scenario``: a scenario's plug-in path, whose top-level
+    package may also be found in the scenario's folder (``_import_from_scenario_dir``)."""
     module_name, _, attribute = target.partition(":")
     try:
-        return getattr(importlib.import_module(module_name), attribute)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            # the top-level name is nowhere on sys.path: a plug-in path of the scenario may name a neighbour
+            if not beside_scenario or exc.name != module_name.split(".")[0] or not _import_from_scenario_dir(exc.name):
+                raise
+            module = importlib.import_module(module_name)
+        return getattr(module, attribute)
     except (ImportError, AttributeError) as exc:
-        raise UnknownNameError(f"cannot import {kind} '{name}': {exc}") from None
+        where = _scenario_dir_searched() if beside_scenario else ""
+        raise UnknownNameError(f"cannot import {kind} '{name}': {exc}{where}") from None
     except Exception as exc:  # a plug-in module that fails while importing names itself, not a deep traceback
         raise UnknownNameError(f"cannot import {kind} '{name}': {type(exc).__name__}: {exc}") from None
+
+
+def _import_from_scenario_dir(top: str) -> bool:
+    """Import the module or package ``top`` from the folder of the scenario being validated, if it is there.
+
+    Only this one name is looked up there, after sys.path and without adding the folder to it: a file beside the
+    scenario never shadows an installed module, and nothing else of the folder becomes importable (a plug-in
+    package imports its own submodules through its ``__path__``). Plug-in paths only: built-ins and entry points
+    never come from the folder, and with plug-ins off no path is imported at all."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    from .scenario_dir import current_scenario_dir
+
+    folder = current_scenario_dir()
+    if folder is None or not plugins_allowed():
+        return False
+    spec = importlib.machinery.PathFinder.find_spec(top, [str(folder)])
+    if spec is None or spec.loader is None:
+        return False
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[top] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(top, None)  # as a failed import leaves it: a second attempt runs it again
+        raise
+    return True
+
+
+def _scenario_dir_searched() -> str:
+    """Where a plug-in path was looked for, when the scenario's folder was searched too."""
+    from .scenario_dir import current_scenario_dir
+
+    folder = current_scenario_dir()
+    if folder is None or not plugins_allowed():
+        return ""
+    return f" (looked on sys.path and in the scenario's folder {folder})"
