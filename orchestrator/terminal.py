@@ -40,7 +40,7 @@ def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Co
         table.add_column(label, justify="right")
     table.add_column("collisions", justify="right")
     for name, f in list(followers.items())[:40]:
-        table.add_row(name, *(num(f.get(k)) for k, _ in columns), str(f["collisions"]))
+        table.add_row(name, *(num(f.get(k)) for k, _ in columns), num(f.get("collisions")))
     if len(followers) > 40:
         table.caption = f"first 40 of {len(followers)} followers; all in metrics.json"
     console.print(table)

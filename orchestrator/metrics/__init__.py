@@ -47,9 +47,9 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-ROLE_METRICS = ("link", "transition")
-"""The follower metrics that speak of a whole following (links, transitions): computed also for a robot that never
-followed in steady state, whose steady-state metrics are absent."""
+ROLE_METRICS = ("collisions", "link", "transition")
+"""The follower metrics that speak of the whole run (contacts, links, transitions): computed also for a robot that
+never followed in steady state, whose steady-state metrics are absent."""
 
 
 def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:

@@ -26,9 +26,9 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
                                    "weave")),
     "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "sumo", "v2x")),
     "tyre_models": (TYRE_REGISTRY, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
-    "metrics": (METRICS, ("aoi", "channel", "collisions", "degradation", "gamma", "l2_norms", "lateral_deviation",
-                          "leader_path", "link", "maneuvers", "min_gap", "min_ttc", "spacing_error", "string_stability",
-                          "summary")),
+    "metrics": (METRICS, ("aoi", "channel", "collisions", "cut_ins", "degradation", "gamma", "l2_norms",
+                          "lateral_deviation", "leader_path", "link", "maneuvers", "min_gap", "min_ttc",
+                          "spacing_error", "string_stability", "summary", "transition")),
 }
 """registry key -> (registry, its expected built-in names). Its entry-point group is ``registry.group``."""
 

@@ -27,9 +27,10 @@ def test_comparison_files_and_metrics_side_by_side(comparison):
     out, result = comparison
     assert result["ok"] and result["variants"] == ["ideal", "itsg5"] and result["kind"] == "channel"
     for name in ("comparison.json", "comparison.html", "ideal/run.json", "itsg5/run.json", "itsg5/v2x.pcap",
-                 "itsg5/trace/v2x.parquet", "plots/received_predecessor_speed.png",
+                 "itsg5/trace/v2x.parquet",
                  "plots/latency_interval_histograms.png", "plots/overlay_trajectories_speeds.png"):
         assert (out / name).is_file(), name
+    assert list((out / "plots").glob("received_predecessor_speed*.png"))  # one figure per platoon
     saved = json.loads((out / "comparison.json").read_text())
     assert saved["runs"]["ideal"]["run"]["seed"] == saved["runs"]["itsg5"]["run"]["seed"] == 42
     summary = saved["summary"]
@@ -43,7 +44,7 @@ def test_comparison_files_and_metrics_side_by_side(comparison):
     assert diff == pytest.approx(summary["spacing_error_rms_m"]["itsg5"] - summary["spacing_error_rms_m"]["ideal"])
     assert summary["cbr_mean"]["itsg5"] is not None
     html = (out / "comparison.html").read_text()
-    assert html.count("data:image/png;base64,") == 3 and "itsg5 - ideal" in html
+    assert html.count("data:image/png;base64,") >= 3 and "itsg5 - ideal" in html  # figures inlined, no links
     followers = saved["runs"]["itsg5"]["metrics"]["followers"]
     for name in ("robot1", "robot2", "robot3"):
         assert {"pdr", "latency_mean_s", "latency_p95_s", "interval_mean_s", "aoi_mean_s"} <= set(followers[name])
