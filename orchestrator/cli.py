@@ -155,6 +155,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_sweep_parser(sub)
 
+    from .can_dbc_command import add_can_dbc_parser
+
+    add_can_dbc_parser(sub)
+
     vt = sub.add_parser("vehicle-test", help="handling tests of the dynamic model: plots and a metrics table")
     vt.add_argument("kind", choices=("dlc", "constant-radius", "step-steer"),
                     help="ISO 3888-1 double lane change, constant-radius ramp, or step steer")
@@ -270,6 +274,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from .mcap_export.command import run_mcap_command
 
         return run_mcap_command(args, console)
+    if args.command == "can-dbc":
+        from .can_dbc_command import run_can_dbc_command
+
+        return run_can_dbc_command(args)
     if args.command == "demo":
         return demo(args.out, console, err)
     if args.command == "host":
