@@ -119,17 +119,19 @@ def _legend(ax: Any, **kwargs: Any) -> None:
         ax.legend(**{"loc": "upper right", "fontsize": 7, **kwargs})
 
 
-def series_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series]) -> list[PlotJob]:
+def series_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series],
+                     roles: Mapping[str, Any] | None = None) -> list[PlotJob]:
     """The figures drawn from the vehicle samples alone (trajectories, speeds, the state estimate): they can be
     drawn while the metrics are computed. Only the drawn robots' samples are carried; the colours are every
-    robot's (``robot_colors``), so the late figures give each robot the same one."""
+    robot's (``robot_colors``), so the late figures give each robot the same one. ``roles`` (``metrics.json``'s
+    block) groups the speeds by the platoon each robot spent the longest time in."""
     drawn = _drawn(robots, series)
     carried = {r.id: series[r.id] for r in drawn}
     colors = robot_colors([r.name for r in robots])
-    _, note = panels(platoon_groups(robots), {r.name for r in robots if r.id in series})
+    _, note = panels(platoon_groups(robots, roles), {r.name for r in robots if r.id in series})
     look = {"robots": drawn, "series": carried, "colors": colors}
     jobs = [PlotJob("trajectories.png", "trajectories", look),
-            PlotJob("speeds.png", "speeds", {**look, "groups": platoon_groups(drawn), "note": note})]
+            PlotJob("speeds.png", "speeds", {**look, "groups": platoon_groups(drawn, roles), "note": note})]
     estimated = [r for r in drawn if not np.array_equal(series[r.id].cols["est_x"], series[r.id].cols["x"])]
     if estimated:
         jobs.append(PlotJob("estimate_vs_truth.png", "estimate", {**look, "robots": estimated}))
@@ -151,7 +153,7 @@ def follower_plot_jobs(robots: Sequence[RobotSpec], follower_series: Mapping[str
         jobs.append(PlotJob("spacing_errors.png", "spacing_errors", {
             "follower_series": {n: follower_series[n] for n in names}, "colors": robot_colors([r.name for r in robots]),
             "groups": drawn, "note": note}))
-    if followers and any(r.position_in_platoon >= 2 for r in robots):
+    if followers and any(pos >= 2 for _, members in string_chains(robots, followers) for pos, _ in members):
         jobs.append(PlotJob("string_stability.png", "string_stability",
                             {"robots": list(robots), "followers": followers}))
     if (metrics.get("roles") or {}).get("intervals"):
@@ -202,7 +204,7 @@ def run_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series],
                   followers: Mapping[str, Mapping[str, Any]] | None = None,
                   metrics: Mapping[str, Any] | None = None) -> list[PlotJob]:
     """Every figure of ``plot_run``, in its order."""
-    return ordered([*series_plot_jobs(robots, series),
+    return ordered([*series_plot_jobs(robots, series, (metrics or {}).get("roles")),
                     *follower_plot_jobs(robots, follower_series, followers, metrics)])
 
 
@@ -377,6 +379,21 @@ STRING_STABILITY_PANELS = (
 MAX_PLATOONS_DRAWN = 8
 
 
+def string_chains(robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]
+                  ) -> list[tuple[str, list[tuple[int, str]]]]:
+    """(platoon, [(position, follower name)]) per platoon, at most ``MAX_PLATOONS_DRAWN``: each follower where it
+    held its longest steady role (``metrics.json`` ``platoon`` and ``position``; a joiner in the platoon it
+    joined), else where it was spawned."""
+    chains: dict[str, list[tuple[int, str]]] = {}
+    for r in robots:
+        entry = followers.get(r.name)
+        if entry is None:
+            continue
+        platoon = str(entry.get("platoon", f"platoon {r.platoon}"))
+        chains.setdefault(platoon, []).append((int(entry.get("position", r.position_in_platoon)), r.name))
+    return list(chains.items())[:MAX_PLATOONS_DRAWN]
+
+
 def _string_stability(path: Path, robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]) -> Path:
     """L2 norm of each quantity against the position in the platoon, one line per platoon (log scale where the
     norms span a decade or more): a line that rises from follower to follower is amplification along the chain
@@ -385,16 +402,15 @@ def _string_stability(path: Path, robots: Sequence[RobotSpec], followers: Mappin
     import matplotlib.ticker
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
-    platoons = sorted({r.platoon for r in robots})[:MAX_PLATOONS_DRAWN]
+    chains = string_chains(robots, followers)
     for (key, label), ax in zip(STRING_STABILITY_PANELS, axes.flat, strict=True):
         values = []
-        for platoon in platoons:
-            rows = [(r.position_in_platoon, followers[r.name].get(key)) for r in robots
-                    if r.platoon == platoon and r.name in followers]
+        for platoon, members in chains:
+            rows = [(pos, followers[name].get(key)) for pos, name in members]
             rows = [(pos, val) for pos, val in rows if val is not None and val > 0]
             if rows:
                 pos, val = zip(*sorted(rows), strict=True)
-                ax.plot(pos, val, "o-", lw=1.2, ms=4, label=f"platoon {platoon}")
+                ax.plot(pos, val, "o-", lw=1.2, ms=4, label=platoon)
                 values += val
         if values and max(values) / min(values) >= 10:
             # a log axis only where the norms span a decade; labelled at 1-2-5, minor ticks unlabelled (labels on
@@ -410,7 +426,7 @@ def _string_stability(path: Path, robots: Sequence[RobotSpec], followers: Mappin
         ax.set_ylabel(label)
         ax.grid(alpha=0.3, which="both")
         ax.xaxis.get_major_locator().set_params(integer=True)
-    if len(platoons) > 1:
+    if len(chains) > 1:
         _legend(axes.flat[0], ncol=2)
     fig.suptitle("String stability along the chain: rising lines amplify", fontsize=11)
     return save(fig, path)

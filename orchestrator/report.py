@@ -78,13 +78,16 @@ def platoon_table(robots: Sequence[Any], followers: Mapping[str, Mapping[str, An
     page can answer "PATH vs look-ahead CACC" platoon by platoon."""
     from .metrics.worst import worst_over_followers
 
-    groups: dict[int, dict[str, Mapping[str, Any]]] = {}
-    laws: dict[int, set[str]] = {}
+    groups: dict[str, dict[str, Mapping[str, Any]]] = {}
+    laws: dict[str, set[str]] = {}
     for r in robots:
         if r.name in followers:
-            groups.setdefault(r.platoon, {})[r.name] = followers[r.name]
-            laws.setdefault(r.platoon, set()).add(str((r.config.get("controller") or {}).get("type", "external")))
-    return {f"platoon {platoon} ({', '.join(sorted(laws[platoon]))}, {len(members)} followers)":
+            platoon = str(followers[r.name].get("platoon", f"platoon {r.platoon}"))  # where it followed longest
+            groups.setdefault(platoon, {})[r.name] = followers[r.name]
+            law = (r.config.get("controller") or {}).get("type")
+            if law is not None or r.predecessor is not None:  # a joiner takes its new platoon's law
+                laws.setdefault(platoon, set()).add(str(law or "external"))
+    return {f"{platoon} ({', '.join(sorted(laws.get(platoon) or {'joined'}))}, {len(members)} followers)":
             {k: worst_over_followers(members, k) for k in PLATOON_KEYS} for platoon, members in groups.items()}
 
 

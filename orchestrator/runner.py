@@ -244,6 +244,7 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     out, named in ``run_info["notes"]``, on stderr and in the report. ``while_drawing``: more of the run's work
     (filling ``run_info``), done once every plot is sent and before the report is written. ``stop``: asked while
     the plots are drawn; once it names a signal, the plots not drawn by then are left out and named the same way."""
+    from .metrics.follower import roles_json
     from .plots import follower_plot_jobs, ordered, series_plot_jobs
 
     plot_dir = run.out_dir / "plots"
@@ -252,7 +253,7 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     if plots or report:
         stride = max(1, run.vehicle_rows() // max(len(run.robots), 1) // PLOT_POINTS)
         series = run.series([r.id for r in run.robots], ("x", "y", "v", "est_x", "est_y"), stride)
-    early = series_plot_jobs(run.robots, series) if workers is not None else []
+    early = series_plot_jobs(run.robots, series, roles_json(run)) if workers is not None else []
     if workers is not None:  # drawn while the metrics are computed
         workers.submit(plot_dir, early)
     metrics, follower_series = write_metrics(run)

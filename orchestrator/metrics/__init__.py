@@ -69,9 +69,7 @@ def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, n
             if metric.scope == "follower" and (len(view.im) or metric.name in ROLE_METRICS):
                 entry.update(metric.compute(view) or {})
         followers[view.robot.name] = entry
-        thin = slice(None, None, max(1, len(view.im) // PLOT_POINTS))  # plots need no more points than pixels
-        series[view.robot.name] = {"t_s": view.me.t_ns[view.im][thin] / 1e9,
-                                   "spacing_error_m": view.error_series[thin], "lateral_m": view.lateral[view.im][thin]}
+        series[view.robot.name] = _plot_series(view)
     out: dict[str, Any] = {"followers": followers}
     out["roles"] = roles_json(run)
     for metric in metrics:
@@ -80,6 +78,20 @@ def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, n
             if block:
                 out[metric.section] = block
     return out, series
+
+
+def _plot_series(view: FollowerView) -> dict[str, np.ndarray]:
+    """A follower's steady samples for plots, thinned to ``PLOT_POINTS`` and with a NaN where samples are missing
+    (a transition left out), so a line is broken there instead of drawn straight across."""
+    thin = slice(None, None, max(1, len(view.im) // PLOT_POINTS))  # plots need no more points than pixels
+    t_ns = view.me.t_ns[view.im][thin]
+    error, lateral = view.error_series[thin], view.lateral[view.im][thin]
+    if len(t_ns) > 2:
+        step = np.diff(t_ns)
+        gaps = np.flatnonzero(step > 1.5 * np.median(step)) + 1
+        t_ns = np.insert(t_ns, gaps, t_ns[gaps - 1] + step[gaps - 1] // 2)  # times stay finite and increasing
+        error, lateral = np.insert(error, gaps, np.nan), np.insert(lateral, gaps, np.nan)
+    return {"t_s": t_ns / 1e9, "spacing_error_m": error, "lateral_m": lateral}
 
 
 def json_safe(value: Any) -> Any:

@@ -10,7 +10,7 @@ import numpy as np
 from .follower import FollowerView, run_roles, start_chain
 from .geometry import l2_norm, path_projection, path_with_tail
 from .registry import follower_metric, run_metric
-from .roles import PHASES
+from .roles import PHASES, platoon_names
 from .rundata import RunData
 from .worst import worst_over_followers
 
@@ -173,7 +173,8 @@ def link(f: FollowerView) -> dict[str, Any] | None:
 
 @follower_metric("transition")
 def transition(f: FollowerView) -> dict[str, Any]:
-    """When the robot followed whom (``following``), and the samples of following in a transition (a maneuver or
+    """The platoon and position of the role it held longest in steady following, when it followed whom
+    (``following``), and the samples of following in a transition (a maneuver or
     a cut-in until settled, ``roles.py``) apart from steady following: their duration, largest spacing error and
     smallest gap, overall and per stretch (``windows``, each with its cause)."""
     names = {r.id: r.name for r in f.run.robots}
@@ -193,7 +194,12 @@ def transition(f: FollowerView) -> dict[str, Any]:
             "spacing_error_max_m": _linf(error[rows]), "min_gap_m": float(np.min(gap[rows])),
             "min_ttc_s": smallest_ttc(gap[rows], t[rows], ~np.isin(rows[1:], new_pred)),
         })
+    platoons = f.run.cache.get("platoon_names")
+    if platoons is None:
+        platoons = f.run.cache["platoon_names"] = platoon_names(f.run.scenario)
     return {
+        "platoon": platoons.get(f.robot.platoon, f"platoon {f.robot.platoon}"),
+        "position": f.robot.position_in_platoon,
         "following": [{"predecessor": names.get(p, str(p)), "from_s": a / 1e9, "to_s": b / 1e9} for p, a, b in windows],
         "transition": {"time_s": len(t) * dt, "spacing_error_max_m": _linf(error),
                        "min_gap_m": float(np.min(gap)) if len(gap) else None, "windows": stretches},
