@@ -13,78 +13,12 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("orchestrator", "federates", "comms_models", "controllers")
+from .tools.imports import PACKAGES, REPO, cycles, graph, module_name
+from .tools.layers import layer_map
+
 MODELS = ("controllers", "comms_models", "federates.physics.models")
 CORE = "orchestrator.core"
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _imports(path: Path) -> set[str]:
-    """Every project module ``path`` imports, at any depth of the file (function-level imports included)."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names)  # `from pkg import module`
-    return {m for m in found if m.split(".")[0] in PACKAGES}
-
-
-def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
-    return {name: {m for m in _imports(path) if m in modules and m != name} for name, path in modules.items()}
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    sys.setrecursionlimit(10_000)
-    for v in graph:
-        if v not in index:
-            visit(v)
-    return found
+_module_name, _graph, _cycles = module_name, graph, cycles
 
 
 def _package_of(module: str) -> str:
@@ -100,6 +34,16 @@ def test_no_import_cycle_anywhere() -> None:
 
 def test_the_cycle_detector_sees_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_layer_map_puts_the_core_at_the_bottom() -> None:
+    """``python -m tests.tools.layers`` draws the layers from the imports: the core imports nothing of the
+    project, so it alone is layer 0, and every unit sits above what it imports."""
+    rows = layer_map()
+    layer = {unit: level for level, unit, _, _, _ in rows}
+    assert [unit for level, unit, _, _, _ in rows if level == 0] == [CORE]
+    for level, unit, _, deps, cyclic in rows:
+        assert cyclic or all(layer[d] < level for d in deps), unit
 
 
 def test_core_is_a_leaf() -> None:

@@ -1,0 +1,1 @@
+"""Small project commands over the source tree (``python -m tests.tools.layers``)."""
