@@ -194,16 +194,49 @@ def transition(f: FollowerView) -> dict[str, Any]:
             "spacing_error_max_m": _linf(error[rows]), "min_gap_m": float(np.min(gap[rows])),
             "min_ttc_s": smallest_ttc(gap[rows], t[rows], ~np.isin(rows[1:], new_pred)),
         })
+    following = [{"predecessor": names.get(p, str(p)), "from_s": a / 1e9, "to_s": b / 1e9, **_steady_in(f, p, a, b)}
+                 for p, a, b in windows]
+    _note_steady_errors(f)
     platoons = f.run.cache.get("platoon_names")
     if platoons is None:
         platoons = f.run.cache["platoon_names"] = platoon_names(f.run.scenario)
     return {
         "platoon": platoons.get(f.robot.platoon, f"platoon {f.robot.platoon}"),
         "position": f.robot.position_in_platoon,
-        "following": [{"predecessor": names.get(p, str(p)), "from_s": a / 1e9, "to_s": b / 1e9} for p, a, b in windows],
+        "following": following,
         "transition": {"time_s": len(t) * dt, "spacing_error_max_m": _linf(error),
                        "min_gap_m": float(np.min(gap)) if len(gap) else None, "windows": stretches},
     }
+
+
+def _steady_in(f: FollowerView, pred: int, start: int, end: int) -> dict[str, Any]:
+    """Steady following of ``pred`` in [start, end) ns: its duration, RMS and largest spacing error, smallest gap,
+    and the L2 ratio of the spacing error to the predecessor's over the same samples (where the predecessor was a
+    follower then too: ``_note_steady_errors`` keeps each follower's steady errors for this)."""
+    t = f.me.t_ns[f.im]
+    owner = f.pred_id if f.pred_id is not None else np.full(len(t), pred)
+    mine = (owner == pred) & (t >= start) & (t < end)
+    error = f.error_series[mine]
+    finite = np.isfinite(error)
+    ratio = None
+    ahead = f.run.cache.get("steady_errors", {}).get(pred)
+    if ahead is not None and finite.any():
+        common, ia, ib = np.intersect1d(t[mine][finite], ahead[0], assume_unique=True, return_indices=True)
+        if len(common) > 1:
+            ratio = _ratio(l2_norm(error[finite][ia], f.dt), l2_norm(ahead[1][ib], f.dt))
+    return {"steady_s": float(np.count_nonzero(mine)) * f.dt, "spacing_error_rms_m": _rms(error),
+            "spacing_error_max_m": _linf(error), "min_gap_m": float(np.min(f.bumper_gap[mine])) if mine.any() else None,
+            "l2_ratio_spacing_error": ratio}
+
+
+def _note_steady_errors(f: FollowerView) -> None:
+    """Keeps this follower's steady spacing errors (times, values) for its followers' ratios, in runs whose roles
+    change (elsewhere one predecessor per follower: the ratio of the whole run says it all)."""
+    roles = run_roles(f.run)
+    if len(roles.robot) == len(np.unique(roles.robot)):
+        return
+    finite = np.isfinite(f.error_series)
+    f.run.cache.setdefault("steady_errors", {})[f.robot.id] = (f.me.t_ns[f.im][finite], f.error_series[finite])
 
 
 class LinkIndex:

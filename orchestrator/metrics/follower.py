@@ -86,6 +86,7 @@ class FollowerView:
     transition_error: np.ndarray = field(default_factory=lambda: np.empty(0))
     transition_phase: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # roles.PHASES index
     transition_pred: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))  # the predecessor then
+    pred_id: np.ndarray | None = None  # the predecessor of each steady sample (None: ``robot.predecessor``)
 
     @property
     def dt(self) -> float:
@@ -231,7 +232,7 @@ def _views(run: RunData, roles: Roles, robots: list[RobotSpec], series: dict[int
             cat["lateral"][steady], tail, norms, entries,
             series.get(leader) if leader is not None else None, segment, leader_rows,
             full.t_ns[cat["rows"][trans]], cat["bumper_gap"][trans], cat["error"][trans],
-            at["phase"][cat["rows"][trans]], cat["pred_id"][trans],
+            at["phase"][cat["rows"][trans]], cat["pred_id"][trans], cat["pred_id"][steady],
         )
 
 

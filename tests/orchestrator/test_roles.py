@@ -218,3 +218,18 @@ def test_two_platoons_lists_the_joiner(tmp_path):
     assert "joiner" in found["followers"]
     assert found["followers"]["joiner"]["following"][0]["predecessor"] == "inner_2"
     assert found["maneuvers"]["requests"][0]["status"] == "completed"
+
+
+@pytest.mark.parametrize("robot", ["p1_2", "p1_4"])
+def test_each_stretch_of_following_has_its_own_steady_figures(maneuvers_run, robot):
+    """A follower with two predecessors: its figures per stretch add up to its whole-run ones (largest error,
+    smallest gap, steady time), and each stretch has an L2 ratio against the predecessor of that stretch."""
+    entry = metrics(maneuvers_run)["followers"][robot]
+    stretches = entry["following"]
+    assert len({s["predecessor"] for s in stretches}) == 2
+    assert max(s["spacing_error_max_m"] for s in stretches) == entry["spacing_error_max_m"]
+    assert min(s["min_gap_m"] for s in stretches) == entry["min_gap_m"]
+    rms = np.sqrt(sum(s["spacing_error_rms_m"] ** 2 * s["steady_s"] for s in stretches)
+                  / sum(s["steady_s"] for s in stretches))
+    assert rms == pytest.approx(entry["spacing_error_rms_m"], rel=1e-6)
+    assert all(s["l2_ratio_spacing_error"] is not None for s in stretches)
