@@ -39,9 +39,10 @@ system-deps:
 demo: $(STAMP_RUN)
 	$(VENV)/bin/coopsim demo --out runs/demo
 
+# COOPSIM_FULL_FUZZ=1: the fuzz corpora run every case (a plain pytest runs a fixed subset of them)
 test: install-test
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -p no:cacheprovider
+	COOPSIM_FULL_FUZZ=1 $(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .

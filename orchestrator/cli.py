@@ -2,7 +2,8 @@
 
 Exit codes: 0 success, 1 a federate failed during the run (traces so far are kept), 2 bad input (scenario or
 arguments), with a message and no traceback, 3 an outcome the run fails on (``--strict``, ``outputs.fail_on``),
-130 interrupted, 141 (128 + SIGPIPE) the reader of the output went away (``coopsim schema | head``).
+4 the disk is full (the run stopped at the first failed write; every file complete or absent), 130 interrupted,
+141 (128 + SIGPIPE) the reader of the output went away (``coopsim schema | head``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .console import PipeConsole
 from .terminal import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
+    EXIT_DISK_FULL,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -389,6 +391,11 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
     finally:
         if viewer is not None:
             viewer.close()
+    if result.disk_full:
+        return _disk_full(result, out)
+    if result.run_json_error is not None:
+        print(f"error: {out / 'run.json'} could not be written: {result.run_json_error}", file=sys.stderr)
+        return EXIT_FAILED
     if result.interrupted and result.error is None:
         print(f"interrupted by {result.interrupted} at t = {result.run_info['sim_time_s']:.3f} s: the traces up to "
               f"then are in {out / 'trace'}; 'coopsim metrics {out}' computes the metrics", file=sys.stderr)
@@ -404,6 +411,19 @@ def _run(scenario: Any, out: Path, seed: int | None, progress: bool, source: str
     report = out / "report.html"
     console.print(f"run directory: {out}" + (f"  (report: {report})" if report.exists() else ""))
     return _outcome_exit(result.run_info.get("outcomes", {}), scenario.outputs.fail_on, strict, err)
+
+
+def _disk_full(result: Any, out: Path) -> int:
+    """What a run stopped by a full disk left, on stderr; EXIT_DISK_FULL."""
+    if result.error is not None:
+        print(f"error: the disk is full: {result.error}", file=sys.stderr)
+    if result.run_json_error is not None:
+        print(f"error: the disk is full: {out / 'run.json'} could not be written either; the run's record is "
+              "absent (never cut short)", file=sys.stderr)
+    else:
+        print(f"run.json says what was done; the traces in {out / 'trace'} are complete up to the stop (a trace that "
+              "could not be completed was removed)", file=sys.stderr)
+    return EXIT_DISK_FULL
 
 
 def _outcome_exit(outcomes: dict[str, Any], fail_on: list[str], strict: bool, err: Console) -> int:

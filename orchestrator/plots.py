@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .core.robots import RobotSpec
+from .safe_files import ensure_dir, save_figure
 
 if TYPE_CHECKING:
     from .metrics import Series
@@ -156,9 +157,16 @@ def follower_plot_jobs(robots: Sequence[RobotSpec], follower_series: Mapping[str
     if followers and any(pos >= 2 for _, members in string_chains(robots, followers) for pos, _ in members):
         jobs.append(PlotJob("string_stability.png", "string_stability",
                             {"robots": list(robots), "followers": followers}))
-    if (metrics.get("roles") or {}).get("intervals"):
+    if roles_change(metrics.get("roles")):  # a platoon that never changes needs no timeline
         jobs.append(PlotJob("roles_timeline.png", "roles_timeline", timeline_args(robots, metrics)))
     return jobs
+
+
+def roles_change(roles: Mapping[str, Any] | None) -> bool:
+    """Whether any robot's role changes or leaves steady following (``metrics.json`` ``roles``)."""
+    rows = (roles or {}).get("intervals") or []
+    robots = [row["robot"] for row in rows]
+    return len(set(robots)) < len(robots) or any(row["phase"] != "steady" for row in rows)
 
 
 MAX_TIMELINE_ROBOTS = 64
@@ -210,7 +218,7 @@ def run_plot_jobs(robots: Sequence[RobotSpec], series: Mapping[int, Series],
 
 def draw_job(out_dir: Path, job: PlotJob, drawers: Mapping[str, Callable[..., Path]] | None = None) -> Path:
     """Draw one job into ``out_dir`` (created if needed); returns the PNG's path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)  # a link in its place is refused: nothing is drawn outside the run directory
     return (drawers or DRAWERS)[job.draw](out_dir / job.file, **job.args)
 
 
@@ -224,7 +232,7 @@ def plot_run(
 ) -> list[Path]:
     """Write trajectories.png, speeds.png, spacing_errors.png and, given the per-follower metrics,
     string_stability.png (and roles_timeline.png given ``metrics`` with roles); returns their paths."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out_dir)
     return [draw_job(out_dir, job) for job in run_plot_jobs(robots, series, follower_series, followers, metrics)]
 
 
@@ -460,10 +468,13 @@ def _estimate(path: Path, robots: Sequence[RobotSpec], series: Mapping[int, Seri
 
 
 def save(fig: Any, path: Path) -> Path:
-    """Lay out, write at 110 dpi and close a figure (every PNG of a run is written this way)."""
+    """Lay out, write at 110 dpi and close a figure (every PNG of a run is written this way: whole or not at all,
+    never through a link)."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    pyplot().close(fig)
+    try:
+        save_figure(fig, path)
+    finally:
+        pyplot().close(fig)
     return path
 
 

@@ -6,7 +6,6 @@ A run directory is the unit of result: everything in it can be derived again fro
 
 from __future__ import annotations
 
-import contextlib
 import json
 import platform
 import sys
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import yaml
 
 from . import __version__
@@ -30,12 +30,17 @@ from .plot_worker import PlotWorkers
 from .port_recorder import DEFAULT_SKIP, PortRecorder
 from .recorder import VehicleRecorder
 from .run_control import RunControl
+from .safe_files import OutputPathError, check_outputs, is_disk_full, write_atomic
 from .scale_notes import scale_notes
 from .scenario import Problem, Scenario, ScenarioError
 from .scenario.loader import fully_resolved
 from .scheduler import SchedulerError
 from .tables import TraceWriteError
 from .world import build_world
+
+RUN_FILES = ("scenario.resolved.yaml", "run.json", "metrics.json", "report.html", "run.mcap", "v2x.pcap")
+RUN_DIRS = ("trace", "plots")
+"""What a run writes into its directory (each checked for links before the run)."""
 
 DEFAULT_STEP_TIMEOUT_S = 300.0
 """The watchdog's default: far beyond any healthy step, short enough that a hung plug-in does not hold a batch."""
@@ -50,10 +55,16 @@ class RunResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     error: FederateError | None = None
     interrupted: str | None = None  # the signal that stopped the run before its end
+    run_json_error: OSError | None = None  # run.json could not be written (then it is absent, never cut short)
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.interrupted is None
+
+    @property
+    def disk_full(self) -> bool:
+        """Whether the run or its record stopped on a full disk (or quota)."""
+        return is_disk_full(self.error) or is_disk_full(self.run_json_error)
 
 
 def resolved_dict(scenario: Scenario, seed: int) -> dict[str, Any]:
@@ -81,9 +92,10 @@ def run_scenario(
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "scenario.resolved.yaml").write_text(
-            yaml.safe_dump(resolved_dict(scenario, seed), sort_keys=False), encoding="utf-8"
-        )
+        check_outputs(out_dir, RUN_FILES, RUN_DIRS)  # a directory used before: nothing is written through a link
+        write_atomic(out_dir / "scenario.resolved.yaml", yaml.safe_dump(resolved_dict(scenario, seed), sort_keys=False))
+    except OutputPathError as exc:
+        raise ScenarioError(source, [Problem("--out", str(exc))]) from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise ScenarioError(source, [Problem("--out", f"cannot write the run directory {out_dir}: {reason}")]) from None
@@ -170,7 +182,12 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
     run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
     try:
         def digest() -> None:
-            run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
+            try:
+                run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
+            except (pa.ArrowException, OSError) as exc:  # a failed run's trace that could not be completed
+                if result.ok:
+                    raise
+                run_info["notes"].append(f"no digest: a trace cannot be read ({exc})")
 
         # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
         if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
@@ -194,8 +211,10 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
         result.error = FederateError("outputs", world.scheduler.now_ns, exc)
         run_info["error"] = {"federate": "outputs", "robot": None, "sim_time_s": world.scheduler.now_ns / 1e9,
                              "message": str(result.error)}
-    with contextlib.suppress(OSError):
-        (out_dir / "run.json").write_text(json.dumps(json_safe(run_info), indent=2), encoding="utf-8")
+    try:  # whole or not at all: a reader never finds a run.json cut short
+        write_atomic(out_dir / "run.json", json.dumps(json_safe(run_info), indent=2))
+    except OSError as exc:
+        result.run_json_error = exc
     return result
 
 

@@ -14,6 +14,8 @@ from rich.table import Table
 from .console import realtime_factor_text
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
+EXIT_DISK_FULL = 4
+"""The disk (or quota) filled up: the run stopped at the first write that failed; every file is complete or absent."""
 EXIT_INTERRUPTED = 128 + 2
 """Ctrl-C or SIGTERM: the shell's status of a command ended by SIGINT."""
 EXIT_BROKEN_PIPE = 128 + 13

@@ -52,16 +52,23 @@ def l2_norms(f: FollowerView) -> dict[str, Any]:
 @follower_metric("string_stability",
                  report=("l2_ratio_spacing_error", "l2_ratio_acceleration", "l2_ratio_lateral_deviation"))
 def string_stability(f: FollowerView) -> dict[str, Any]:
-    """Ratios of this follower's norms to its predecessor's (below 1 along a platoon: string stable)."""
-    own, pred = f.norms[f.robot.id], f.norms.get(f.robot.predecessor)  # type: ignore[arg-type]
+    """Ratios of this follower's norms to its predecessor's (below 1 along a platoon: string stable). Acceleration
+    and speed deviation (from each robot's initial speed) are compared over the same samples, the follower's steady
+    ones, each against the predecessor of that sample; the spacing-error and lateral ratios against the entry of the
+    predecessor it followed longest."""
+    ahead = f.pred_id if f.pred_id is not None else np.full(len(f.ip), f.robot.predecessor)
+    start = np.array([f.norms[p].initial_speed if p in f.norms else np.nan for p in ahead.tolist()])
+    a_me, a_ahead = f.me.cols["a"][f.im], f.pred.cols["a"][f.ip]
+    v_me = f.me.cols["v"][f.im] - f.norms[f.robot.id].initial_speed
+    v_ahead = f.pred.cols["v"][f.ip] - start
     return {
         "l2_ratio_spacing_error": _ratio(l2_norm(f.error, f.dt), f.predecessor_value("l2_spacing_error")),
-        "l2_ratio_acceleration": _ratio(own.l2_acceleration, pred and pred.l2_acceleration),
+        "l2_ratio_acceleration": _ratio(l2_norm(a_me, f.dt), l2_norm(a_ahead, f.dt)),
         "l2_ratio_lateral_deviation": _ratio(l2_norm(f.lateral, f.dt), f.predecessor_value("l2_lateral_deviation")),
         "linf_ratio_spacing_error": _ratio(_linf(f.error), f.predecessor_value("spacing_error_max_m")),
-        "l2_ratio_speed_deviation": _ratio(own.l2_speed_deviation, pred and pred.l2_speed_deviation),
-        "linf_ratio_speed_deviation": _ratio(own.linf_speed_deviation, pred and pred.linf_speed_deviation),
-        "linf_ratio_acceleration": _ratio(own.linf_acceleration, pred and pred.linf_acceleration),
+        "l2_ratio_speed_deviation": _ratio(l2_norm(v_me, f.dt), l2_norm(v_ahead, f.dt)),
+        "linf_ratio_speed_deviation": _ratio(_linf(v_me), _linf(v_ahead)),
+        "linf_ratio_acceleration": _ratio(_linf(a_me), _linf(a_ahead)),
     }
 
 

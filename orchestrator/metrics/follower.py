@@ -32,6 +32,7 @@ class RobotNorms:
     linf_acceleration: float
     l2_speed_deviation: float
     linf_speed_deviation: float
+    initial_speed: float = 0.0
 
 
 def robot_norms(series: Series) -> RobotNorms:
@@ -45,6 +46,7 @@ def robot_norms(series: Series) -> RobotNorms:
         linf_acceleration=float(np.max(np.abs(a))) if any_rows else 0.0,
         l2_speed_deviation=l2_norm(v - v[0], dt),
         linf_speed_deviation=float(np.max(np.abs(v - v[0]))) if any_rows else 0.0,
+        initial_speed=float(v[0]) if any_rows else 0.0,
     )
 
 

@@ -74,7 +74,7 @@ def test_the_page_fits_the_window_and_shows_values_not_dicts(pages, tmp_path, na
 
 def test_the_comparison_shows_every_platoon_and_its_latency_curves(pages, tmp_path):
     seen = _look(pages["comparison"], tmp_path / "profile")
-    assert "platoon 0 (ela_cacc, 5 followers)" in seen["text"] and "platoon 1 (ela_cacc, 5 followers)" in seen["text"]
+    assert "p0 (ela_cacc, 5 followers)" in seen["text"] and "p1 (ela_cacc, 5 followers)" in seen["text"]
     assert "Predecessor speed as each follower received it, against the truth (10 links" in seen["text"]
     curves = next(i for i in seen["images"] if i["alt"] == "latency_interval_histograms")
     # both variants drew their curves, one line style each in one dark grey (colours are the robots')
@@ -84,7 +84,7 @@ def test_the_comparison_shows_every_platoon_and_its_latency_curves(pages, tmp_pa
 def test_the_run_report_has_a_table_per_platoon_and_flat_channel_values(pages, tmp_path):
     seen = _look(pages["report"], tmp_path / "profile")
     assert "Per platoon (worst follower)" in seen["headings"]
-    assert "platoon 0 (ela_cacc, 5 followers)" in seen["text"] and "platoon 1 (ela_cacc, 5 followers)" in seen["text"]
+    assert "p0 (ela_cacc, 5 followers)" in seen["text"] and "p1 (ela_cacc, 5 followers)" in seen["text"]
     assert "interest_outcomes.received" in seen["text"]
     assert {"V2x pdr distance", "V2x latency", "V2x over time"} <= set(seen["headings"])
 
