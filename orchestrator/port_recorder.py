@@ -45,6 +45,7 @@ class PortRecorder(BaseObserver):
         self.skip = frozenset(skip)
         self._scheduler: Scheduler | None = None
         self._tables: dict[str, _PortTable] = {}
+        self._failures = ParquetAppender.failures
 
     @property
     def ports(self) -> list[str]:
@@ -58,6 +59,10 @@ class PortRecorder(BaseObserver):
                 self._tables[port] = _PortTable(self.trace_dir / f"{port}.parquet", spec, producer, self.period_ns)
 
     def on_instant(self, t_ns: int, bus: dict, stepped: Sequence[str]) -> None:
+        if ParquetAppender.failures != self._failures:  # a write failed somewhere: stop now if it was one of ours
+            self._failures = ParquetAppender.failures
+            for table in self._tables.values():
+                table.check()
         if self._scheduler is None:
             return
         for port in self._scheduler.written_now:
@@ -177,6 +182,10 @@ class _PortTable:
             column = np.asarray(data.get(name, ()), dtype=np.float64).ravel()
             out[name] = column if column.shape == (n,) else np.full(n, np.nan)
         return out
+
+    def check(self) -> None:
+        """Raise TraceWriteError when a write of this port's file has failed."""
+        self._table.check()
 
     def close(self) -> None:
         try:

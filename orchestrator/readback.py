@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .core.registry import Unresolved, reading_back
 from .core.robots import RobotSpec
@@ -54,10 +53,13 @@ def recorded_starts(robots: Sequence[RobotSpec], vehicles: Path) -> None:
         return
     spawn = {r.id: r.spawn_ns for r in robots}
     first: dict[int, dict[str, float]] = {}
-    parquet = pq.ParquetFile(vehicles)
+    from .metrics.trace_schema import check_values, open_trace, read_group
+
+    parquet = open_trace(vehicles)  # a run directory is untrusted input: checked as it is read
     times = sorted(set(spawn.values()))
     for group in range(parquet.num_row_groups):  # the spawn samples sit near the start: stop once all are found
-        batch = parquet.read_row_group(group, columns=["t_ns", "robot", "x", "y", "yaw", "v"])
+        batch = read_group(parquet, vehicles, group, ["t_ns", "robot", "x", "y", "yaw", "v"])
+        check_values(vehicles, {c: batch.column(c) for c in batch.column_names}, "vehicles")
         at_spawn = pc.is_in(batch.column("t_ns"), value_set=_int64(times))
         rows = batch.filter(at_spawn)
         ids, t_ns = rows.column("robot").to_numpy(), rows.column("t_ns").to_numpy()

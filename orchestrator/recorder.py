@@ -60,6 +60,7 @@ class VehicleRecorder(BaseObserver):
         self._next_ns = 0
         self._ids: np.ndarray | None = None
         self._samples: list[tuple[Any, ...]] = []  # (t_ns, state, estimate, commands, range)
+        self._failures = ParquetAppender.failures
 
     def on_spawn(self, t_ns: int, robots: Sequence[RobotSpec]) -> None:
         self.flush()
@@ -68,6 +69,9 @@ class VehicleRecorder(BaseObserver):
         self.flush()
 
     def on_instant(self, t_ns: int, bus: dict, stepped: Sequence[str]) -> None:
+        if ParquetAppender.failures != self._failures:  # a write failed somewhere: stop now if it was ours
+            self._failures = ParquetAppender.failures
+            self._table.check()
         if t_ns < self._next_ns or self.trigger not in stepped:
             return
         self._next_ns = t_ns + self.period_ns

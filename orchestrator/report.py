@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .safe_files import write_atomic
+
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1em}
@@ -255,8 +257,7 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
         items = "".join(f"<li>{html.escape(file)}: {html.escape(why)}</li>" for file, why in missing_plots.items())
         sections.append(("Plots not drawn", f"<ul class='bad'>{items}</ul>"))
     path = out_dir / "report.html"
-    path.write_text(page(f"coopsim run: {run_info.get('scenario')}", sections, meta, outcome_banner(run_info)),
-                    encoding="utf-8")
+    write_atomic(path, page(f"coopsim run: {run_info.get('scenario')}", sections, meta, outcome_banner(run_info)))
     return path
 
 

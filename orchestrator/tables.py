@@ -3,10 +3,20 @@
 Columns are assembled, compressed and written off the simulation thread (numpy concatenation and Arrow's
 compression release the GIL), so on a machine with a spare core recording costs the run little wall time. The
 queue is bounded, which bounds memory; ``close`` drains it and re-raises any writer error.
+
+A full disk. A Parquet file is readable only with its footer, and a row group that fails half-way leaves a file no
+footer can mend. So before each row group the writer checks that the file system has room for it (its size
+estimated from the compression seen so far; the first group measured by compressing it in memory), for the footer
+and for ``KEEP_FREE`` bytes more (``run.json`` and the other files a run ends with). When it has not, the group is
+not written and the error is raised at the next ``flush`` or ``check``: the file keeps every group written before
+and gets its footer. A write that fails anyway (another process took the room meanwhile) leaves a file that cannot
+be read: ``close`` removes it, so every trace is complete or absent.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import queue
 import threading
 from collections.abc import Mapping
@@ -16,20 +26,34 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .safe_files import check_file, ensure_dir
+
+KEEP_FREE = 512 * 1024
+"""Bytes a trace never takes from the file system: room for the footers, run.json, metrics.json and the report."""
+
 
 class TraceWriteError(RuntimeError):
     """A trace file could not be written (a full disk, a vanished directory ...); what was written before stays
     readable up to its last complete row group."""
 
-    def __init__(self, path: Path, cause: BaseException) -> None:
+    def __init__(self, path: Path, cause: BaseException, removed: bool = False, rows: int | None = None) -> None:
         self.path = path
         self.cause = cause
+        self.removed = removed
         reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(cause)
-        super().__init__(f"writing {path} failed: {reason}")
+        kept = ("the run stops at this instant" if rows is None else
+                "it could not be completed and was removed" if removed and rows else
+                "none of it was written: the file is absent" if removed else
+                f"it keeps its {rows} rows written before, readable")
+        super().__init__(f"writing {path} failed: {reason}; {kept}")
 
 
 class ParquetAppender:
     """Collects column chunks; ``flush`` hands them to the writer thread as one row group."""
+
+    failures = 0
+    """Write errors met by any appender of the process: a recorder compares it with the count it last saw, so that
+    finding out whether one of its own files failed costs one integer comparison per instant."""
 
     def __init__(self, path: Path, flush_rows: int = 200_000, units: Mapping[str, str] | None = None,
                  metadata: Mapping[str, str] | None = None, empty_schema: pa.Schema | None = None) -> None:
@@ -40,7 +64,8 @@ class ParquetAppender:
         self.path = Path(path)
         self.units = dict(units or {})
         self.metadata = dict(metadata or {})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.path.parent)  # a link in place of the trace directory or of the file is refused
+        check_file(self.path)
         self.flush_rows = flush_rows
         self._chunks: list[Mapping[str, np.ndarray]] = []
         self._pending = 0
@@ -48,6 +73,8 @@ class ParquetAppender:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self.rows_written = 0
+        self._groups = 0
+        self._bytes_per_row = 0.0
 
     def append(self, columns: Mapping[str, np.ndarray]) -> None:
         """Queue one chunk (equal-length columns, same names every time)."""
@@ -59,11 +86,21 @@ class ParquetAppender:
         if self._pending >= self.flush_rows:
             self.flush()
 
+    @property
+    def failed(self) -> bool:
+        """Whether a write of this file has failed."""
+        return self._error is not None
+
+    def check(self) -> None:
+        """Raise TraceWriteError when a write has failed (a recorder calls it between instants: the run stops at the
+        first failed write, not at this file's next flush)."""
+        if self._error is not None:
+            raise TraceWriteError(self.path, self._error)
+
     def flush(self) -> None:
         """Hand what is queued to the writer thread as one row group; raise as soon as a write has failed (so a run
         on a full disk stops instead of simulating into nothing)."""
-        if self._error is not None:
-            raise TraceWriteError(self.path, self._error)
+        self.check()
         if not self._chunks:
             return
         if self._thread is None:
@@ -86,16 +123,43 @@ class ParquetAppender:
                 table = pa.table({name: _to_arrow(_concat([c[name] for c in chunks])) for name in names})
                 if writer is None:
                     schema = self._schema(table.schema)
+                table = table.cast(schema)
+                self._check_room(table, writer is None)
+                if writer is None:
                     writer = pq.ParquetWriter(self.path, schema, compression="zstd")
-                writer.write_table(table.cast(schema))
+                writer.write_table(table)
                 self.rows_written += table.num_rows
+                self._groups += 1
+                self._bytes_per_row = max(self._bytes_per_row, os.path.getsize(self.path) / max(self.rows_written, 1))
             except BaseException as exc:  # reported by flush() and close()
                 self._error = exc
+                ParquetAppender.failures += 1
         if writer is not None:
             try:
                 writer.close()  # the footer: the row groups written so far become readable
             except BaseException as exc:
                 self._error = self._error or exc
+
+    def _check_room(self, table: pa.Table, first: bool) -> None:
+        """Raise ENOSPC when the file system lacks room for ``table`` as a row group, the footer and ``KEEP_FREE``."""
+        try:
+            fs = os.statvfs(self.path.parent)
+        except (OSError, AttributeError):  # no statvfs here: the write itself will tell
+            return
+        free = fs.f_bavail * fs.f_frsize
+        if free > 4 * table.nbytes + (64 << 20):  # far from full: no estimate needed
+            return
+        if first or not self._bytes_per_row:
+            sink = pa.BufferOutputStream()  # the first group's exact size: compress it once in memory
+            pq.write_table(table, sink, compression="zstd")
+            group = sink.getvalue().size
+        else:
+            group = int(1.5 * self._bytes_per_row * table.num_rows) + 4096
+        footer = 65536 + 256 * table.num_columns * (self._groups + 1)
+        if free < group + footer + KEEP_FREE:
+            raise OSError(errno.ENOSPC, f"No space left on device ({free // 1024} KiB free; the next row group of "
+                                        f"{table.num_rows} rows needs about {(group + footer) // 1024} KiB and "
+                                        f"{KEEP_FREE // 1024} KiB are kept for the run's other files)")
 
     def _schema(self, schema: pa.Schema) -> pa.Schema:
         fields = [f.with_metadata({"unit": self.units[f.name]}) if f.name in self.units else f for f in schema]
@@ -110,9 +174,24 @@ class ParquetAppender:
             self._thread.join()
             self._thread = None
         if self._error is not None:
-            raise TraceWriteError(self.path, self._error) from self._error
+            removed = not self._readable()
+            if removed:  # complete or absent: a file no reader can open is not left behind
+                self.path.unlink(missing_ok=True)
+            raise TraceWriteError(self.path, self._error, removed, self.rows_written) from self._error
         if self.rows_written == 0 and self.empty_schema is not None:
-            pq.write_table(self._schema(self.empty_schema).empty_table(), self.path, compression="zstd")
+            try:
+                pq.write_table(self._schema(self.empty_schema).empty_table(), self.path, compression="zstd")
+            except (pa.ArrowException, OSError) as exc:
+                ParquetAppender.failures += 1
+                self.path.unlink(missing_ok=True)
+                raise TraceWriteError(self.path, exc, removed=True) from exc
+
+
+    def _readable(self) -> bool:
+        try:
+            return pq.ParquetFile(self.path).metadata.num_rows == self.rows_written
+        except (pa.ArrowException, OSError):
+            return False
 
 
 class Categorical:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runner import json_safe
+from ..safe_files import OutputPathError, check_dir, check_outputs, write_atomic
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, worst_over_followers
 from .compare_report import write_comparison_html
@@ -134,6 +135,12 @@ def compare(
     scenarios = build_scenarios(text, source, base_overrides, points, label="variant")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    try:  # an output directory used before: nothing is written through a link found there
+        check_outputs(out, ("comparison.json", "comparison.html", "comparison.partial.json"), ("plots",))
+        for name in names:
+            check_dir(out / name)
+    except OutputPathError as exc:
+        raise ScenarioError(source, [Problem("--out", str(exc))]) from None
     tasks = [Task(i, 0, sc, out / p.name, sc.seed, source) for i, (p, sc) in enumerate(zip(points, scenarios,
                                                                                           strict=True))]
     notify = None if console is None else (lambda m: console.print(m, highlight=False, markup=False))
@@ -158,7 +165,7 @@ def compare(
         "differences": differences(summary, names),
         "runs": runs,
     }
-    (out / "comparison.json").write_text(json.dumps(json_safe(comparison), indent=2), encoding="utf-8")
+    write_atomic(out / "comparison.json", json.dumps(json_safe(comparison), indent=2))
     write_comparison_html(out, comparison, SUMMARY_KEYS)
     return comparison
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from ..core.robots import RobotSpec
 from ..report import PLATOON_KEYS, image, page, platoon_table, table
+from ..safe_files import ensure_dir, save_figure, write_atomic
 
 Columns = dict[str, np.ndarray]
 VEHICLE_COLUMNS = ("t_ns", "robot", "x", "y", "v", "pred_v")
@@ -106,8 +107,7 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
     from ..report import link_rows, maneuver_section
 
     variants = comparison["variants"]
-    plots_dir = out / "plots"
-    plots_dir.mkdir(exist_ok=True)
+    plots_dir = ensure_dir(out / "plots")
     sections = []
     rows = {k: {c: v.get(c) for c in variants} for k, v in comparison["summary"].items()}
     for key, diff in comparison["differences"].items():
@@ -163,7 +163,7 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
             f"line styles: {html.escape(styles)}")
     title = (f"coopsim demo: {' vs '.join(variants)}" if comparison["kind"] == "story"
              else f"coopsim: {comparison['kind']} comparison")
-    (out / "comparison.html").write_text(page(title, sections, meta), encoding="utf-8")
+    write_atomic(out / "comparison.html", page(title, sections, meta))
 
 
 STYLES = ("-", "--", ":", "-.")
@@ -302,8 +302,7 @@ def plot_overlay(plots_dir: Path, series: dict[str, dict[int, Columns]], names: 
         ax_xy.plot([], [], STYLES[k % len(STYLES)], color="k", lw=1.0, label=variant)
     ax_xy.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="line style", title_fontsize=7)
     fig.tight_layout()
-    path = plots_dir / "overlay_trajectories_speeds.png"
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, plots_dir / "overlay_trajectories_speeds.png")
     plt.close(fig)
     return path
 
@@ -354,8 +353,7 @@ def plot_received_speed(plots_dir: Path, series: dict[str, dict[int, Columns]], 
                 ax.set_visible(False)
             fig.tight_layout()
             part = f"_{start // MAX_PANELS + 1}" if len(members) > MAX_PANELS else ""
-            path = plots_dir / f"received_predecessor_speed_{_file_part(platoon)}{part}.png"
-            fig.savefig(path, dpi=110)
+            path = save_figure(fig, plots_dir / f"received_predecessor_speed_{_file_part(platoon)}{part}.png")
             plt.close(fig)
             names = ", ".join(link.follower_name for link in chunk)
             figures.append((f"{platoon}: {len(chunk)} links ({names})", path))
@@ -411,8 +409,7 @@ def plot_histograms(plots_dir: Path, v2x: dict[str, Columns | None], pairs: set[
             ax.legend(fontsize=8, loc="lower right")
         ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
-    path = plots_dir / "latency_interval_histograms.png"
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, plots_dir / "latency_interval_histograms.png")
     plt.close(fig)
     return path
 

@@ -114,8 +114,9 @@ def write_partial(path: Path, records: Sequence[Record], total: int) -> None:
             entry["dir"] = Path(entry["dir"]).relative_to(path.parent).as_posix()
         finished.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"interrupted": True, "total": total, "finished": finished}, indent=2,
-                               default=str), encoding="utf-8")
+    from ..safe_files import write_atomic
+
+    write_atomic(path, json.dumps({"interrupted": True, "total": total, "finished": finished}, indent=2, default=str))
 
 
 def by_point(records: Sequence[Record], points: int) -> list[list[Record]]:

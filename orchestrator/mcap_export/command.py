@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_BAD_INPUT, EXIT_DISK_FULL = 0, 2, 4
 
 
 def add_mcap_parser(sub: Any) -> None:
@@ -35,17 +35,24 @@ def run_mcap_command(args: argparse.Namespace, console: Console) -> int:
             # plain print: a path is never wrapped
             print(f"error: {run_dir / needed} is missing: {run_dir} is not a complete run directory", file=sys.stderr)
             return EXIT_BAD_INPUT
+    import pyarrow as pa
+
+    from ..metrics.trace_schema import RunDataError
+    from ..safe_files import OutputPathError, is_disk_full
     from .export import write_mcap
     from .sources import TraceOrderError
 
     try:
         summary = write_mcap(run_dir, args.out)
-    except TraceOrderError as exc:
+    except (TraceOrderError, RunDataError, OutputPathError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except pa.ArrowException as exc:  # a damaged trace the readers met
+        print(f"error: {run_dir / 'trace'}: a trace cannot be read ({exc})", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:
         print(f"error: cannot write {args.out or run_dir / 'run.mcap'}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return EXIT_DISK_FULL if is_disk_full(exc) else EXIT_BAD_INPUT
     total = sum(summary.messages.values())
     note = "" if summary.receptions_from != "v2x" else (" (receptions from the V2X log: this run recorded no "
                                                          "cam_rx, so they carry no decoded fields)")

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import __version__
 from ..core.timebase import seconds_to_ns
+from ..safe_files import check_dir, check_file
 from . import schemas
 from .extra import MISSING_MESSAGE, mcap_available
 from .sources import (
@@ -93,8 +94,12 @@ def write_mcap(run_dir: Path, out: Path | None = None) -> McapSummary:
     path = Path(out) if out is not None else run_dir / MCAP_NAME
     summary = McapSummary(path, unresolved=unresolved)
     partial = path.with_name(path.name + ".partial")
+    check_file(path)  # a link in its place is refused (os.replace below would only replace the link itself)
+    check_dir(path.parent)
+    partial.unlink(missing_ok=True)  # left by an earlier run that was killed; a link there is removed, not followed
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
-        with partial.open("wb") as stream:
+        with os.fdopen(fd, "wb") as stream:
             writer = Writer(stream, compression=CompressionType.ZSTD)
             writer.start(profile="", library=f"coopsim {__version__}")
             schema_ids: dict[str, int] = {}

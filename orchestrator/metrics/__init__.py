@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..safe_files import write_atomic
 from .limits import PLOT_POINTS
 
 if TYPE_CHECKING:
@@ -115,5 +116,5 @@ def metrics_json(metrics: dict[str, Any]) -> str:
 def write_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
     """Compute the metrics of ``run`` and write ``metrics.json`` into its directory."""
     metrics, series = compute_metrics(run)
-    (Path(run.out_dir) / "metrics.json").write_text(metrics_json(metrics), encoding="utf-8")
+    write_atomic(Path(run.out_dir) / "metrics.json", metrics_json(metrics))  # whole or absent, never through a link
     return metrics, series

@@ -7,6 +7,7 @@ recomputed later from the directory alone (``coopsim metrics RUN_DIR``).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ import pyarrow.parquet as pq
 
 from ..core.robots import RobotSpec
 from .geometry import Columns, Series
+from .trace_schema import RunDataError, check_values, open_trace, read_group, read_whole
 
 DIGEST_TRACES = ("vehicles", "v2x")
 """The traces the run digest covers (``run.json`` ``digest``)."""
@@ -48,7 +50,12 @@ class RunData:
         from ..readback import read_back, readback_notes
 
         out_dir = Path(out_dir)
-        scenario, robots, unresolved = read_back(out_dir)
+        try:
+            scenario, robots, unresolved = read_back(out_dir)
+        except ValueError as exc:  # ScenarioError is a bad scenario file, reported as such by the command line
+            if type(exc).__name__ == "ScenarioError" or isinstance(exc, RunDataError):
+                raise
+            raise RunDataError(out_dir / "scenario.resolved.yaml", f"its robots cannot be built ({exc})") from None
         return cls(out_dir, scenario, robots, build_laws(robots), notes=readback_notes(unresolved, robots))
 
     def path(self, name: str) -> Path:
@@ -64,7 +71,7 @@ class RunData:
     def vehicle_rows(self) -> int:
         """Rows of the vehicles trace (from its footer; 0 without one)."""
         path = self.path("vehicles")
-        return pq.ParquetFile(path).metadata.num_rows if path.exists() else 0
+        return open_trace(path).metadata.num_rows if path.exists() else 0
 
     def series(self, robot_ids: Iterable[int], columns: Iterable[str], stride: int = 1) -> dict[int, Series]:
         """The vehicles trace of ``robot_ids``, time-sorted, with ``columns`` (those the trace has), keeping every
@@ -73,13 +80,17 @@ class RunData:
         if not path.exists():
             return {}
         wanted = np.asarray(sorted(set(robot_ids)), np.int64)
-        parquet = pq.ParquetFile(path)
+        parquet = open_trace(path)  # an untrusted file: schema checked here, values as they are read
         names = set(parquet.schema_arrow.names)
         cols = [c for c in dict.fromkeys(columns) if c in names and c not in ("t_ns", "robot")]
         parts: dict[int, list[dict[str, np.ndarray]]] = {int(r): [] for r in wanted}
         seen = dict.fromkeys(parts, 0)
+        row0, last_t = 0, None
         for group in range(parquet.num_row_groups):  # one row group at a time: what is read is what is held
-            batch = parquet.read_row_group(group, columns=["t_ns", "robot", *cols])
+            batch = read_group(parquet, path, group, ["t_ns", "robot", *cols])
+            check_values(path, {c: batch.column(c) for c in batch.column_names}, "vehicles", row0)
+            last_t = _check_time_order(path, batch.column("t_ns").to_numpy(), last_t, row0)
+            row0 += batch.num_rows
             robot = batch.column("robot").to_numpy()
             keep = np.isin(robot, wanted)
             if not keep.any():
@@ -136,14 +147,26 @@ def build_laws(robots: Iterable[RobotSpec]) -> dict[int, Any]:
 
 
 def read_traces(out_dir: Path, names: Iterable[str] = DIGEST_TRACES) -> dict[str, dict[str, np.ndarray]]:
-    """Columns of ``trace/<name>.parquet`` for each name that exists; strings as object arrays."""
+    """Columns of ``trace/<name>.parquet`` for each name that exists; strings as object arrays. Each file is checked
+    against its port contract as it is read (``trace_schema``): RunDataError names a damaged one."""
     traces = {}
     for name in names:
         path = Path(out_dir) / "trace" / f"{name}.parquet"
-        if path.exists():
-            table = pq.read_table(path)
+        if os.path.lexists(path):
+            table = read_whole(path, name)
             traces[name] = {col: _column(table.column(col)) for col in table.column_names}
     return traces
+
+
+def _check_time_order(path: Path, t_ns: np.ndarray, last: int | None, row0: int) -> int | None:
+    """The vehicles trace is written time-major: its ``t_ns`` never goes back. Returns the last time seen."""
+    if not len(t_ns):
+        return last
+    back = np.flatnonzero(np.diff(t_ns) < 0)
+    if len(back) or (last is not None and t_ns[0] < last):
+        row = row0 + (int(back[0]) + 1 if len(back) else 0)
+        raise RunDataError(path, f"column 't_ns' goes back in time at row {row}: a trace is written in time order")
+    return int(t_ns[-1])
 
 
 def _column(chunked: Any) -> np.ndarray:

@@ -7,6 +7,7 @@ import errno
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -107,3 +108,104 @@ def test_a_full_disk_stops_the_run_and_keeps_what_was_written(tmp_path, monkeypa
     assert info["sim_time_s"] < 30  # stopped early, not simulated into nothing
     rows = _readable(tmp_path)
     assert rows["vehicles.parquet"] == 2 * 4_000  # the two complete groups written before the disk was full
+
+
+# -- a small file system: the disk really fills up ----------------------------------------------------------------
+@pytest.fixture
+def small_disk(tmp_path):
+    """A factory of tmpfs mounts of a given size under ``tmp_path``, unmounted afterwards (root only)."""
+    mounts: list[Path] = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"disk{len(mounts)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a {size} tmpfs here (needs root and mount): {done.stderr.strip()}")
+        mounts.append(where)
+        return where
+
+    yield mount
+    for where in reversed(mounts):
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from orchestrator.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(list(args))
+    return code, err.getvalue()
+
+
+def _complete_or_absent(run_dir: Path) -> None:
+    """Every trace readable, run.json whole JSON, report.html ending its page: nothing cut short, nothing empty."""
+    for trace in (run_dir / "trace").glob("*.parquet"):
+        pq.read_table(trace)  # a footer and every row group
+    for name in ("run.json", "metrics.json"):
+        if (run_dir / name).exists():
+            json.loads((run_dir / name).read_text())
+    if (run_dir / "report.html").exists():
+        assert (run_dir / "report.html").read_text().rstrip().endswith("</html>")
+    assert not [p for p in run_dir.rglob("*") if p.is_file() and p.stat().st_size == 0]
+    assert not list(run_dir.rglob(".*.part"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize("size", ["400k", "2m"])
+def test_a_nearly_full_disk_ends_the_run_with_exit_4_and_complete_files(small_disk, size):
+    out = small_disk(size) / "run"
+    code, err = _cli("run", str(REPO / "scenarios" / "platoon.yaml"), "--out", str(out), "--quiet")
+    assert code == 4, err
+    assert "error: the disk is full" in err and "Traceback" not in err
+    _complete_or_absent(out)
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and "No space left on device" in info["error"]["message"]
+
+
+def test_the_first_failed_write_stops_the_run_at_once(small_disk, monkeypatch):
+    """Row groups of 100 instants of 40 robots: the disk fills while the run goes, and the run stops there."""
+    monkeypatch.setattr(runner, "VehicleRecorder", functools.partial(VehicleRecorder, chunk_rows=4_000))
+    out = small_disk("1m") / "run"
+    overrides = [*QUIET, "duration_s=30", "vehicles.count=40", "platoon.size=8"]
+    result = run_scenario(parse_scenario(PLATOON, overrides=overrides), out)
+    assert result.disk_full and result.error is not None and result.error.federate == "recorder"
+    info = json.loads((out / "run.json").read_text())
+    assert info["sim_time_s"] < 10  # stopped at the first failure, not simulated into nothing
+    _complete_or_absent(out)
+    assert _readable(out)["vehicles.parquet"] > 0  # the groups written before the disk was full
+
+
+def test_run_json_that_cannot_be_written_is_said_and_exit_4(tmp_path, monkeypatch):
+    real = runner.write_atomic
+
+    def write_atomic(path, data):
+        if Path(path).name == "run.json":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data)
+
+    monkeypatch.setattr(runner, "write_atomic", write_atomic)
+    out = tmp_path / "run"
+    code, err = _cli("run", str(REPO / "scenarios" / "platoon.yaml"), "--out", str(out), "--quiet",
+                     *(f"--set={s}" for s in QUIET))
+    assert code == 4, err
+    assert f"{out / 'run.json'} could not be written" in err
+    assert not (out / "run.json").exists()
+
+
+def test_metrics_on_a_full_disk_leaves_no_file_cut_short(small_disk, tmp_path):
+    source = tmp_path / "source"
+    run_scenario(parse_scenario(PLATOON, overrides=["duration_s=3"]), source)
+    disk = small_disk("1m")
+    run = disk / "run"
+    shutil.copytree(source, run, ignore=shutil.ignore_patterns("plots", "report.html", "metrics.json", "run.json"))
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    (disk / "filler").write_bytes(b"\0" * (free - 20_000))  # room for metrics.json, not for the report
+    code, err = _cli("metrics", str(run))
+    assert code == 4, err
+    assert "error: the disk is full" in err and "Traceback" not in err
+    _complete_or_absent(run)
