@@ -291,7 +291,10 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
         elif key.startswith("pacejka"):
             ok = isinstance(value, list | tuple) and len(value) == 4 and all(
                 isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value)
-            if not ok and value is not None:
+            if value is None and key != "pacejka_long":  # null would drop the preset's coefficients
+                problems.append(f"{key}: expected four finite numbers [B, C, D, E], got null (leave it out to keep "
+                                "the preset's)")
+            elif not ok and value is not None:  # pacejka_long: null is the default (derived from the stiffness)
                 problems.append(f"{key}: expected four finite numbers [B, C, D, E], got {value!r}")
         elif not isinstance(value, int | float) or isinstance(value, bool):
             problems.append(f"{key}: expected a number, got {value!r}")

@@ -184,8 +184,16 @@ def _resolved_drive(leader: Driver) -> Driver:
 _PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
+_PATH = re.compile(r"[^.\[\]]+(?:\[\d+\])*(?:\.[^.\[\]]+(?:\[\d+\])*)*")
+"""A whole ``--set`` path: names joined by single dots, each with optional ``[index]`` suffixes."""
+
+
 def parse_path(text: str) -> Loc:
-    """'vehicles[2].controller.time_gap_s' -> ('vehicles', 2, 'controller', 'time_gap_s')."""
+    """'vehicles[2].controller.time_gap_s' -> ('vehicles', 2, 'controller', 'time_gap_s'). A path with an empty
+    name ('vehicles..count', '.seed', 'a.'), stray brackets or a non-numeric index raises ValueError."""
+    if not _PATH.fullmatch(text):
+        raise ValueError(f"'{text[:80]}' is not a field path: names joined by single dots, each optionally followed "
+                         "by [index] (e.g. vehicles.count, vehicles[2].controller.k1)")
     parts: list[object] = []
     for name, index in _PART.findall(text):
         parts.append(int(index) if index else name)
@@ -208,9 +216,12 @@ def apply_override(data: dict[str, Any], item: str, source: str) -> Loc:
     if "=" not in item:
         raise ScenarioError(source, [Problem(item, "--set expects path=value, e.g. controller.time_gap_s=0.5")])
     key, _, raw = item.partition("=")
-    loc = parse_path(key.strip())
-    if not loc:
-        raise ScenarioError(source, [Problem(key, "--set needs a field path")])
+    if not key.strip():
+        raise ScenarioError(source, [Problem("--set", "--set needs a field path before '='")])
+    try:
+        loc = parse_path(key.strip())
+    except ValueError as exc:
+        raise ScenarioError(source, [Problem(key.strip()[:80], f"--set: {exc}")]) from None
     try:
         value = load_value(raw) if raw.strip() else None
     except YamlInputError as exc:

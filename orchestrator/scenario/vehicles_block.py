@@ -21,6 +21,10 @@ from .base import COORDINATE_LIMIT_M, Strict, raise_at
 from .drivers_block import CommandSource
 
 
+MAX_INITIAL_SPEED_MPS = 150.0
+"""Faster than any road vehicle: a start speed beyond it is a typo (1e20 overflows every metric downstream)."""
+
+
 class Initial(Strict):
     """Initial pose of the rear-axle reference point in the local ENU frame and speed. A field left out keeps its
     default placement (leaders at the origin or first waypoint, followers at their desired gap behind)."""
@@ -30,7 +34,7 @@ class Initial(Strict):
     y: float | None = Field(None, ge=-COORDINATE_LIMIT_M, le=COORDINATE_LIMIT_M,
                             description="[m] north, within 100 km of the origin")
     yaw: float | None = Field(None, description="[rad] counter-clockwise from east")
-    v: float | None = Field(None, ge=0, description="[m/s]")
+    v: float | None = Field(None, ge=0, le=MAX_INITIAL_SPEED_MPS, description="[m/s], at most 150 (540 km/h)")
 
 
 class Vehicle(Strict):
@@ -125,7 +129,7 @@ def _vehicles_kind(value: Any) -> str:
 
 
 VehiclesBlock = Annotated[
-    Annotated[Fleet, Tag("fleet")] | Annotated[list[VehicleEntry], Tag("list")],
+    Annotated[Fleet, Tag("fleet")] | Annotated[list[VehicleEntry], Tag("list"), Field(min_length=1)],
     Discriminator(_vehicles_kind),
 ]
 

@@ -315,3 +315,24 @@ def test_each_mutation_changes_the_scenario(mutation: Any) -> None:
     """A mutation that never changes its input would make the corpus above test nothing."""
     text = SHIPPED["platoon.yaml"]
     assert any(mutation(text, Seeded(seed)) != text for seed in range(20))
+
+
+# -- inputs that used to validate and then fail later (issue 23, item 8) -----------------------------------------
+LATE_FAILURES = {
+    "huge start speed": (["vehicles=[{name: a, initial: {v: 1e20}}, {name: b}]"], "vehicles[0].initial.v"),
+    "pacejka null": (["vehicles.template={model: dynamic, params: {tyre_model: pacejka, pacejka_lat_front: null}}"],
+                     "pacejka_lat_front"),
+    "no vehicles": (["vehicles=[]"], "vehicles"),
+    "empty path segment": (["vehicles..count=1"], "vehicles..count"),
+    "leading dot": ([".seed=1"], ".seed"),
+    "index not a number": (["vehicles[x].controller.k1=2"], "vehicles[x]"),
+}
+
+
+@pytest.mark.parametrize("case", list(LATE_FAILURES))
+def test_inputs_that_failed_only_later_are_refused_by_validate(case: str) -> None:
+    overrides, where = LATE_FAILURES[case]
+    source = str(REPO / "scenarios" / "platoon.yaml")
+    code, out, err = validate_in_process(Path(source), overrides)
+    assert check_outcome(source, code, out, err) == "bad input", (out, err)
+    assert where in err, err
