@@ -140,7 +140,13 @@ def _parser() -> argparse.ArgumentParser:
     add_scheduler_argument(cmp_)
     cmp_.add_argument("--quiet", action="store_true", help="no progress output")
 
-    val = sub.add_parser("validate", help="check a scenario without running it")
+    val = sub.add_parser(
+        "validate", help="check a scenario without running it",
+        description="Check a scenario without running it. It imports coopsim's built-ins; an installed entry point "
+                    "the scenario names (that module only); a 'package.module:Class' path only after finding, "
+                    "without running anything, that the module's source defines Class at module level (then the "
+                    "module is imported so that Class's Params checks its parameters); with --no-plugins no entry "
+                    "point and no path (docs/extending.md, 'What coopsim validate imports').")
     scenario_args(val)
 
     sub.add_parser("schema", help="print the scenario JSON Schema (for editors)")

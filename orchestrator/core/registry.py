@@ -225,6 +225,10 @@ def _import(target: str, kind: str, name: str, beside_scenario: bool = False) ->
     """``package.module:Attribute`` imported; ``beside_scenario``: a scenario's plug-in path, whose top-level
     package may also be found in the scenario's folder (``_import_from_scenario_dir``)."""
     module_name, _, attribute = target.partition(":")
+    if beside_scenario:  # a path a scenario names: run nothing before knowing that its source defines the name
+        problem = _not_defined(module_name, attribute)
+        if problem:
+            raise UnknownNameError(f"cannot import {kind} '{name}': {problem}{_scenario_dir_searched()}")
     try:
         try:
             module = importlib.import_module(module_name)
@@ -239,6 +243,90 @@ def _import(target: str, kind: str, name: str, beside_scenario: bool = False) ->
         raise UnknownNameError(f"cannot import {kind} '{name}': {exc}{where}") from None
     except Exception as exc:  # a plug-in module that fails while importing names itself, not a deep traceback
         raise UnknownNameError(f"cannot import {kind} '{name}': {type(exc).__name__}: {exc}") from None
+
+
+def _not_defined(module_name: str, attribute: str) -> str | None:
+    """Why ``module_name:attribute`` is not a plug-in, found without executing any module: the module is looked up
+    as the import system would (every finder, each parent package's search path, then the scenario's folder for
+    the top-level name) but nothing is run, and its source must bind ``attribute`` at module level (a class, a
+    function, an assignment or an import; a ``*`` import or a module ``__getattr__`` leave it open). None: import
+    it. ``this:X`` or ``os:system`` are refused this way without running ``this`` or ``os``."""
+    import ast
+    import sys
+
+    if module_name in sys.modules or not module_name or not attribute:
+        return None  # already imported (nothing more runs), or malformed: the import reports it
+    spec = _find_without_running(module_name)
+    if spec is None:
+        return f"No module named '{module_name}'"
+    origin = spec.origin if spec.has_location else None
+    if origin is None or not origin.endswith(".py"):
+        return (f"module '{module_name}' has no Python source to find '{attribute}' in (a plug-in is a class "
+                "defined in a Python module)")
+    try:
+        with open(origin, "rb") as source:
+            tree = ast.parse(source.read(), origin)
+    except (OSError, SyntaxError, ValueError) as exc:
+        return f"module '{module_name}' cannot be read ({exc})"
+    return None if _binds(tree.body, attribute) else f"module '{module_name}' ({origin}) defines no '{attribute}'"
+
+
+def _find_without_running(module_name: str) -> Any:
+    """The module spec of ``module_name`` from the meta path finders, parents' search paths taken from their specs
+    (so no package ``__init__`` runs), or from the scenario's folder for the top-level name; None if not found."""
+    import importlib.machinery
+    import sys
+
+    from .scenario_dir import current_scenario_dir
+
+    parts = module_name.split(".")
+    path: list[str] | None = None
+    spec = None
+    for depth in range(len(parts)):
+        name = ".".join(parts[: depth + 1])
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            try:
+                spec = find(name, path)
+            except (ImportError, ValueError, AttributeError):
+                spec = None
+            if spec is not None:
+                break
+        if spec is None and depth == 0 and plugins_allowed() and current_scenario_dir() is not None:
+            spec = importlib.machinery.PathFinder.find_spec(name, [str(current_scenario_dir())])
+        if spec is None:
+            return None
+        path = list(spec.submodule_search_locations or [])
+        if depth < len(parts) - 1 and not path:
+            return None  # a module, not a package: it has no submodules
+    return spec
+
+
+def _binds(body: list[Any], name: str) -> bool:
+    """Whether module-level statements ``body`` bind ``name`` (also inside if / try / with blocks at top level)."""
+    import ast
+
+    for node in body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name in (name, "__getattr__"):
+                return True
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                return True
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*" or (alias.asname or alias.name.split(".")[0]) == name:
+                    return True
+        elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+            blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
+            blocks += [handler.body for handler in getattr(node, "handlers", [])]
+            if any(_binds(block, name) for block in blocks):
+                return True
+    return False
 
 
 def _import_from_scenario_dir(top: str) -> bool:

@@ -336,3 +336,19 @@ def test_inputs_that_failed_only_later_are_refused_by_validate(case: str) -> Non
     code, out, err = validate_in_process(Path(source), overrides)
     assert check_outcome(source, code, out, err) == "bad input", (out, err)
     assert where in err, err
+
+
+def test_validate_runs_no_module_that_does_not_define_the_plugin(tmp_path: Path) -> None:
+    """``type: 'this:X'`` used to import ``this`` (printing the Zen of Python) before refusing it; a module beside
+    the scenario without the class must not run either."""
+    (tmp_path / "side.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    text = SHIPPED["platoon.yaml"].decode()
+    for target in ("this:X", "side:Nope", "side.sub:Nope", "nosuchmodule_xyz:X"):
+        path = tmp_path / "case.yaml"
+        path.write_text(text + f"federates: [{{name: x, type: '{target}'}}]\n")
+        done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "validate", str(path)], cwd=REPO,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert "Beautiful is better than ugly" not in done.stdout + done.stderr
+        assert f"cannot import federate '{target}'" in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "ran").exists(), target
