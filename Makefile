@@ -5,9 +5,9 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP_RUN  := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
-APT_PACKAGES := tshark mosquitto docker-compose chromium
+APT_PACKAGES := tshark mosquitto docker.io docker-compose debootstrap chromium
 
-.PHONY: demo test venv install install-test system-deps lint bench clean clean-numba
+.PHONY: demo test venv install install-test system-deps lint bench clean clean-numba wheelhouse docker-engine
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,20 @@ demo: $(STAMP_RUN)
 # COOPSIM_FULL_FUZZ=1: the fuzz corpora run every case (a plain pytest runs a fixed subset of them)
 test: install-test
 	$(VENV)/bin/ruff check .
-	COOPSIM_FULL_FUZZ=1 $(PY) -m pytest -q -p no:cacheprovider
+	@docker/engine.sh start; COOPSIM_FULL_FUZZ=1 $(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
+	  docker/engine.sh stop; exit $$status
+
+# The Docker tests' engine (tests/test_docker.py): docker.io, docker-compose and debootstrap installed when missing,
+# dockerd started when none answers (`make test` stops it again; docker/engine.sh stop by hand otherwise)
+docker-engine:
+	@docker/engine.sh start
+
+# wheels for the image with this machine's pip settings (index, proxy CA, local wheels); docker/Dockerfile then
+# installs from them with no index at all (docs/docker.md). WHEEL_EXTRAS: the extras images may ask for.
+WHEEL_EXTRAS ?= sumo
+wheelhouse: | $(PY)
+	$(PIP) wheel -q --wheel-dir docker/wheelhouse ".[$(WHEEL_EXTRAS)]" "setuptools>=68"
+	rm -f docker/wheelhouse/coopsim-*.whl
 
 lint: $(STAMP_TEST)
 	$(VENV)/bin/ruff check .
