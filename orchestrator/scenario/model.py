@@ -185,7 +185,8 @@ class Scenario(Strict):
     positions here."""
 
     version: Literal[1] = 1
-    name: str = "scenario"
+    name: str = Field("scenario", min_length=1, max_length=64, description="the scenario's name (runs/<name>), at "
+                      "most 64 characters")
     description: str = ""
     seed: int = Field(0, ge=0, le=2**32 - 1, strict=True)
     duration_s: float = Field(gt=0, le=1e6, description="[s] simulated time")

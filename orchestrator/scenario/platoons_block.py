@@ -41,7 +41,8 @@ class StartPose(Strict):
 class PlatoonBlock(Strict):
     """One platoon of the ``platoons:`` form."""
 
-    name: str | None = Field(None, description="the platoon's name (default: p<index>); robots are <name>_<k>")
+    name: str | None = Field(None, min_length=1, max_length=48,
+                             description="the platoon's name (default: p<index>); robots are <name>_<k>")
     members: list[VehicleEntry] | None = Field(None, description="the robots, leader first (or count + template)")
     count: int | None = Field(None, ge=1, le=100_000, strict=True, description="robots built from template")
     template: Vehicle = Field(default_factory=Vehicle, description="vehicle of every robot (count form)")

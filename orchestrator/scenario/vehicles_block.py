@@ -20,7 +20,8 @@ from controllers.pure_pursuit import WaypointDriverParams
 from .base import COORDINATE_LIMIT_M, Strict, raise_at
 from .drivers_block import CommandSource
 
-
+MAX_NAME_LENGTH = 64
+"""Names label every table row, legend and file name of a run: a bound keeps them readable (and cheap)."""
 MAX_INITIAL_SPEED_MPS = 150.0
 """Faster than any road vehicle: a start speed beyond it is a typo (1e20 overflows every metric downstream)."""
 
@@ -101,7 +102,8 @@ def vehicle_model_fields(model: str | None) -> list[str]:
 class VehicleEntry(Strict):
     """One robot of a vehicle list, or an override of one robot of a fleet."""
 
-    name: str | None = Field(None, description="robot name (default: <name_prefix><index>)")
+    name: str | None = Field(None, min_length=1, max_length=MAX_NAME_LENGTH,
+                             description="robot name (default: <name_prefix><index>), at most 64 characters")
     id: int | None = Field(None, ge=1, le=4294967295, strict=True, description="station id (default: index + 1)")
     vehicle: Vehicle | None = None
     controller: dict[str, Any] | None = Field(None, description="overrides of the controller block")
@@ -119,7 +121,7 @@ class Fleet(Strict):
     # strict: `count: true` is not one robot. The bound is the format's; whether a fleet fits this machine depends on
     # the run's length and traces, which the resource estimate checks (orchestrator.resources.resource_problems)
     count: int = Field(ge=1, le=100_000, strict=True)
-    name_prefix: str = "robot"
+    name_prefix: str = Field("robot", max_length=MAX_NAME_LENGTH - 6, description="robot names: <name_prefix><index>")
     template: Vehicle = Field(default_factory=Vehicle)
     overrides: dict[str, VehicleEntry] = Field(default_factory=dict)
 

@@ -352,3 +352,11 @@ def test_validate_runs_no_module_that_does_not_define_the_plugin(tmp_path: Path)
         assert "Beautiful is better than ugly" not in done.stdout + done.stderr
         assert f"cannot import federate '{target}'" in done.stderr and "Traceback" not in done.stderr
         assert not (tmp_path / "ran").exists(), target
+
+
+@pytest.mark.parametrize("override", ["name=" + "a" * 1000, "vehicles=[{name: " + "b" * 100_000 + "}, {name: c}]",
+                                      "vehicles.name_prefix=" + "r" * 100])
+def test_names_are_bounded(override: str) -> None:
+    source = str(REPO / "scenarios" / "platoon.yaml")
+    code, out, err = validate_in_process(Path(source), [override])
+    assert check_outcome(source, code, out, err) == "bad input" and "at most" in err
