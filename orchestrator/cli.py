@@ -14,13 +14,13 @@ import gc
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from .console import PipeConsole
+# nothing heavy at import: ``main`` catches an interrupt only once it runs, so everything slow to import (rich,
+# pydantic, numpy, numba) is imported inside it
 from .terminal import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -34,6 +34,12 @@ from .terminal import (
     print_summary,
     vehicle_test,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+THREADS_WAIT_S = 1.0
+"""How long the ending command waits for threads a plug-in left running before it exits without them."""
 
 
 def _seed(text: str) -> int:
@@ -192,7 +198,51 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``coopsim`` console script."""
+    """Entry point of the ``coopsim`` console script. Ctrl-C at any point before a run installs its own handlers
+    (imports, validation, building the world) ends with one line and code 130. Called as the command
+    (``argv`` None), it also ends the process once its outputs are flushed, whatever threads a plug-in left
+    running (``_exit_past_threads``)."""
+    try:
+        code = _guarded(argv)
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError, ValueError):
+            print("interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    if argv is None:
+        _exit_past_threads(code)
+    return code
+
+
+def _exit_past_threads(code: int) -> None:
+    """A non-daemon thread a plug-in started (and never ended) would hold the process at the interpreter's exit
+    for as long as it runs: wait ``THREADS_WAIT_S`` for such threads, then, if any is still alive, name them on
+    stderr, flush, and leave with ``os._exit`` (every output is already written and closed; only interpreter
+    teardown is skipped)."""
+    import threading
+
+    left = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if not left:
+        return
+    try:
+        deadline = time.monotonic() + THREADS_WAIT_S
+        for thread in left:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:
+        code = EXIT_INTERRUPTED
+    left = [t for t in left if t.is_alive()]
+    if not left:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        print(f"note: exiting without waiting for {len(left)} thread{'s' if len(left) > 1 else ''} still running "
+              f"({', '.join(sorted(t.name for t in left))}), left by a plug-in", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _guarded(argv: Sequence[str] | None) -> int:
+    """``_main`` with the broken pipe of a reader that went away turned into its conventional exit code."""
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -246,9 +296,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from .core.registry import NO_PLUGINS_ENV
 
         os.environ[NO_PLUGINS_ENV] = "1"
+    from .console import PipeConsole
+    from .scenario import ScenarioError
+
     console = PipeConsole()
     err = PipeConsole(stderr=True)
-    from .scenario import ScenarioError
 
     try:
         return _dispatch(args, console, err)

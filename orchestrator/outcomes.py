@@ -50,7 +50,13 @@ def unmet_requests(federates: dict[str, Any]) -> list[str]:
     for federate in federates.values():
         report = getattr(federate, "unmet_requests", None)
         if callable(report):
-            lines += [str(line) for line in report()]
+            try:
+                lines += [str(line) for line in report()]
+            except KeyboardInterrupt:  # the user's Ctrl-C after the run (the run's handlers are gone by then)
+                raise
+            except BaseException as exc:  # a plug-in's, even sys.exit: the run's record is still written
+                lines.append(f"federate '{getattr(federate, 'name', '?')}': unmet_requests() failed: "
+                             f"{type(exc).__name__}: {exc}")
     return lines
 
 

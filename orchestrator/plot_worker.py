@@ -11,8 +11,11 @@ process the worker forks (it holds matplotlib and numpy, no threads). The files 
 Protocol: the run writes length-prefixed pickles of plain data (arrays, robots, metrics) to a worker's stdin; the
 worker answers with one JSON line per job on stdout. It unpickles only numpy arrays, robots and ``PlotJob``s, loads
 no plug-ins and draws only the functions of ``plots.DRAWERS`` and ``v2x_plots.DRAWERS``. A worker whose stdin
-closes finishes its jobs and exits, so a run that dies leaves none behind; ``close`` stops a worker and its
-drawing processes (a session of their own) by the worker's pid.
+closes finishes its jobs and exits; ``close`` stops a worker and its drawing processes (a session of their own) by
+the worker's pid. A run that dies without closing them (SIGKILL, a plug-in's ``os._exit``) takes them along: on
+Linux the kernel kills a worker and its drawing processes when their parent dies (``PR_SET_PDEATHSIG``), elsewhere
+a waiting worker checks every second that its run is still its parent. Its stdin alone cannot tell, since a process
+the run forked may still hold the pipe's other end.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ WAIT_S = 300.0
 NICE = 5
 """How much lower the workers' priority is than the run's (``$COOPSIM_PLOT_NICE`` overrides): importing
 matplotlib must not slow the loop."""
+PARENT_ENV = "COOPSIM_PLOT_PARENT"
+"""The run's pid, handed to its workers: a worker whose parent is another process has lost its run."""
 WORKER_ENV = "COOPSIM_PLOT_WORKERS"
 """Environment override of ``PLOT_WORKERS`` (0: draw in the run's own process)."""
 
@@ -83,7 +88,7 @@ class PlotWorkers:
             except ValueError:
                 count = PLOT_WORKERS
         root = Path(__file__).resolve().parents[1]  # the workers run this very checkout's code
-        env = {**os.environ, "COOPSIM_NO_PLUGINS": "1", "MPLBACKEND": "Agg",
+        env = {**os.environ, "COOPSIM_NO_PLUGINS": "1", "MPLBACKEND": "Agg", PARENT_ENV: str(os.getpid()),
                "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
         env.pop("PYTHONSTARTUP", None)
         processes = []
@@ -251,12 +256,47 @@ class _JobUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _read_message(stream: IO[bytes]) -> dict[str, Any] | None:
-    header = stream.read(_HEADER.size)
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when ``parent`` (its parent now) ends (Linux; elsewhere ``_orphaned`` is
+    asked while waiting), and leave at once if it has already ended."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    if _orphaned(parent):  # it died before the call above: no signal will come
+        os._exit(1)
+
+
+def _orphaned(parent: int | None) -> bool:
+    """Whether the run that started this worker is gone (another process, or init, is its parent now)."""
+    return parent is not None and os.getppid() != parent
+
+
+def _read_message(fd: int, parent: int | None = None) -> dict[str, Any] | None:
+    """The next message on ``fd`` (None once the run closed it, or is gone). Read from the descriptor itself,
+    unbuffered, so that waiting can look every second whether the run is still the parent."""
+    header = _read_exact(fd, _HEADER.size, parent)
     if len(header) < _HEADER.size:
         return None  # the run closed our stdin: no more jobs
     (size,) = _HEADER.unpack(header)
-    return _JobUnpickler(io.BytesIO(stream.read(size))).load()
+    return _JobUnpickler(io.BytesIO(_read_exact(fd, size, parent))).load()
+
+
+def _read_exact(fd: int, size: int, parent: int | None) -> bytes:
+    """``size`` bytes from ``fd``, fewer at its end or when the run is gone."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < size:
+        while parent is not None and not select.select([fd], [], [], 1.0)[0]:
+            if _orphaned(parent):
+                return b""
+        chunk = os.read(fd, min(size - got, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
 def _answer(out: IO[str], **line: Any) -> None:
@@ -294,8 +334,10 @@ def _draw_all(out: IO[str], out_dir: Path, jobs: list[Any], drawers: dict[str, A
     while pending or running:
         if pending and len(running) < parallel - 1 and hasattr(os, "fork"):
             job = pending.pop(0)
+            worker = os.getpid()
             pid = os.fork()
             if pid == 0:  # the drawing process: one figure, its answer, and out
+                _die_with_parent(worker)  # the death signal is not inherited across fork
                 try:
                     _draw(out, out_dir, job, drawers)
                 finally:
@@ -311,6 +353,12 @@ def _draw_all(out: IO[str], out_dir: Path, jobs: list[Any], drawers: dict[str, A
 
 def main() -> int:
     """The worker: import matplotlib, then draw each job sent on stdin until stdin closes."""
+    try:
+        parent: int | None = int(os.environ[PARENT_ENV])
+    except (KeyError, ValueError):
+        parent = None  # started by hand: no run to follow
+    if parent is not None:
+        _die_with_parent(parent)
     with contextlib.suppress(OSError, AttributeError):  # the run's own process keeps the first claim on a core
         os.nice(int(os.environ.get("COOPSIM_PLOT_NICE", NICE)))
     out = sys.stdout
@@ -320,7 +368,7 @@ def main() -> int:
     plots.pyplot()  # the import that overlaps the run's loop
     drawers = {**plots.DRAWERS, **v2x_plots.DRAWERS}
     try:
-        while (message := _read_message(sys.stdin.buffer)) is not None:
+        while (message := _read_message(sys.stdin.fileno(), parent)) is not None:
             _draw_all(out, Path(message["out_dir"]), message["jobs"], drawers, int(message.get("parallel", 1)))
         _answer(out, end=True)
     except (BrokenPipeError, KeyboardInterrupt):  # the run is gone or stopping: it names what was not drawn

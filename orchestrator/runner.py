@@ -115,7 +115,10 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
     interrupted: str | None = None
     t0 = time.perf_counter()
     with RunControl(step_timeout_s) as control:  # from here on, an interrupt still ends with run.json
-        world, observers = _build(scenario, out_dir, seed, source, progress)
+        try:
+            world, observers = _build(scenario, out_dir, seed, source, progress, control)
+        except FederateError as exc:  # a plug-in's constructor failed (sys.exit included): nothing ran
+            return _failed_to_build(scenario, out_dir, seed, exc, time.perf_counter() - t0)
         world.scheduler.control = control
         execution = scenario.execution
         if execution.realtime is not None:
@@ -149,7 +152,7 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
         "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "failed" if error is not None else "interrupted" if interrupted else "ok",
-        "notes": [*stability, *scale_notes(scenario, world.robots)],
+        "notes": [*stability, *scale_notes(scenario, world.robots), *control.notes],
     }
     if interrupted:
         run_info["interrupted_by"] = interrupted
@@ -227,17 +230,35 @@ def federate_summaries(federates: dict[str, Any]) -> dict[str, Any]:
         if callable(summary):
             try:
                 value = summary()
-            except Exception as exc:  # a plug-in's broken summary must not lose the run's record
+            except KeyboardInterrupt:  # the user's Ctrl-C after the run (the run's handlers are gone by then)
+                raise
+            except BaseException as exc:  # a plug-in's broken summary (even sys.exit) must not lose the record
                 value = {"error": f"{type(exc).__name__}: {exc}"}
             if value:
                 out[name] = value
     return out
 
 
-def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: bool) -> tuple[Any, list[Any]]:
+def _failed_to_build(scenario: Scenario, out_dir: Path, seed: int, error: FederateError, wall: float) -> RunResult:
+    """The result, and ``run.json``, of a run whose federates could not all be built."""
+    run_info: dict[str, Any] = {
+        "coopsim_version": __version__, "scenario": scenario.name, "seed": seed, "channel": scenario.channel.type,
+        "sim_time_s": 0.0, "wall_time_s": wall, "status": "failed", "notes": [],
+        "error": {"federate": error.federate, "robot": error.robot, "sim_time_s": 0.0, "message": str(error)},
+    }
+    result = RunResult(out_dir, run_info, error=error)
+    try:
+        write_atomic(out_dir / "run.json", json.dumps(json_safe(run_info), indent=2))
+    except OSError as exc:
+        result.run_json_error = exc
+    return result
+
+
+def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: bool,
+           control: RunControl | None = None) -> tuple[Any, list[Any]]:
     """The world and the observers of a run (recorders, progress bar)."""
     try:
-        world = build_world(scenario, out_dir=out_dir, seed=seed)
+        world = build_world(scenario, out_dir=out_dir, seed=seed, run_control=control)
     except ValueError as exc:
         raise ScenarioError(source, [Problem("vehicles", str(exc))]) from None
     observers: list[Any] = []

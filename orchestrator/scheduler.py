@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
@@ -26,8 +26,32 @@ from .core.ports import ContractError, PortSpec
 from .core.robots import RobotSpec, Roster
 from .ordering import SchedulerError, check_contracts, dependency_order
 from .pacing import RealtimePacer
-from .port_guard import PortGuard, read_only
+from .port_guard import PortGuard, frozen_inputs, owned_outputs
 from .run_control import RunControl
+
+
+class PluginExitError(RuntimeError):
+    """A federate's code called ``sys.exit`` or raised a ``BaseException`` that is not an ``Exception``: its
+    failure, not the run's end."""
+
+
+def federate_failure(name: str, t_ns: int, exc: BaseException, control: RunControl | None,
+                     robot: str | None = None) -> BaseException:
+    """What an exception out of federate ``name``'s code becomes: its ``FederateError``, whatever it was
+    (``SystemExit``, a ``KeyboardInterrupt`` of its own, any ``BaseException``), except the run's own interrupt
+    (the user's second signal), which goes on as it is."""
+    if not isinstance(exc, Exception):
+        if control is not None and control.owns(exc):
+            return exc
+        if control is None and isinstance(exc, KeyboardInterrupt):
+            return exc  # no handler of a run installed: SIGINT raises, so it may be the user's
+        if isinstance(exc, SystemExit):
+            exc = PluginExitError(f"called sys.exit({exc.code!r}); a federate cannot end the run")
+        elif isinstance(exc, KeyboardInterrupt):
+            exc = PluginExitError("raised KeyboardInterrupt itself (no interrupt signal came)")
+        else:
+            exc = PluginExitError(f"raised {type(exc).__name__}: {exc}")
+    return FederateError(name, t_ns, exc, robot=robot)
 
 
 class Observer(Protocol):
@@ -100,6 +124,7 @@ class Scheduler:
         self.control = control  # interrupts and the step watchdog (``run_control``); None: neither
         self.pacer: RealtimePacer | None = None  # real-time pacing (``pacing``); None: as fast as possible
         self.interrupted: str | None = None  # the signal that stopped the run before its end, if any
+        self._frozen: dict[str, tuple] = {}  # port -> (bus value, its read-only copy) for untrusted readers
 
     # -- building -------------------------------------------------------------------------------------------
     def add(self, federate: Federate, trusted: bool = False) -> Federate:
@@ -151,12 +176,14 @@ class Scheduler:
         for k, fed in enumerate(self._federates):
             try:
                 meta = fed.setup(ctx)
-            except Exception as exc:
+            except BaseException as exc:
                 # those already set up (threads, connections, brokers) and the failing one are finalized
                 for done in self._federates[: k + 1]:
-                    with contextlib.suppress(Exception):
+                    with contextlib.suppress(BaseException):
                         done.finalize()
-                raise FederateError(fed.name, 0, exc) from exc
+                raise federate_failure(fed.name, 0, exc, self.control) from exc
+            if self.control is not None:
+                self.control.reclaim(f"federate '{fed.name}'", 0)
             if not isinstance(meta, FederateMeta):
                 raise SchedulerError(f"federate '{fed.name}' setup() must return FederateMeta, got {meta!r}")
             metas[fed.name] = meta
@@ -180,7 +207,10 @@ class Scheduler:
                 queues={i.port: [] for i in meta.inputs if i.queued} or None,
                 delayed_queues=frozenset(i.port for i in meta.inputs if i.queued and i.delayed),
             )
-            slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
+            try:
+                slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
+            except BaseException as exc:
+                raise federate_failure(name, 0, exc, self.control) from exc
             self._slots.append(slot)
         # port -> the queues of its queued consumers (and whether delayed), filled whenever the port is written
         self._subscribers: dict[str, list[tuple[list, bool]]] = {}
@@ -221,8 +251,9 @@ class Scheduler:
         for slot in self._slots:
             try:
                 slot.federate.spawn(added)
-            except Exception as exc:
-                raise FederateError(slot.federate.name, t_ns, exc, robot=", ".join(s.name for s in added)) from exc
+            except BaseException as exc:
+                raise federate_failure(slot.federate.name, t_ns, exc, self.control,
+                                       robot=", ".join(s.name for s in added)) from exc
         for obs in self._observers:
             obs.on_spawn(t_ns, added)
 
@@ -233,8 +264,8 @@ class Scheduler:
         for slot in self._slots:
             try:
                 slot.federate.despawn(removed)
-            except Exception as exc:
-                raise FederateError(slot.federate.name, t_ns, exc) from exc
+            except BaseException as exc:
+                raise federate_failure(slot.federate.name, t_ns, exc, self.control) from exc
         for obs in self._observers:
             obs.on_despawn(t_ns, removed)
 
@@ -260,9 +291,9 @@ class Scheduler:
         for slot in self._slots:
             try:
                 slot.federate.finalize()
-            except Exception as exc:
+            except BaseException as exc:  # even sys.exit in a finalize: the others still close
                 if error is None:
-                    error = FederateError(slot.federate.name, self.now_ns, exc)
+                    error = federate_failure(slot.federate.name, self.now_ns, exc, self.control)
         for obs in self._observers:
             try:
                 obs.on_end(self.now_ns, error)
@@ -310,20 +341,25 @@ class Scheduler:
                         else:
                             inputs[port] = queue.copy()
                             queue.clear()
-                if not slot.guard.trusted:  # type: ignore[union-attr]
-                    inputs = read_only(inputs)
+                trusted = slot.guard.trusted  # type: ignore[union-attr]
+                if not trusted:
+                    inputs = frozen_inputs(inputs, self._frozen)
                 started = perf_counter()
                 if control is not None:
                     control.entering(fed.name, started)
                 try:
                     outputs = fed.step(t_ns, inputs)
-                except Exception as exc:
-                    raise FederateError(fed.name, t_ns, exc) from exc
+                except BaseException as exc:
+                    raise federate_failure(fed.name, t_ns, exc, control) from exc
                 finally:
                     if control is not None:
                         control.left()
+                        if not trusted:  # its handlers, not the plug-in's (built-ins: once per instant, below)
+                            control.reclaim(f"federate '{fed.name}'", t_ns)
                 slot.wall_s += perf_counter() - started
                 if outputs:
+                    if not trusted and isinstance(outputs, Mapping):
+                        outputs = owned_outputs(outputs)  # checked and published as copies only the bus holds
                     slot.guard.check(t_ns, outputs)  # type: ignore[union-attr]
                     bus.update(outputs)
                     written.extend(outputs)
@@ -336,12 +372,17 @@ class Scheduler:
                 if meta.period_ns is not None:
                     slot.next_ns = t_ns + meta.period_ns
                 else:
-                    nxt = fed.next_time()
+                    try:
+                        nxt = fed.next_time()
+                    except BaseException as exc:
+                        raise federate_failure(fed.name, t_ns, exc, control) from exc
                     if nxt is not None and nxt <= t_ns:
                         raise FederateError(
                             fed.name, t_ns, SchedulerError(f"next_time() {nxt} ns is not after now ({t_ns} ns)")
                         )
                     slot.next_ns = nxt
+            if control is not None:  # a plug-in law, channel or vehicle model inside a built-in federate
+                control.reclaim(stepped, t_ns)
             for obs in observers:
                 obs.on_instant(t_ns, bus, stepped)
             if pacer is not None:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-
-from .console import realtime_factor_text
+if TYPE_CHECKING:  # imported where used: the command's entry point imports this module before anything heavy
+    from rich.console import Console
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_OUTCOME = 0, 1, 2, 3
 EXIT_DISK_FULL = 4
@@ -33,6 +31,10 @@ SUMMARY_COLUMNS = (
 
 def print_summary(metrics: dict[str, Any], run_info: dict[str, Any], console: Console) -> None:
     """Per-follower summary table."""
+    from rich.table import Table
+
+    from .console import realtime_factor_text
+
     followers = metrics.get("followers", {})
     columns = [(k, label) for k, label in SUMMARY_COLUMNS if any(f.get(k) is not None for f in followers.values())]
     table = Table(title=f"{run_info['scenario']} · {run_info['channel']} · seed {run_info['seed']} · "
@@ -55,6 +57,8 @@ def num(value: Any) -> str:
 
 def print_comparison(result: dict[str, Any], console: Console) -> None:
     """The worst follower of each summary metric, one column per variant."""
+    from rich.table import Table
+
     table = Table(title=f"{' vs '.join(result['variants'])} (same scenario, same seed)")
     table.add_column("metric (worst follower)")
     for variant in result["variants"]:
@@ -87,6 +91,8 @@ def demo(out: Path, console: Console, err: Console) -> int:
 
 def vehicle_test(args: argparse.Namespace, console: Console) -> int:
     """``coopsim vehicle-test``: the handling tests of one preset, a table per tyre model, plots."""
+    from rich.table import Table
+
     from federates.physics.models.tyres import TYRE_MODELS
     from federates.physics.presets import PRESETS
     from orchestrator.vehicle_test import run_vehicle_test

@@ -19,6 +19,7 @@ from .core.robots import RobotSpec
 from .core.timebase import seconds_to_ns
 from .maneuver_plan import maneuver_plan
 from .placement import Track, behind, shift_left
+from .run_control import RunControl
 from .scenario.drivers_block import resolve_drivers
 from .scenario.model import (
     BLOCK_KEYS,
@@ -32,7 +33,7 @@ from .scenario.model import (
     robot_slots,
 )
 from .scenario.platoons_block import RobotPlan, plan_robots, unknown_override_problems
-from .scheduler import Scheduler
+from .scheduler import Scheduler, federate_failure
 
 
 @dataclass
@@ -286,11 +287,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None) -> World:
-    """Robots, federates and a scheduler with the robots' spawns and despawns queued."""
+def _construct(name: str, cls: Any, params: dict[str, Any], where: dict[str, Any], control: Any) -> Any:
+    """A plug-in federate built from its parameters; whatever its constructor raises besides the ``ValueError`` of
+    bad parameters (which is bad input), ``sys.exit`` included, is its failure at t = 0 (``control``: the run's
+    ``RunControl``, which tells the user's interrupt from the plug-in's)."""
+    try:
+        return cls(name, **params, **where)
+    except ValueError:
+        raise
+    except BaseException as exc:
+        failure = federate_failure(name, 0, exc, control)
+        if failure is exc:
+            raise  # the user's second Ctrl-C
+        raise failure from exc
+
+
+def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None,
+                run_control: RunControl | None = None) -> World:
+    """Robots, federates and a scheduler with the robots' spawns and despawns queued. ``run_control``: the run's
+    interrupts and watchdog (``run_control``), when there is one."""
     seed = scenario.seed if seed is None else seed
     robots = expand_robots(scenario)
-    scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir)
+    scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir,
+                          control=run_control)
     step_ns = seconds_to_ns(scenario.step_s)
     command_ports = sorted({r.config["command_source"]["port"] for r in robots if "command_source" in r.config})
     physics = _built_in(scenario, "physics", step_ns=step_ns, config=scenario.physics, command_ports=command_ports)
@@ -319,7 +338,7 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
             # and places what they describe at the scenario's origin
             where = {"scenario_dir": extra.scenario_dir, "scenario_origin": (scenario.origin.lat_deg,
                      scenario.origin.lon_deg)} if getattr(cls, "reads_scenario_files", False) else {}
-            federates[extra.name] = cls(extra.name, **extra.params, **where)
+            federates[extra.name] = _construct(extra.name, cls, extra.params, where, run_control)
     for name, fed in federates.items():
         # built-ins: ports checked per roster change; a hosted one's answers are checked every step
         scheduler.add(fed, trusted=name in ("physics", "v2x", "control") and name not in scenario.execution.remote)

@@ -346,9 +346,9 @@ def conforms(spec: PortSpec, data: Mapping[str, object]) -> str | None:
     if spec.index == "robot":
         if "id" not in data:
             return f"robot-indexed port '{spec.name}' has no 'id' column"
-        rows = np.shape(data["id"])[0] if np.ndim(data["id"]) == 1 else -1
-        if rows < 0:
-            return f"port '{spec.name}' field 'id' is not a 1-d array"
+        if np.ndim(data["id"]) != 1:
+            return f"port '{spec.name}' field 'id' has shape {np.shape(data['id'])}, expected 1-d (one row per robot)"
+        rows = np.shape(data["id"])[0]
     for field_spec in spec.fields:
         if field_spec.name not in data:
             return f"port '{spec.name}' lacks field '{field_spec.name}'"
