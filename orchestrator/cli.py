@@ -75,6 +75,17 @@ def _positive_factor(text: str) -> float:
     return value
 
 
+def _step_timeout(text: str) -> float:
+    """The watchdog's limit: a number of seconds in (0, 86400]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"must be in (0, 86400] seconds, got {text}")
+    return value
+
+
 def _port(text: str) -> int:
     """A TCP port: 0 (any free one) .. 65535."""
     try:
@@ -123,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--realtime", type=_positive_factor, metavar="X",
                      help="pace simulation time to the wall clock at factor X (1 = real time; sets "
                           "execution.realtime)")
+    run.add_argument("--step-timeout", type=_step_timeout, metavar="S",
+                     help="the watchdog: fail the run when one federate's step takes longer than S seconds of wall "
+                          "time (sets execution.step_timeout_s; default 300)")
     run.add_argument("--memory-budget-gb", type=_positive_gb, metavar="GB",
                      help="refuse a run whose estimated memory exceeds this (default: the available memory)")
     run.add_argument("--force", action="store_true", help="run even when the estimated memory exceeds the budget")
@@ -357,6 +371,8 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     overrides = list(args.overrides)
     if getattr(args, "realtime", None) is not None:
         overrides.append(f"execution.realtime={args.realtime!r}")
+    if getattr(args, "step_timeout", None) is not None:
+        overrides.append(f"execution.step_timeout_s={args.step_timeout!r}")
     scenario = load_scenario(args.scenario, overrides)
     if args.command == "validate":
         from .advisories import lateral_stability_notes

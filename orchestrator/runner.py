@@ -42,8 +42,9 @@ RUN_FILES = ("scenario.resolved.yaml", "run.json", "metrics.json", "report.html"
 RUN_DIRS = ("trace", "plots")
 """What a run writes into its directory (each checked for links before the run)."""
 
-DEFAULT_STEP_TIMEOUT_S = 300.0
-"""The watchdog's default: far beyond any healthy step, short enough that a hung plug-in does not hold a batch."""
+FROM_SCENARIO = "scenario"
+"""``run_scenario(step_timeout_s=...)``: the watchdog the scenario sets (``execution.step_timeout_s``, 300 s unless
+it says otherwise)."""
 
 
 @dataclass
@@ -80,15 +81,18 @@ def run_scenario(
     seed: int | None = None,
     progress: bool = False,
     source: str = "<scenario>",
-    step_timeout_s: float | None = DEFAULT_STEP_TIMEOUT_S,
+    step_timeout_s: float | str | None = FROM_SCENARIO,
     extra_observers: Sequence[Any] = (),
 ) -> RunResult:
     """Simulate ``scenario`` and write the run directory. Scenario-level inconsistencies and an output directory
     that cannot be written raise ScenarioError (before anything runs); a failing federate, a trace that cannot be
     written and an interrupt (SIGINT, SIGTERM: the run stops at the next instant) are reported in the result, with
-    the traces up to then kept. ``step_timeout_s``: longest a federate's step may take (None: no watchdog).
+    the traces up to then kept. ``step_timeout_s``: longest a federate's step may take (None: no watchdog; by
+    default the scenario's ``execution.step_timeout_s``).
     ``extra_observers``: more scheduler observers (the live view); they watch, they never change the run."""
     seed = scenario.seed if seed is None else seed
+    if step_timeout_s == FROM_SCENARIO:
+        step_timeout_s = scenario.execution.step_timeout_s
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -102,7 +106,8 @@ def run_scenario(
     # started now, so the workers import matplotlib while the loop runs; stopped by pid whatever happens next
     workers = PlotWorkers.start() if scenario.outputs.plots and scenario.outputs.trace else None
     try:
-        return _run(scenario, out_dir, seed, progress, source, step_timeout_s, extra_observers, workers)
+        return _run(scenario, out_dir, seed, progress, source, step_timeout_s, extra_observers,  # type: ignore[arg-type]
+                    workers)
     finally:
         if workers is not None:
             workers.close()

@@ -160,6 +160,11 @@ class Execution(Strict):
                                    "factor (1.0: real time); unpaced (as fast as possible) when absent")
     late_warning_s: float = Field(0.05, gt=0, description="[s] lateness behind the wall clock that warns that the "
                                   "run cannot keep up")
+    step_timeout_s: float | None = Field(
+        300.0, gt=0, le=86_400, allow_inf_nan=False, description="[s] the watchdog: longest one federate's step may "
+        "take (wall time) before the run stops as that federate's failure at that time (default 300 s: far beyond "
+        "any healthy step, short enough that a hung plug-in does not hold a batch); null: no watchdog; "
+        "'coopsim run --step-timeout S' sets it")
     remote: dict[Literal["physics", "v2x", "control"], str] = Field(
         default_factory=dict, description="host:port (gRPC) or framed://host:port (framed TCP) of a 'coopsim host' "
         "that runs this built-in federate instead of this process (one container per federate); the traces are the "

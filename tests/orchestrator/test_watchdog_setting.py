@@ -1,0 +1,59 @@
+"""The watchdog's limit is a setting: ``execution.step_timeout_s`` in the scenario (300 s by default, null: off) and
+``coopsim run --step-timeout S``, each validated with a clear message."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.scenario import ScenarioError, parse_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
+HUNG = ('federates=[{"name": "bad", "type": "tests.orchestrator.fault_plugins:Sleeper", "params": {"at_s": 0.5}}]')
+
+
+def _coopsim(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_default_is_written_out_and_null_turns_it_off():
+    assert parse_scenario(PLATOON).execution.step_timeout_s == 300.0
+    assert parse_scenario(PLATOON, overrides=["execution.step_timeout_s=null"]).execution.step_timeout_s is None
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", "execution.step_timeout_s: Input should be greater than 0"),
+    ("inf", "execution.step_timeout_s: Input should be a finite number"),
+    ("1e9", "execution.step_timeout_s: Input should be less than or equal to 86400"),
+])
+def test_a_bad_limit_is_refused_at_its_field(value, message):
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario(PLATOON, overrides=[f"execution.step_timeout_s={value}"])
+
+
+@pytest.mark.parametrize("how", [["--step-timeout", "0.5"], ["--set", "execution.step_timeout_s=0.5"]])
+def test_the_limit_from_the_command_line_or_the_scenario_stops_a_hung_step(tmp_path, how):
+    done = _coopsim("run", "scenarios/platoon.yaml", "--out", str(tmp_path), "--quiet", *how, "--set", "duration_s=3",
+                    "--set", "outputs.plots=false", "--set", "outputs.report=false", "--set", HUNG)
+    assert done.returncode == 1, done.stderr
+    assert "federate 'bad' failed at t = 0.500 s: StepTimeoutError: step() did not return within step_timeout_s = " \
+           "0.5 s" in done.stderr
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"]["federate"] == "bad"
+    resolved = (tmp_path / "scenario.resolved.yaml").read_text()
+    assert "step_timeout_s: 0.5" in resolved  # a rerun of the resolved scenario keeps the limit
+
+
+@pytest.mark.parametrize(("value", "message"), [("0", "must be in (0, 86400] seconds, got 0"),
+                                                ("soon", "expected a number of seconds, got 'soon'")])
+def test_a_bad_step_timeout_option_is_bad_input(value, message):
+    done = _coopsim("run", "scenarios/platoon.yaml", "--step-timeout", value)
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
