@@ -251,6 +251,10 @@ def parameter_range_problems(params: dict[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
+_UNKNOWN_LISTED = 10
+"""Most unknown parameter names one error lists (a mapping of 100,000 made-up names is one mistake)."""
+
+
 def parameter_problems(params: dict[str, Any]) -> list[str]:
     """What is wrong with vehicle parameter overrides: unknown names (with a suggestion) and wrong types.
 
@@ -280,12 +284,18 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
             problems_first.append(f"tyre_model: {exc}; built-ins: {', '.join(sorted(TYRE_MODELS))}")
     known = set(PARAM_DEFAULTS) | set(choices) | {k for preset_params in PRESETS.values() for k in preset_params}
     problems = problems_first
+    names = sorted(known)
+    unknown = [key for key in params if key not in known]
+    for key in unknown[:_UNKNOWN_LISTED]:  # a suggestion costs a comparison with every name: only for a few
+        close = difflib.get_close_matches(key, names, n=1) if len(key) <= 100 else []
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        problems.append(f"{key}: unknown vehicle parameter{hint}")
+    if len(unknown) > _UNKNOWN_LISTED:
+        problems.append(f"{len(unknown) - _UNKNOWN_LISTED:,} more unknown vehicle parameters")
     for key, value in params.items():
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            problems.append(f"{key}: unknown vehicle parameter{hint}")
-        elif key in choices:
+            continue
+        if key in choices:
             if value not in choices[key]:
                 problems.append(f"{key}: {value!r} is not one of {', '.join(choices[key])}")
         elif key.startswith("pacejka"):

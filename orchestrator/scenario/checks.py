@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import Problem, format_path
+from .errors import MAX_LISTED, UNLISTED, Problem, format_path
 from .locate import from_set, problem_at
 from .model import (
     BLOCK_KEYS,
@@ -262,6 +262,9 @@ def _validate_params(
     except ValidationError as exc:
         out = []
         for err in exc.errors(include_url=False):
+            if len(out) >= MAX_LISTED:  # counted, never shown
+                out.append(UNLISTED)
+                continue
             loc = (*prefix, *err["loc"])
             problem = problem_at(err, tuple(err["loc"]), {}, set(), model)
             line = None if from_set(loc, set_locs) else line_of(lines, loc)

@@ -28,6 +28,10 @@ from .model import (
 )
 from .yamlmarks import Loc, YamlInputError, decode_text, load_value, load_with_lines
 
+MAX_SCENARIO_BYTES = 32 * 2**20
+"""Largest scenario file read: a list of 100,000 robots, each with its own pose and vehicle, takes about 20 MiB;
+validating 32 MiB takes some tens of seconds."""
+
 
 def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
     """Read and validate a scenario file; ``overrides`` are ``path=value`` strings (value parsed as YAML)."""
@@ -36,14 +40,19 @@ def load_scenario(path: str | Path, overrides: Iterable[str] = ()) -> Scenario:
 
 
 def read_scenario_text(path: str | Path, source: str | None = None) -> str:
-    """A scenario file's text: strict UTF-8 (a BOM is accepted). An unreadable, binary or non-UTF-8 file raises
-    ScenarioError naming the byte offset."""
+    """A scenario file's text: strict UTF-8 (a BOM is accepted). An unreadable, binary or non-UTF-8 file, or one
+    larger than ``MAX_SCENARIO_BYTES``, raises ScenarioError (naming the byte offset of a bad byte)."""
     path = Path(path)
     source = source or str(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:  # read one byte past the bound: a pipe or device has no size to ask
+            data = file.read(MAX_SCENARIO_BYTES + 1)
     except OSError as exc:
         raise ScenarioError(source, [Problem("", f"cannot read file: {exc.strerror or exc}")]) from None
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(source, [Problem("", f"the file is larger than {MAX_SCENARIO_BYTES // 2**20} MiB, the "
+                                                 "most a scenario may be (a fleet block describes thousands of robots "
+                                                 "in a few lines: vehicles: {count: N, overrides: ...})", 1)])
     try:
         return decode_text(data)
     except YamlInputError as exc:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import Problem, format_path
+from .errors import MAX_LISTED, UNLISTED, Problem, clip, format_path, shown
 from .model import (
     Scenario,
 )
@@ -22,6 +22,9 @@ def problems_of(exc: ValidationError, lines: dict[Loc, int], set_locs: set[Loc],
     """Every error of a scenario's validation as a ``Problem`` at its line."""
     problems = []
     for err in exc.errors(include_url=False):
+        if len(problems) >= MAX_LISTED:  # counted, never shown: not worth a suggestion and a line each
+            problems.append(UNLISTED)
+            continue
         loc = tuple(p for p in err["loc"] if p not in _TAGS)
         problems.append(problem_at(err, loc, lines, set_locs, Scenario))
     return problems
@@ -40,14 +43,14 @@ def problem_at(err: dict[str, Any], loc: Loc, lines: dict[Loc, int], set_locs: s
         allowed = _allowed_fields(root, loc[:-1])
         unknown = str(loc[-1])
         hint = ""
-        close = difflib.get_close_matches(unknown, allowed, n=1)
+        close = difflib.get_close_matches(unknown, allowed, n=1) if len(unknown) <= 100 else []
         if close:
             hint = f" (did you mean '{close[0]}'?)"
-        message = f"unknown field '{unknown}'{hint}; allowed: {', '.join(allowed)}"
+        message = f"unknown field '{clip(unknown)}'{hint}; allowed: {', '.join(allowed)}"
     elif kind == "missing":
         message = "required field is missing"
     elif "input" in err and kind not in ("value_error", "union_tag_invalid"):
-        message = f"{message}, got {err['input']!r}"
+        message = f"{message}, got {shown(err['input'])}"
     line = None if from_set(loc, set_locs) else line_of(lines, loc)
     if from_set(loc, set_locs):
         message += " (from --set)"

@@ -1,0 +1,97 @@
+"""``coopsim validate`` on very large scenario files (issue 23, item 8): linear and bounded in time and in what an
+error echoes.
+
+Each case is a generated file of about 10 MB: a 100,000-robot vehicle list, a mapping of 500,000 entries where a
+number or a parameter mapping goes, a 10,000,000-character name. Validation must end with exit 2, no traceback,
+within max(5 s, 2 x the time libyaml's safe loader needs to read the same file, measured in the same test), so
+that a loaded machine slows the bound as much as the work; no error line may quote more than 1 KB of a value.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.scenario.loader import MAX_SCENARIO_BYTES
+
+from .test_bad_input_corpus import REPO, check_outcome, validate_in_process
+
+PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
+MIB = 2**20
+BOUND_FLOOR_S = 5.0
+CALIBRATION_FACTOR = 2.0
+ECHO_LIMIT = 1024
+
+
+def _fleet_as_list(n: int) -> str:
+    """The platoon scenario with its fleet written out as a list of ``n`` robots, the last one broken."""
+    head, _, tail = PLATOON.partition("vehicles:\n")
+    rest = tail[tail.index("\nplatoon:") + 1:]
+    entries = [f"  - {{name: robot{i}, vehicle: {{preset: auna_rc_1to10, model: kinematic}}, "
+               f"initial: {{v: 1.0, yaw: 0.0}}}}\n" for i in range(n - 1)]
+    entries.append("  - {name: last, spawn_at_s: soon}\n")
+    return head + "vehicles:\n" + "".join(entries) + rest
+
+
+def _mapping(n: int, indent: int) -> str:
+    pad = " " * indent
+    return "".join(f"{pad}key_{i:07d}: {i}.5\n" for i in range(n))
+
+
+CASES: dict[str, tuple[Callable[[], str], str]] = {
+    # what it builds, and what the error must name
+    "100,000-robot list": (lambda: _fleet_as_list(100_000), "vehicles[99999].spawn_at_s"),
+    "mapping for a number": (lambda: PLATOON.replace("duration_s: 40.0", "duration_s:\n" + _mapping(500_000, 2)),
+                             "(500,000 entries)"),
+    "mapping of unknown vehicle parameters": (
+        lambda: PLATOON.replace("    model: kinematic\n", "    model: kinematic\n    params:\n" + _mapping(450_000, 6)),
+        "more unknown vehicle parameters"),
+    "mapping of unknown controller gains": (
+        lambda: PLATOON.replace("  type: ela_cacc\n", "  type: ela_cacc\n" + _mapping(500_000, 2)),
+        "more problems after this one, not listed"),
+    "10,000,000-character name": (lambda: PLATOON.replace("name: platoon", "name: " + "a" * 10_000_000),
+                                  "(10,000,000 characters)"),
+}
+
+
+def _calibration_s(text: str) -> float:
+    """How long this machine, now, needs to read ``text`` with PyYAML's fastest safe loader."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    start = time.perf_counter()
+    yaml.load(text, Loader=loader)
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_10_mb_file_is_validated_in_bounded_time_and_echoed_briefly(case: str, tmp_path: Path) -> None:
+    build, expected = CASES[case]
+    text = build()
+    assert 9 * MIB <= len(text.encode()) <= 20 * MIB
+    path = tmp_path / "large.yaml"
+    path.write_text(text)
+    bound = max(BOUND_FLOOR_S, CALIBRATION_FACTOR * _calibration_s(text))
+    start = time.perf_counter()
+    code, out, err = validate_in_process(path, [])
+    took = time.perf_counter() - start
+    assert check_outcome(str(path), code, out, err) == "bad input"
+    assert expected in err, err[:2000]
+    longest = max(len(line) for line in err.splitlines())
+    assert longest <= ECHO_LIMIT, f"an error line of {longest:,} characters"
+    assert took <= bound, f"validate took {took:.1f} s, bound {bound:.1f} s"
+
+
+def test_a_file_past_the_size_bound_is_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    with path.open("w") as file:
+        file.write(PLATOON)
+        line = "# " + "x" * 1000 + "\n"
+        file.write(line * (MAX_SCENARIO_BYTES // len(line) + 1))
+    start = time.perf_counter()
+    code, out, err = validate_in_process(path, [])
+    assert time.perf_counter() - start < BOUND_FLOOR_S
+    assert check_outcome(str(path), code, out, err) == "bad input"
+    assert f"larger than {MAX_SCENARIO_BYTES // MIB} MiB" in err, err
