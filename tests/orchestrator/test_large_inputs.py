@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.scenario.loader import MAX_SCENARIO_BYTES
-
 from .test_bad_input_corpus import REPO, check_outcome, validate_in_process
 
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
@@ -85,6 +83,8 @@ def test_a_10_mb_file_is_validated_in_bounded_time_and_echoed_briefly(case: str,
 
 
 def test_a_file_past_the_size_bound_is_refused_at_once(tmp_path: Path) -> None:
+    from orchestrator.scenario.loader import MAX_SCENARIO_BYTES
+
     path = tmp_path / "huge.yaml"
     with path.open("w") as file:
         file.write(PLATOON)
