@@ -15,7 +15,6 @@ says where and why. On top of PyYAML's safe subset this loader
 from __future__ import annotations
 
 import contextlib
-import copy
 import re
 from typing import Any
 
@@ -357,8 +356,17 @@ class _Builder:
         self.deepest = max(self.deepest, self.depth + anchor.depth)
         cut = anchor.loc_len
         self.lines.extend([((*loc, *inner[cut:]), at) for inner, at in self.lines[anchor.first:anchor.last]])
-        value = anchor.value
-        return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+        return _copied(anchor.value)
+
+
+def _copied(value: Any) -> Any:
+    """A fresh copy of built YAML data (lists, mappings and immutable scalars): ``copy.deepcopy`` without its memo,
+    several times faster."""
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    return value
 
 
 def _short(tag: str) -> str:
