@@ -21,7 +21,7 @@ shown=${COOPSIM_RUNS_SHOWN_AS:-runs}
 me="$(id -u):$(id -g)"
 
 probe="$runs/.coopsim-write-test.$$"
-if ! [ -d "$runs" ] || ! : 2>/dev/null > "$probe"; then
+if ! [ -d "$runs" ] || ! touch "$probe" 2>/dev/null; then
   echo "coopsim-compose: error: the results folder $shown (mounted at $runs) is not writable by user $me:" \
        "create it as that user before starting (mkdir -p $shown) or give it to that user (chown $me $shown);" \
        "compose runs the services as \$UID:\$GID (export UID GID=\$(id -g))" >&2
