@@ -111,10 +111,44 @@ def run_roles(run: RunData) -> Roles:
     if roles is None:
         scenario = run.scenario
         end_ns = seconds_to_ns(scenario.duration_s) + seconds_to_ns(scenario.step_s)
-        roles = build_roles(run.robots, end_ns, run.trace("platoon_state"), run.trace("range"),
+        roles = build_roles(run.robots, end_ns, run.trace("platoon_state"), _cut_in_scan(run),
                             seconds_to_ns(scenario.step_s))
         run.cache["roles"] = roles
     return roles
+
+
+def _cut_in_scan(run: RunData) -> dict[str, np.ndarray] | None:
+    """What the cut-ins need of ``trace/range.parquet`` (``roles._mark_cut_ins``): ``t_ns``, ``robot`` and
+    ``target`` of the robots that ever had a target from outside the scenario's robots, read a row group at a time.
+    Not ``run.trace("range")``: the whole trace, held for the rest of the run's outputs, grows with simulated time
+    (350 MB at an hour of 100 robots) although most runs have no outsider at all."""
+    from .trace_schema import check_values, open_trace, read_group
+
+    path = run.path("range")
+    if not path.exists():
+        return None
+    ids = np.fromiter((r.id for r in run.robots), np.int64)
+    parquet = open_trace(path)
+    if not {"t_ns", "robot", "target"} <= set(parquet.schema_arrow.names):
+        return None
+    followers: set[int] = set()  # robots that ever had a target from outside the scenario's robots
+    row0 = 0
+    for g in range(parquet.num_row_groups):
+        group = read_group(parquet, path, g, ["robot", "target"])
+        check_values(path, {c: group.column(c) for c in group.column_names}, "range", row0)
+        row0 += group.num_rows
+        target = group.column("target").to_numpy()
+        outside = (target != NONE) & ~np.isin(target, ids)
+        followers.update(np.unique(group.column("robot").to_numpy()[outside]).tolist())
+    if not followers:
+        return None
+    wanted = np.fromiter(followers, np.int64)
+    parts = []
+    for g in range(parquet.num_row_groups):
+        group = read_group(parquet, path, g, ["t_ns", "robot", "target"])
+        keep = np.isin(group.column("robot").to_numpy(), wanted)
+        parts.append({c: group.column(c).to_numpy()[keep] for c in ("t_ns", "robot", "target")})
+    return {c: np.concatenate([p[c] for p in parts]) for c in ("t_ns", "robot", "target")}
 
 
 def roles_json(run: RunData) -> dict[str, Any]:

@@ -132,10 +132,12 @@ def cut_ins(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
     """Each cut-in (a vehicle from outside the scenario's robots became a follower's range target in place of its
     predecessor, ``roles.py``): who cut in front of whom and when, the smallest range gap and time to collision to
     the intruder, the follower's hardest braking, and the largest spacing error it caused behind."""
-    scan = run.trace("range")
     windows = [(name, w) for name, f in followers.items()
                for w in (f.get("transition") or {}).get("windows", []) if w.get("cause") == "cut_in"]
-    if scan is None or not windows:
+    if not windows:
+        return None  # the whole range trace (large in a long run) is read only when there are cut-ins
+    scan = run.trace("range")
+    if scan is None:
         return None
     ids = {r.name: r.id for r in run.robots}
     roles = run_roles(run)

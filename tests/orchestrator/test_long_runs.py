@@ -1,5 +1,6 @@
-"""The watchdog's limit is a setting: ``execution.step_timeout_s`` in the scenario (300 s by default, null: off) and
-``coopsim run --step-timeout S``, each validated with a clear message."""
+"""Long runs. The watchdog's limit is a setting (``execution.step_timeout_s`` in the scenario, 300 s by default,
+null: off; ``coopsim run --step-timeout S``), each validated with a clear message. Post-processing holds nothing that
+grows with simulated time beyond its bounds (``bench/bench_soak.py`` measures the whole)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from orchestrator.scenario import ScenarioError, parse_scenario
@@ -57,3 +59,43 @@ def test_the_limit_from_the_command_line_or_the_scenario_stops_a_hung_step(tmp_p
 def test_a_bad_step_timeout_option_is_bad_input(value, message):
     done = _coopsim("run", "scenarios/platoon.yaml", "--step-timeout", value)
     assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_metrics_hold_no_trace_that_grows_with_time_unless_asked(tmp_path, monkeypatch):
+    """Memory flat in simulated time: the roles and cut-ins read of ``trace/range.parquet`` only what a cut-in
+    needs, a row group at a time (the whole trace was held for the rest of the outputs: 350 MB at an hour of 100
+    robots), and none of it in a run without vehicles from outside the scenario."""
+    from orchestrator.metrics import RunData, write_metrics
+    from orchestrator.runner import run_scenario
+
+    scenario = parse_scenario(PLATOON, overrides=["duration_s=3", "outputs.plots=false", "outputs.report=false"])
+    assert run_scenario(scenario, tmp_path).ok
+    asked: list[str] = []
+    real = RunData.trace
+
+    def trace(self, name):
+        asked.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(RunData, "trace", trace)
+    metrics, _ = write_metrics(RunData.load(tmp_path))
+    assert metrics["followers"] and "range" not in asked, asked
+
+
+def test_the_channel_load_figures_get_one_row_per_window(tmp_path):
+    """The channel-load panels are drawn from per-window summaries computed in the run: the job pickled to a plot
+    worker carries one row per DCC window, not one per station and window (which grows with time and fleet)."""
+    from orchestrator.metrics import RunData, read_traces
+    from orchestrator.runner import run_scenario
+    from orchestrator.v2x_plots import v2x_plot_jobs
+
+    overrides = ["duration_s=3", "channel.type=itsg5", "outputs.plots=false", "outputs.report=false"]
+    assert run_scenario(parse_scenario(PLATOON, overrides=overrides), tmp_path).ok
+    load = read_traces(tmp_path, ["channel_load"])["channel_load"]
+    windows = np.unique(load["t_ns"])
+    assert len(load["t_ns"]) == 4 * len(windows)  # every station reports every window
+    jobs = {job.draw: job for job in v2x_plot_jobs(RunData.load(tmp_path))}
+    sent = jobs["v2x_over_time"].args["load"]
+    assert np.array_equal(sent["t_ns"], windows)
+    first = load["cbr"][load["t_ns"] == windows[0]]
+    assert sent["cbr_mean"][0] == first.mean() and sent["cbr_max"][0] == first.max()
