@@ -404,7 +404,8 @@ def test_compose_up_gives_the_in_process_digest(engine, robots):
     assert f"coopsim-compose: results in {run_dir}" in out
     info = json.loads((run_dir / "run.json").read_text())
     assert info["status"] == "ok" and info["robots"] == int(robots or 4)
-    overrides = ["duration_s=5", *([f"vehicles.count={robots}", "platoon.size=null"] if robots else [])]
+    overrides = ["duration_s=5", "outputs.plots=false", "outputs.report=false",
+                 *([f"vehicles.count={robots}", "platoon.size=null"] if robots else [])]
     assert info["digest"] == _in_process("scenarios/platoon.yaml", overrides, engine.runs.parent / name)["digest"]
     # the results belong to the calling user, not root; nothing compiled at start in any container
     assert {(p.stat().st_uid, p.stat().st_gid) for p in [run_dir, *run_dir.rglob("*")]} == {(4321, 4321)}
@@ -412,9 +413,10 @@ def test_compose_up_gives_the_in_process_digest(engine, robots):
         assert (run_dir / "report.html").exists() and list((run_dir / "plots").glob("*.png"))
     for service in (*HOSTS, "orchestrator"):
         _unchanged_caches(engine.container(service))
-    healthy = _seconds_to_healthy(engine)
-    print(f"\nhosts healthy {healthy:.1f} s after the last one started")
-    assert healthy < 20  # within 5 s on a quiet machine (docs/docker.md); CI shares its cores
+    if robots is None:  # the hosts' first start in the session (compose leaves them running after a run)
+        healthy = _seconds_to_healthy(engine)
+        print(f"\nhosts healthy {healthy:.1f} s after the last one started")
+        assert healthy < 20  # within 5 s on a quiet machine (docs/docker.md); CI shares its cores
 
 
 @pytest.mark.docker
