@@ -100,13 +100,31 @@ class PortGuard:
 
     def _loose(self, port: str, value: Any) -> str | None:
         """A port declared by name only: a mapping carries 1-d arrays, and an ``id`` column (which makes the
-        recorder read it robot by robot) lists the live robots."""
+        recorder read it robot by robot) names live robots, each once, with one value per field for each. Unlike a
+        typed port it may cover some of the robots (an FMU stepping a few of them) and carry ids as whole floats
+        (a HELICS vector)."""
         if not isinstance(value, Mapping):
             return None
         for key, column in value.items():
             if isinstance(column, np.ndarray) and column.ndim != 1:
                 return f"port '{port}' field '{key}' has shape {column.shape}, expected a 1-d array"
-        return self._rows(port, value) if "id" in value else None
+        if "id" not in value:
+            return None
+        ids = np.asarray(value["id"])
+        if ids.ndim != 1:
+            return f"port '{port}' field 'id' has shape {ids.shape}, expected a 1-d array of robot ids"
+        whole = ids.dtype.kind in "iu" or (
+            ids.dtype.kind == "f" and bool(np.all(np.isfinite(ids) & (ids == np.round(ids)))))
+        if not whole:
+            return f"port '{port}' field 'id' is {ids.dtype} with values that are not robot ids"
+        known = np.isin(ids, self.roster.ids)
+        if not known.all() or len(np.unique(ids)) != len(ids):
+            return (f"port '{port}' field 'id' has shape {ids.shape}: its rows (ids {ids[:8].tolist()}) must name live "
+                    f"robots, each once (live: {self.roster.ids[:8].tolist()})")
+        for key, column in value.items():
+            if isinstance(column, np.ndarray) and len(column) != len(ids):
+                return f"port '{port}' field '{key}' has shape {column.shape}, expected ({len(ids)},): one per id"
+        return None
 
     def _fail(self, t_ns: int, message: str) -> None:
         raise FederateError(self.federate, t_ns, PortError(message))
