@@ -100,9 +100,9 @@ class PortGuard:
 
     def _loose(self, port: str, value: Any) -> str | None:
         """A port declared by name only: a mapping carries 1-d arrays, and an ``id`` column (which makes the
-        recorder read it robot by robot) names live robots, each once, with one value per field for each. Unlike a
-        typed port it may cover some of the robots (an FMU stepping a few of them) and carry ids as whole floats
-        (a HELICS vector)."""
+        recorder read it robot by robot) names live robots, each once. Unlike a typed port it may cover some of the
+        robots (an FMU stepping a few of them), carry ids as whole floats (a HELICS vector) and fields of other
+        lengths (a count beside the rows): its consumers agreed on its shape."""
         if not isinstance(value, Mapping):
             return None
         for key, column in value.items():
@@ -121,9 +121,6 @@ class PortGuard:
         if not known.all() or len(np.unique(ids)) != len(ids):
             return (f"port '{port}' field 'id' has shape {ids.shape}: its rows (ids {ids[:8].tolist()}) must name live "
                     f"robots, each once (live: {self.roster.ids[:8].tolist()})")
-        for key, column in value.items():
-            if isinstance(column, np.ndarray) and len(column) != len(ids):
-                return f"port '{port}' field '{key}' has shape {column.shape}, expected ({len(ids)},): one per id"
         return None
 
     def _fail(self, t_ns: int, message: str) -> None:

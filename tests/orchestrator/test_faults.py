@@ -175,7 +175,8 @@ def test_the_first_failed_write_stops_the_run_at_once(small_disk, monkeypatch):
     result = run_scenario(parse_scenario(PLATOON, overrides=overrides), out)
     assert result.disk_full and result.error is not None and result.error.federate == "recorder"
     info = json.loads((out / "run.json").read_text())
-    assert info["sim_time_s"] < 10  # stopped at the first failure, not simulated into nothing
+    # about 11 one-second row groups fit beside the kept reserve: stopped there, not simulated on to 30 s
+    assert info["sim_time_s"] < 15
     _complete_or_absent(out)
     assert _readable(out)["vehicles.parquet"] > 0  # the groups written before the disk was full
 
