@@ -289,7 +289,7 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     out, named in ``run_info["notes"]``, on stderr and in the report. ``while_drawing``: more of the run's work
     (filling ``run_info``), done once every plot is sent and before the report is written. ``stop``: asked while
     the plots are drawn; once it names a signal, the plots not drawn by then are left out and named the same way."""
-    from .metrics.follower import roles_json
+    from .metrics.transitions import roles_json
     from .plots import follower_plot_jobs, ordered, series_plot_jobs
 
     plot_dir = run.out_dir / "plots"

@@ -56,8 +56,9 @@ never followed in steady state, whose steady-state metrics are absent."""
 def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]]]:
     """``metrics.json``'s content (``followers`` by name, ``run``, and whatever run metrics add, e.g. ``channel``)
     and, per follower name, the time series behind it for plots (``t_s``, ``spacing_error_m``, ``lateral_m``)."""
-    from .follower import follower_views, roles_json
+    from .follower import follower_views
     from .registry import selected
+    from .transitions import roles_json
 
     metrics = selected()
     entries: dict[int, dict[str, Any]] = {}

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .follower import run_roles
 from .registry import run_metric
 from .roles import CUT_IN
 from .rundata import RunData
+from .transitions import run_roles
 
 
 @run_metric("maneuvers", section="maneuvers")

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from orchestrator.core.robots import RobotSpec
-from orchestrator.metrics.builtin import LinkIndex
+from orchestrator.metrics.links import LinkIndex
 from orchestrator.metrics.roles import NONE, build_roles
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
