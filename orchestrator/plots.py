@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .core.robots import RobotSpec
+from .roles_layout import platoon_groups, role_labels, roles_change, string_chains, timeline_args
 from .safe_files import ensure_dir, save_figure
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class PlotJob:
     file: str
     draw: str
     args: dict[str, Any] = field(default_factory=dict)
+
+
 
 
 def pyplot() -> Any:
@@ -79,26 +82,6 @@ def robot_colors(names: Sequence[str]) -> dict[str, str]:
 def palette(n: int) -> list[str]:
     """The first ``n`` robot colours (for lines that are not robots: variants, platoons)."""
     return [ROBOT_COLORS[k % len(ROBOT_COLORS)] for k in range(max(n, 1))]
-
-
-def main_platoons(roles: Mapping[str, Any] | None) -> dict[str, str]:
-    """Per robot, the platoon it spent the longest time in (``metrics.json`` ``roles``; empty without roles)."""
-    time_in: dict[str, dict[str, float]] = {}
-    for row in (roles or {}).get("intervals") or []:
-        spent = time_in.setdefault(row["robot"], {})
-        spent[str(row["platoon"])] = spent.get(str(row["platoon"]), 0.0) + float(row["to_s"]) - float(row["from_s"])
-    return {robot: max(spent, key=lambda p: (spent[p], p)) for robot, spent in time_in.items()}
-
-
-def platoon_groups(robots: Sequence[RobotSpec], roles: Mapping[str, Any] | None = None
-                   ) -> list[tuple[str, list[str]]]:
-    """The robots as (platoon, names) groups, in spawn order: by the platoon each spent the longest time in
-    (``roles``) or, without roles, the platoon it was spawned in."""
-    main = main_platoons(roles)
-    groups: dict[str, list[str]] = {}
-    for r in robots:
-        groups.setdefault(main.get(r.name, f"platoon {r.platoon}"), []).append(r.name)
-    return list(groups.items())
 
 
 def panels(groups: Sequence[tuple[str, Sequence[str]]], present: Any) -> tuple[list[tuple[str, list[str]]], str]:
@@ -160,43 +143,6 @@ def follower_plot_jobs(robots: Sequence[RobotSpec], follower_series: Mapping[str
     if roles_change(metrics.get("roles")):  # a platoon that never changes needs no timeline
         jobs.append(PlotJob("roles_timeline.png", "roles_timeline", timeline_args(robots, metrics)))
     return jobs
-
-
-def roles_change(roles: Mapping[str, Any] | None) -> bool:
-    """Whether any robot's role changes or leaves steady following (``metrics.json`` ``roles``)."""
-    rows = (roles or {}).get("intervals") or []
-    robots = [row["robot"] for row in rows]
-    return len(set(robots)) < len(robots) or any(row["phase"] != "steady" for row in rows)
-
-
-MAX_TIMELINE_ROBOTS = 64
-"""Rows of the roles timeline at most (the robots whose role changed first)."""
-
-
-def timeline_args(robots: Sequence[RobotSpec], metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """What the roles timeline draws: the role intervals of its robots (those whose role changed first, in spawn
-    order, at most ``MAX_TIMELINE_ROBOTS``), the maneuver requests and cut-ins as marks, and what was left out."""
-    intervals = list((metrics.get("roles") or {}).get("intervals") or [])
-    by_robot: dict[str, list[dict[str, Any]]] = {}
-    for row in intervals:
-        by_robot.setdefault(row["robot"], []).append(row)
-    order = [r.name for r in robots if r.name in by_robot] + [n for n in by_robot if n not in {r.name for r in robots}]
-
-    def changed(name: str) -> bool:
-        rows = by_robot[name]
-        return len({(r["platoon"], r["position"], r["predecessor"]) for r in rows}) > 1 or any(
-            r["phase"] != "steady" for r in rows)
-
-    rows = sorted(order, key=lambda n: not changed(n))[:MAX_TIMELINE_ROBOTS]
-    rows = [n for n in order if n in rows]  # back in spawn order
-    marks = [(float(m.get("requested_s", m.get("at_s")) or 0.0), f"#{m.get('index')} {m.get('type')}")
-             for m in (metrics.get("maneuvers") or {}).get("requests") or []]
-    marks += [(float(c["from_s"]), f"cut-in {c.get('intruder')}") for c in (metrics.get("cut_ins") or {}).get(
-        "events") or []]
-    platoons = list(dict.fromkeys(str(r["platoon"]) for r in intervals))
-    return {"rows": {n: by_robot[n] for n in rows}, "marks": marks, "platoons": platoons,
-            "note": "" if len(rows) == len(order) else f"{len(rows)} of {len(order)} robots (those whose role "
-                                                        "changed first)"}
 
 
 def ordered(jobs: Sequence[PlotJob]) -> list[PlotJob]:
@@ -342,7 +288,7 @@ def _roles_timeline(path: Path, rows: Mapping[str, Sequence[Mapping[str, Any]]],
             start, width = float(r["from_s"]), float(r["to_s"]) - float(r["from_s"])
             ax.broken_barh([(start, width)], (y - 0.38, 0.76), facecolors=colour.get(str(r["platoon"]), "#eeeeee"),
                            edgecolors="#555555", linewidth=0.3, hatch=PHASE_HATCH.get(str(r["phase"])))
-        for start, end, text in _role_labels(rows[name]):
+        for start, end, text in role_labels(rows[name]):
             if (end - start) / t_end * 110 > len(text) * 0.9:  # about 110 characters fit across the axes
                 ax.text((start + end) / 2, y, text, ha="center", va="center", fontsize=7)
     for t, text in marks:
@@ -362,46 +308,12 @@ def _roles_timeline(path: Path, rows: Mapping[str, Sequence[Mapping[str, Any]]],
     return save(fig, path)
 
 
-def _role_labels(rows: Sequence[Mapping[str, Any]]) -> list[tuple[float, float, str]]:
-    """(from, to, text) of each run of intervals with one platoon, position and predecessor (a phase change alone
-    does not split a label)."""
-    out: list[tuple[float, float, str]] = []
-    key = None
-    for r in rows:
-        text = "L" if r["predecessor"] is None else f"{r['position']} · {r['predecessor']}"
-        this = (r["platoon"], text)
-        if out and this == key and abs(out[-1][1] - float(r["from_s"])) < 1e-6:
-            out[-1] = (out[-1][0], float(r["to_s"]), text)
-        else:
-            out.append((float(r["from_s"]), float(r["to_s"]), text))
-        key = this
-    return out
-
-
 STRING_STABILITY_PANELS = (
     ("l2_spacing_error", "spacing error [m s^0.5]"),
     ("l2_lateral_deviation", "lateral deviation [m s^0.5]"),
     ("l2_speed_deviation", "speed deviation [m s^-0.5]"),
     ("l2_acceleration", "acceleration [m s^-1.5]"),
 )
-MAX_PLATOONS_DRAWN = 8
-
-
-def string_chains(robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]
-                  ) -> list[tuple[str, list[tuple[int, str]]]]:
-    """(platoon, [(position, follower name)]) per platoon, at most ``MAX_PLATOONS_DRAWN``: each follower where it
-    held its longest steady role (``metrics.json`` ``platoon`` and ``position``; a joiner in the platoon it
-    joined), else where it was spawned."""
-    chains: dict[str, list[tuple[int, str]]] = {}
-    for r in robots:
-        entry = followers.get(r.name)
-        if entry is None:
-            continue
-        platoon = str(entry.get("platoon", f"platoon {r.platoon}"))
-        chains.setdefault(platoon, []).append((int(entry.get("position", r.position_in_platoon)), r.name))
-    return list(chains.items())[:MAX_PLATOONS_DRAWN]
-
-
 def _string_stability(path: Path, robots: Sequence[RobotSpec], followers: Mapping[str, Mapping[str, Any]]) -> Path:
     """L2 norm of each quantity against the position in the platoon, one line per platoon (log scale where the
     norms span a decade or more): a line that rises from follower to follower is amplification along the chain

@@ -81,7 +81,7 @@ def chain(robots: Sequence[RobotSpec], metrics: Mapping[str, Any] | None = None)
     """Every link of the run, joiners' included, grouped by platoon: each follower's predecessors over time from
     ``metrics.json`` (``followers[name].following``, by the platoon it spent the longest time in); without them
     (an old run directory) the predecessors as spawned."""
-    from ..plots import platoon_groups
+    from ..roles_layout import platoon_groups
 
     ids = {r.name: r.id for r in robots}
     followers = (metrics or {}).get("followers") or {}
@@ -103,8 +103,9 @@ def chain(robots: Sequence[RobotSpec], metrics: Mapping[str, Any] | None = None)
 
 def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: Sequence[str]) -> None:
     """Write comparison.html (plots under ``out/plots``) for what ``compare`` returned."""
-    from ..plots import platoon_groups, robot_colors
+    from ..plots import robot_colors
     from ..report import link_rows, maneuver_section
+    from ..roles_layout import platoon_groups
 
     variants = comparison["variants"]
     plots_dir = ensure_dir(out / "plots")
