@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 # nothing heavy at import: ``main`` catches an interrupt only once it runs, so everything slow to import (rich,
 # pydantic, numpy, numba) is imported inside it
+from .cli_types import non_negative, port, positive_factor, positive_gb, seed, step_timeout
 from .terminal import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -42,72 +43,6 @@ THREADS_WAIT_S = 1.0
 """How long the ending command waits for threads a plug-in left running before it exits without them."""
 
 
-def _seed(text: str) -> int:
-    """A seed as the scenario allows it: an integer in 0 .. 2^32-1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value <= 2**32 - 1:
-        raise argparse.ArgumentTypeError(f"must be in 0 .. {2**32 - 1}, got {value}")
-    return value
-
-
-def _non_negative(text: str) -> int:
-    """An integer >= 0 (0: one per core)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 (one per core) or more, got {value}")
-    return value
-
-
-def _positive_factor(text: str) -> float:
-    """A real-time factor: a finite number > 0 (at most 1000)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got '{text}'") from None
-    if not 0 < value <= 1000:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1000], got {text}")
-    return value
-
-
-def _step_timeout(text: str) -> float:
-    """The watchdog's limit: a number of seconds in (0, 86400]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < value <= 86_400:
-        raise argparse.ArgumentTypeError(f"must be in (0, 86400] seconds, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    """A TCP port: 0 (any free one) .. 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be in 0 .. 65535 (0: any free port), got {value}")
-    return value
-
-
-def _positive_gb(text: str) -> float:
-    """A memory budget in GB: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GB, got {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of GB, got {text}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coopsim",
@@ -120,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def scenario_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("scenario", type=Path, help="scenario YAML file")
-        p.add_argument("--seed", type=_seed, help="override the scenario seed (0 .. 2^32-1)")
+        p.add_argument("--seed", type=seed, help="override the scenario seed (0 .. 2^32-1)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                        help="override a field, e.g. --set controller.time_gap_s=0.5 (repeatable)")
 
@@ -131,16 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--strict", action="store_true",
                      help="exit with code 3 on a collision, a station that sent no CAM or a law past its stability "
                           "bound (outputs.fail_on lists them one by one)")
-    run.add_argument("--realtime", type=_positive_factor, metavar="X",
+    run.add_argument("--realtime", type=positive_factor, metavar="X",
                      help="pace simulation time to the wall clock at factor X (1 = real time; sets "
                           "execution.realtime)")
-    run.add_argument("--step-timeout", type=_step_timeout, metavar="S",
+    run.add_argument("--step-timeout", type=step_timeout, metavar="S",
                      help="the watchdog: fail the run when one federate's step takes longer than S seconds of wall "
                           "time (sets execution.step_timeout_s; default 300)")
-    run.add_argument("--memory-budget-gb", type=_positive_gb, metavar="GB",
+    run.add_argument("--memory-budget-gb", type=positive_gb, metavar="GB",
                      help="refuse a run whose estimated memory exceeds this (default: the available memory)")
     run.add_argument("--force", action="store_true", help="run even when the estimated memory exceeds the budget")
-    run.add_argument("--live", type=_port, nargs="?", const=8765, metavar="PORT",
+    run.add_argument("--live", type=port, nargs="?", const=8765, metavar="PORT",
                      help="serve a live view of the run at http://127.0.0.1:PORT/ (default port 8765; 0: any free "
                           "port, printed); needs coopsim[live]")
     run.add_argument("--live-host", default="127.0.0.1", metavar="ADDR",
@@ -154,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     variants.add_argument("--fidelity", help="comma-separated fidelities: theory (unicycles, ground truth, ideal "
                           "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
     cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
-    cmp_.add_argument("--jobs", type=_non_negative, default=0, help="parallel processes (default: one per core)")
+    cmp_.add_argument("--jobs", type=non_negative, default=0, help="parallel processes (default: one per core)")
     from .batch_args import add_scheduler_argument
 
     add_scheduler_argument(cmp_)
