@@ -19,7 +19,7 @@ from ..core.robots import RobotSpec
 from .geometry import Series, l2_norm, path_with_tail, signed_path_distance
 from .limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
 from .roles import NONE, STEADY, Roles
-from .rundata import RunData
+from .rundata import RunData, law_of_block
 from .transitions import note_window_errors, run_roles, settling
 
 
@@ -230,25 +230,12 @@ def _law(run: RunData, robot: RobotSpec, platoons: np.ndarray) -> Any:
             from ..maneuver_plan import maneuver_plan
 
             plan = maneuver_plan(run.scenario, run.robots) or {"blocks": {}}
-            laws = {int(k): _law_of_block(block) for k, block in plan["blocks"].items()}
+            classes: dict[str, Any] = {}
+            laws = {int(k): law_of_block(block, classes) for k, block in plan["blocks"].items()}
         run.cache["platoon_laws"] = laws
     values, counts = np.unique(platoons, return_counts=True)
     platoon = int(values[np.argmax(counts)]) if len(values) else NONE
     return laws[platoon] if laws.get(platoon) is not None else run.laws.get(robot.id)
-
-
-def _law_of_block(block: Mapping[str, Any]) -> Any:
-    """A control law from a resolved controller block; None when its class cannot be had here (a plug-in that is
-    not installed): the spacing error then comes from the recorded desired gap."""
-    from controllers import CONTROLLERS
-
-    from ..scenario.model import BLOCK_KEYS
-
-    try:
-        law_cls = CONTROLLERS.get(block["type"])
-        return law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in BLOCK_KEYS}))
-    except Exception:  # any failure to build it means: measure against the recorded desired gap instead
-        return None
 
 
 def _piece(run: RunData, by_id: Mapping[int, RobotSpec], robot: RobotSpec, me: Series, pred: Series, ahead: int,

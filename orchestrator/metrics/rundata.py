@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,30 +119,40 @@ class RunData:
         return out
 
 
-def build_laws(robots: Iterable[RobotSpec]) -> dict[int, Any]:
-    """Each follower's control law, built from its resolved controller block exactly as the run built it. A
-    follower whose law cannot be had here (a plug-in that is not importable, or plug-ins off) gets none: its
-    spacing error then comes from the recorded desired gap (``RunData.notes`` says so)."""
+def law_of_block(block: Mapping[str, Any], classes: dict[str, Any] | None = None) -> Any:
+    """A control law from a resolved controller block; None when its class cannot be had here (a plug-in that is
+    not importable, or plug-ins off). ``classes`` caches the lookups by type name across calls."""
     from controllers import CONTROLLERS
 
     from ..core.registry import UnknownNameError, is_stand_in
     from ..scenario.model import BLOCK_KEYS
 
+    classes = {} if classes is None else classes
+    if block["type"] not in classes:
+        try:
+            law_cls = CONTROLLERS.get(block["type"])
+        except UnknownNameError:
+            law_cls = None
+        classes[block["type"]] = None if law_cls is None or is_stand_in(law_cls) else law_cls
+    law_cls = classes[block["type"]]
+    if law_cls is None:
+        return None
+    return law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in BLOCK_KEYS}))
+
+
+def build_laws(robots: Iterable[RobotSpec]) -> dict[int, Any]:
+    """Each follower's control law, built from its resolved controller block exactly as the run built it. A
+    follower whose law cannot be had here (a plug-in that is not importable, or plug-ins off) gets none: its
+    spacing error then comes from the recorded desired gap (``RunData.notes`` says so)."""
     classes: dict[str, Any] = {}  # one lookup per law: a failed import is not cached by Python
     laws: dict[int, Any] = {}
     for robot in robots:
         config = robot.config.get("controller")
         if robot.predecessor is None or config is None:
             continue
-        if config["type"] not in classes:
-            try:
-                law_cls = CONTROLLERS.get(config["type"])
-            except UnknownNameError:
-                law_cls = None
-            classes[config["type"]] = None if law_cls is None or is_stand_in(law_cls) else law_cls
-        law_cls = classes[config["type"]]
-        if law_cls is not None:
-            laws[robot.id] = law_cls(law_cls.Params(**{k: v for k, v in config.items() if k not in BLOCK_KEYS}))
+        law = law_of_block(config, classes)
+        if law is not None:
+            laws[robot.id] = law
     return laws
 
 
