@@ -58,7 +58,9 @@ def test_an_alias_bomb_is_refused_in_bounded_time_and_memory():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 1.0 and peak < 20e6, (elapsed, peak)
+    # memory is the load-independent guard (expanded, the bomb is gigabytes); the time bound only has to tell
+    # "refused early" from "expanded for minutes", with room for a loaded 2-core machine
+    assert elapsed < 10.0 and peak < 20e6, (elapsed, peak)
     assert error.line == 6 and error.loc == ("l5", 0)  # the first alias that expands past the limit
     assert "alias '*l4' expands the document past 100000 nodes" in error.problem
 
