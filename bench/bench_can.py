@@ -28,11 +28,11 @@ sys.path.insert(0, str(REPO))
 import can  # noqa: E402
 from bridge_args import bridge_arguments, machine  # noqa: E402  (bench/, the script's own directory)
 
-from federates.can_bridge import Codec  # noqa: E402
+from federates.can import Codec  # noqa: E402
 from orchestrator.runner import run_scenario  # noqa: E402
 from orchestrator.scenario import parse_scenario  # noqa: E402
 
-BRIDGE = "federates.can_bridge:CanBridge"
+BRIDGE = "federates.can:CanBridge"
 
 
 def scenario(robots: int, duration: float, bridge: dict, drive_all: bool):

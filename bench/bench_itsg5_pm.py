@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from comms_models.base import Interest
 from comms_models.itsg5.model import ItsG5Channel
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 
 def once(n: int, duration_s: float, pm_rate_hz: float | None) -> tuple[float, dict]:

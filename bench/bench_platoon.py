@@ -24,12 +24,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from orchestrator.core.timebase import seconds_to_ns  # noqa: E402
-from orchestrator.port_recorder import PortRecorder  # noqa: E402
-from orchestrator.recorder import VehicleRecorder  # noqa: E402
+from core.timebase import seconds_to_ns  # noqa: E402
+from orchestrator.build.world import build_world  # noqa: E402
+from orchestrator.recording.port_recorder import PortRecorder  # noqa: E402
+from orchestrator.recording.recorder import VehicleRecorder  # noqa: E402
 from orchestrator.runner import run_scenario  # noqa: E402
 from orchestrator.scenario import load_scenario  # noqa: E402
-from orchestrator.world import build_world  # noqa: E402
 
 LAST_BREAKDOWN: dict[str, float] = {}
 

@@ -43,9 +43,9 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]
 
 from bridge_args import stop  # noqa: E402
 
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext  # noqa: E402
-from orchestrator.core.ports import STATE, port  # noqa: E402
-from orchestrator.core.timebase import seconds_to_ns  # noqa: E402
+from core.federate import Federate, FederateMeta, Input, SetupContext  # noqa: E402
+from core.ports import STATE, port  # noqa: E402
+from core.timebase import seconds_to_ns  # noqa: E402
 
 PROBE = "bench_remote:BenchProbe"  # this file, imported by name on both sides (bench/ on the path)
 

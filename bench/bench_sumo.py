@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from orchestrator.build.world import build_world  # noqa: E402
 from orchestrator.scenario import load_scenario  # noqa: E402
-from orchestrator.world import build_world  # noqa: E402
 
 SCENARIO = """version: 1
 name: sumo_bench

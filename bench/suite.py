@@ -197,8 +197,8 @@ def itsg5_10000_etsi() -> dict:
 
 def spawn_10000() -> dict:
     """Spawning 10,000 robots at t = 0 in every federate."""
+    from orchestrator.build.world import build_world
     from orchestrator.scenario import load_scenario
-    from orchestrator.world import build_world
 
     best = float("inf")
     for _ in range(3):

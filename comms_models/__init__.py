@@ -1,6 +1,6 @@
 """Channel models behind one interface (``CommsModel``), looked up by the scenario's ``channel.type``."""
 
-from orchestrator.core.registry import Registry
+from core.registry import Registry
 
 from .base import CommsModel, Deliveries, Interest
 

@@ -2,7 +2,7 @@
 
 A model owns one station per robot (created on ``spawn``, removed on ``despawn``). Each step it receives what every
 station's vehicle believes about itself (the ``estimate`` port: SI units, local frame, roster order) and returns the
-receptions that complete by now, as a struct of arrays (see ``orchestrator.core.ports.DELIVERY_FIELDS``; ``u_des``
+receptions that complete by now, as a struct of arrays (see ``core.ports.DELIVERY_FIELDS``; ``u_des``
 only from a model that carries the platooning message).
 
 ``Interest`` names the (receiver, sender) pairs the applications read (predecessor, leader). An ideal channel only
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.ports import V2X_EVENTS, V2X_OUTCOMES
-from orchestrator.core.robots import RobotSpec
+from core.ports import V2X_EVENTS, V2X_OUTCOMES
+from core.robots import RobotSpec
 
 Deliveries = dict[str, np.ndarray]
 """Columns ``receiver, sender, generated_ns, received_ns, x, y, yaw, v, a, yaw_rate`` of equal length."""
@@ -107,7 +107,7 @@ class CommsModel(ABC):
 
     def drain_triggers(self) -> dict[str, np.ndarray] | None:
         """CAMs generated since the last call: columns ``t_ns``, ``robot`` and ``cause`` (uint8 codes into
-        ``orchestrator.core.ports.CAM_TRIGGERS``). None when the model has no generation rules."""
+        ``core.ports.CAM_TRIGGERS``). None when the model has no generation rules."""
         return None
 
     def metrics(self) -> dict[str, Any]:

@@ -18,8 +18,8 @@ import numpy as np
 from numba import njit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from orchestrator.core.robots import RobotSpec, rows_of
-from orchestrator.core.timebase import seconds_to_ns
+from core.robots import RobotSpec, rows_of
+from core.timebase import seconds_to_ns
 
 from .base import OUTCOMES, CommsModel, Deliveries, Interest
 

@@ -1,7 +1,7 @@
 """Control laws behind one interface (``Controller``), looked up by the scenario's ``controller.type``, and the
 leaders' input profiles (``LeaderProfile``), looked up by ``leader.profile``."""
 
-from orchestrator.core.registry import Registry
+from core.registry import Registry
 
 CONTROLLERS = Registry(
     "controller",

@@ -1,6 +1,6 @@
 """Federates: adapters between models (or outside simulators) and the scheduler, looked up by ``type``."""
 
-from orchestrator.core.registry import Registry
+from core.registry import Registry
 
 FEDERATE_KINDS = Registry(
     "federate",
@@ -8,15 +8,15 @@ FEDERATE_KINDS = Registry(
         "physics": "federates.physics.federate:PhysicsFederate",
         "v2x": "federates.v2x.federate:V2XFederate",
         "control": "federates.control.federate:ControlFederate",
-        "helics": "federates.helics_bridge:HelicsBridge",
-        "ros2": "federates.ros2_bridge:Ros2Bridge",
-        "mqtt": "federates.mqtt_bridge:MqttBridge",
-        "fmu": "federates.fmu_federate:FmuFederate",
-        "can": "federates.can_bridge:CanBridge",
+        "helics": "federates.helics.federate:HelicsBridge",
+        "ros2": "federates.ros2.federate:Ros2Bridge",
+        "mqtt": "federates.mqtt.federate:MqttBridge",
+        "fmu": "federates.fmu.federate:FmuFederate",
+        "can": "federates.can.federate:CanBridge",
         "sumo": "federates.sumo.federate:SumoFederate",
     },
     group="coopsim.federates",
-    base="orchestrator.core.federate:Federate",
+    base="core.federate:Federate",
 )
 
 __all__ = ["FEDERATE_KINDS"]

@@ -18,25 +18,26 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from core.federate import FederateError
+from core.ports import ContractError
+from core.timebase import seconds_to_ns
+
 from . import __version__
-from .advisories import lateral_stability_notes
-from .core.federate import FederateError
-from .core.ports import ContractError
-from .core.timebase import seconds_to_ns
+from .build.world import build_world
+from .engine.pacing import RealtimePacer
+from .engine.run_control import RunControl
+from .engine.scheduler import SchedulerError
 from .metrics import DIGEST_TRACES, PLOT_POINTS, RunData, file_digest, json_safe, write_metrics
-from .outcomes import run_outcomes, unmet_requests
-from .pacing import RealtimePacer
-from .plot_worker import PlotWorkers
-from .port_recorder import DEFAULT_SKIP, PortRecorder
-from .recorder import VehicleRecorder
-from .run_control import RunControl
-from .safe_files import OutputPathError, check_outputs, is_disk_full, write_atomic
-from .scale_notes import scale_notes
+from .recording.port_recorder import DEFAULT_SKIP, PortRecorder
+from .recording.recorder import VehicleRecorder
+from .recording.safe_files import OutputPathError, check_outputs, is_disk_full, write_atomic
+from .recording.tables import TraceWriteError
+from .reporting.advisories import lateral_stability_notes
+from .reporting.outcomes import run_outcomes, unmet_requests
+from .reporting.plot_worker import PlotWorkers
+from .reporting.scale_notes import scale_notes
 from .scenario import Problem, Scenario, ScenarioError
 from .scenario.loader import fully_resolved
-from .scheduler import SchedulerError
-from .tables import TraceWriteError
-from .world import build_world
 
 RUN_FILES = ("scenario.resolved.yaml", "run.json", "metrics.json", "report.html", "run.mcap", "v2x.pcap")
 RUN_DIRS = ("trace", "plots")
@@ -275,7 +276,7 @@ def _build(scenario: Scenario, out_dir: Path, seed: int, source: str, progress: 
         skip = DEFAULT_SKIP - {"cam_rx"} if scenario.outputs.mcap else DEFAULT_SKIP
         observers.append(PortRecorder(trace_path.parent, period, skip))
     if progress:
-        from .progress import ProgressObserver
+        from .reporting.progress import ProgressObserver
 
         observers.append(ProgressObserver(scenario.name))
     return world, observers
@@ -290,7 +291,7 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     (filling ``run_info``), done once every plot is sent and before the report is written. ``stop``: asked while
     the plots are drawn; once it names a signal, the plots not drawn by then are left out and named the same way."""
     from .metrics.transitions import roles_json
-    from .plots import follower_plot_jobs, ordered, series_plot_jobs
+    from .reporting.plots import follower_plot_jobs, ordered, series_plot_jobs
 
     plot_dir = run.out_dir / "plots"
     workers = workers if plots else None
@@ -305,14 +306,14 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
     drawn: list[Path] = []
     missing: dict[str, str] = {}
     if workers is not None:
-        from .v2x_plots import v2x_plot_jobs
+        from .reporting.v2x_plots import v2x_plot_jobs
 
         late = follower_plot_jobs(run.robots, follower_series, metrics["followers"], metrics)
         v2x = v2x_plot_jobs(run)
         workers.submit(plot_dir, [*late, *v2x], waiting=True)
     elif plots:
-        from . import v2x_plots
-        from .plots import DRAWERS, draw_job, run_plot_jobs
+        from .reporting import v2x_plots
+        from .reporting.plots import DRAWERS, draw_job, run_plot_jobs
 
         for job in [*run_plot_jobs(run.robots, series, follower_series, metrics["followers"], metrics),
                     *v2x_plots.v2x_plot_jobs(run)]:
@@ -324,14 +325,14 @@ def write_outputs(run: RunData, run_info: dict[str, Any], plots: bool = True, re
         while_drawing()
     charts: list[tuple[str, str]] = []
     if report:
-        from .report import interactive_sections
+        from .reporting.report import interactive_sections
 
         charts = interactive_sections(run.robots, series, follower_series)
     if workers is not None:
         done, missing = workers.finish(stop=stop)
         drawn = [plot_dir / job.file for job in [*ordered([*early, *late]), *v2x] if job.file in done]
     if report:
-        from .report import write_run_report
+        from .reporting.report import write_run_report
 
         write_run_report(run.out_dir, run_info, metrics, drawn, run.robots, charts, missing)
     if missing:

@@ -1,7 +1,7 @@
 """The dependency rules of the package layout, checked on the source (every import, function-level included) and by
 importing the model packages in a fresh interpreter.
 
-    orchestrator.core  <-  models (controllers, comms_models, federates.physics.models)  <-  federates  <-  orchestrator
+    core  <-  models (controllers, comms_models, federates.physics.models)  <-  federates  <-  orchestrator
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .tools.imports import PACKAGES, REPO, cycles, graph, module_name
 from .tools.layers import layer_map
 
 MODELS = ("controllers", "comms_models", "federates.physics.models")
-CORE = "orchestrator.core"
+CORE = "core"
 _module_name, _graph, _cycles = module_name, graph, cycles
 
 
@@ -65,7 +65,7 @@ def test_models_import_only_core_and_themselves(package: str) -> None:
 
 
 def test_importing_models_loads_nothing_of_the_orchestrator() -> None:
-    """A fresh interpreter: importing every model package pulls in only orchestrator.core of the orchestrator."""
+    """A fresh interpreter: importing every model package pulls in only core of the orchestrator."""
     code = (
         "import sys, controllers, comms_models, federates.physics.models\n"
         "from controllers import CONTROLLERS\n"
@@ -74,7 +74,7 @@ def test_importing_models_loads_nothing_of_the_orchestrator() -> None:
         "for reg in (CONTROLLERS, COMMS_MODELS, VEHICLE_MODELS):\n"
         "    [reg.get(n) for n in reg.builtin_names()]\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'orchestrator' and m != 'orchestrator'"
-        " and not m.startswith('orchestrator.core'))\n"
+        " and not m.startswith('core'))\n"
         "bad += sorted(m for m in sys.modules if m.startswith('federates') and m not in"
         " ('federates', 'federates.physics') and not m.startswith('federates.physics.models'))\n"
         "print(','.join(bad))\n"

@@ -133,7 +133,7 @@ LINK_MASK = (1 << 32) - 1  # the link of a receiver's scratch_code (the frame's 
 
 @njit(cache=True, inline="always")
 def _mix64(x):  # pragma: no cover - compiled
-    # SplitMix64 finaliser, as orchestrator.core.rng._splitmix64. Kept here on purpose: numba's on-disk cache of this
+    # SplitMix64 finaliser, as core.rng._splitmix64. Kept here on purpose: numba's on-disk cache of this
     # kernel does not notice edits to functions in other files; tests/orchestrator/test_rng.py keeps the two equal.
     x = np.uint64(x)  # int64 arguments (e.g. from Python) would otherwise mix into float64
     x = (x + np.uint64(0x9E3779B97F4A7C15)) & np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -144,13 +144,13 @@ def _mix64(x):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def frame_key(key, sender_id, generated_ns):  # pragma: no cover - compiled
-    """``orchestrator.core.rng.event_key`` of one frame."""
+    """``core.rng.event_key`` of one frame."""
     return _mix64(_mix64(np.uint64(key) ^ _mix64(np.uint64(sender_id))) ^ np.uint64(generated_ns))
 
 
 @njit(cache=True, inline="always")
 def link_u01(frame, receiver_hash):  # pragma: no cover - compiled
-    """``orchestrator.core.rng.keyed_u01_from``: the uniform of one (frame, receiver) link."""
+    """``core.rng.keyed_u01_from``: the uniform of one (frame, receiver) link."""
     return float(_mix64(np.uint64(frame) ^ np.uint64(receiver_hash)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 

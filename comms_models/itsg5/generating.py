@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from orchestrator.core.rng import KeyedDraws
+from core.rng import KeyedDraws
 
 from . import access as ax
 from .pm import (

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..base import OUTCOMES
 
-_TX, _RX = np.uint8(0), np.uint8(1)  # codes of the log's "event" (``orchestrator.core.ports.V2X_EVENTS``)
+_TX, _RX = np.uint8(0), np.uint8(1)  # codes of the log's "event" (``core.ports.V2X_EVENTS``)
 _SENT, _DCC_DROPPED = np.uint8(OUTCOMES.index("sent")), np.uint8(OUTCOMES.index("dcc_dropped"))
 _RECORD_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome")
 _RECORD_DTYPES = (np.int64, np.uint8, np.int64, np.int64, np.int64, np.float64, np.float64, np.uint8)
@@ -148,7 +148,7 @@ class ChannelLog:
         return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr", "dcc_t_off_s")}
 
     def triggers(self, t_ns: int, stations: np.ndarray, cause: np.ndarray) -> None:
-        """CAMs generated at ``t_ns`` and why (codes into ``orchestrator.core.ports.CAM_TRIGGERS``)."""
+        """CAMs generated at ``t_ns`` and why (codes into ``core.ports.CAM_TRIGGERS``)."""
         if self.keep and len(stations):
             self._triggers.append({"t_ns": np.full(len(stations), t_ns, np.int64), "robot": stations,
                                    "cause": cause.astype(np.uint8)})

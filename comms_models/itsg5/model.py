@@ -17,7 +17,7 @@ Per channel step (``step(t_ns, estimate, interest)``):
 5. Receptions whose receiver-side processing completes by ``t_ns`` are returned.
 
 A station is a robot (station id = robot id). Every random draw is keyed by the event it belongs to
-(``orchestrator.core.rng.keyed_u01`` / ``KeyedDraws`` with ``purpose_key(seed, "v2x", purpose)``): fading and shadowing
+(``core.rng.keyed_u01`` / ``KeyedDraws`` with ``purpose_key(seed, "v2x", purpose)``): fading and shadowing
 by (sender, receiver, generation time), backoff, transmit delay and the codec sample by (sender, generation time),
 receive delay by (sender, receiver, generation time); each station's start offset by its robot id. The same seed
 gives bit-identical results, and a station that joins never changes the draws of the others' links. A PM's draws
@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from orchestrator.core.rng import purpose_key, stream
-from orchestrator.core.robots import RobotSpec, rows_of
+from core.rng import purpose_key, stream
+from core.robots import RobotSpec, rows_of
 
 from ..base import CommsModel, Deliveries, Interest
 from . import access as ax
@@ -83,7 +83,7 @@ class ItsG5Channel(Generation, Receptions, CommsModel):
         self.dcc = Dcc(cfg.dcc)
         self.tables = build_tables(cfg.radio)
         self.projection = LocalProjection(cfg.origin_lat_deg, cfg.origin_lon_deg)
-        # every draw is keyed by its event (sender, receiver, generation time): see orchestrator.core.rng.KeyedDraws
+        # every draw is keyed by its event (sender, receiver, generation time): see core.rng.KeyedDraws
         self._radio_key = purpose_key(seed, "v2x", "radio")
         self._mac_key = purpose_key(seed, "v2x", "mac")
         self._tx_latency_key = purpose_key(seed, "v2x", "tx_latency")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from orchestrator.core.rng import KeyedDraws, id_hashes
-from orchestrator.core.robots import rows_of
+from core.rng import KeyedDraws, id_hashes
+from core.robots import rows_of
 
 from ..base import Deliveries, empty_deliveries
 from . import access as ax
@@ -25,7 +25,7 @@ class Receptions:
     """Reception collection and delivery of ``ItsG5Channel``."""
 
     def _id_hashes(self) -> np.ndarray:
-        """``orchestrator.core.rng.id_hash`` of every station (recomputed when the stations change)."""
+        """``core.rng.id_hash`` of every station (recomputed when the stations change)."""
         cache = getattr(self, "_id_hash_cache", None)
         if cache is None or cache[0] != self._roster_version or len(cache[1]) != len(self._ids):
             out = np.empty(len(self._ids), np.uint64)

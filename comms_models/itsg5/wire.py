@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.rng import KeyedDraws
+from core.rng import KeyedDraws
 
 from .codec import CamCodec, build_cam, generation_delta_time, read_cam, timestamp_its
 from .pcap import BTP_PORT_CAM, PcapWriter, cam_frame

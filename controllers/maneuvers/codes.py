@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from orchestrator.core.ports import MANEUVER_STATES
+from core.ports import MANEUVER_STATES
 
 (IDLE, JOIN_REQUEST, ACCEPT, JOIN_MOVE, GAP_OPENING, GAP_OPEN, LANE_CHANGE, JOINED, LEAVE_REQUEST, LEFT,
  SPLIT_REQUEST, SPLITTING, MERGE_REQUEST, MERGING, ABORTED, WATCH) = range(len(MANEUVER_STATES))

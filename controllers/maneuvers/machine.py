@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.ports import MANEUVER_EVENTS, MANEUVER_REASONS, MANEUVER_STATES, MANEUVER_TYPES
+from core.ports import MANEUVER_EVENTS, MANEUVER_REASONS, MANEUVER_STATES, MANEUVER_TYPES
 
 from .codes import (
     _ROW_FIELDS,

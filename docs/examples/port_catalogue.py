@@ -1,4 +1,4 @@
-"""Print the port catalogue of docs/extending.md: every built-in port (``orchestrator.core.ports.BUILTIN_PORTS``)
+"""Print the port catalogue of docs/extending.md: every built-in port (``core.ports.BUILTIN_PORTS``)
 with its fields, and the built-in federates that produce and consume it (from their ``setup`` declarations).
 
     python docs/examples/port_catalogue.py      # the Markdown between the catalogue markers of docs/extending.md
@@ -9,10 +9,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from core.federate import FederateMeta, SetupContext
+from core.ports import BUILTIN_PORTS, FieldSpec
 from federates import FEDERATE_KINDS
 from federates.physics.config import PhysicsConfig
-from orchestrator.core.federate import FederateMeta, SetupContext
-from orchestrator.core.ports import BUILTIN_PORTS, FieldSpec
 from orchestrator.scenario.maneuvers_block import ManeuverSettings
 
 STEP_NS = 10_000_000

@@ -14,8 +14,8 @@ import numpy as np
 
 from controllers.profiles import PROFILES, ProfileParams
 from controllers.pure_pursuit import WaypointDriver, WaypointDriverParams
-from orchestrator.core.robots import RobotSpec, rows_of, shared_rows
-from orchestrator.core.timebase import NS_PER_S
+from core.robots import RobotSpec, rows_of, shared_rows
+from core.timebase import NS_PER_S
 
 _EGO_FIELDS = ("x", "y", "yaw", "v")
 _CONSTANT: Mapping[str, Any] = {"profile": "constant"}  # a leader without a driver block (read-only, shared)

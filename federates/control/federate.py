@@ -29,15 +29,8 @@ from controllers.columns import LazyColumns
 from controllers.conversions import integrate_speed_rows, yaw_rate_to_steer
 from controllers.maneuvers.machine import FREE
 from controllers.pipeline import ControlOutput, ControlPipeline, block_key
-from federates.control.diagnostics import control_diagnostics, with_gaps
-from federates.control.drivers import Drivers
-from federates.control.maneuvering import ManeuverLayer
-from federates.control.received import RX_FIELDS, Received
-from federates.control.sensing import RangeSensing
-from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
-from federates.physics.vehicle_config import body_sizes, robot_params
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import (
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.ports import (
     CAM_RX,
     CAM_RX_PLATOONING,
     COMMANDS,
@@ -48,8 +41,15 @@ from orchestrator.core.ports import (
     RANGE,
     fields_of,
 )
-from orchestrator.core.robots import RobotSpec, rows_of
-from orchestrator.core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
+from core.robots import RobotSpec, rows_of
+from core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
+from federates.control.diagnostics import control_diagnostics, with_gaps
+from federates.control.drivers import Drivers
+from federates.control.maneuvering import ManeuverLayer
+from federates.control.received import RX_FIELDS, Received
+from federates.control.sensing import RangeSensing
+from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
+from federates.physics.vehicle_config import body_sizes, robot_params
 
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dtypes

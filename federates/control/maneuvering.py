@@ -1,7 +1,7 @@
 """The control federate's maneuver layer: the state machines (``controllers.maneuvers.machine``), what each robot
 heard from its maneuver partner, and the plan the world made of the scenario's ``maneuvers``.
 
-The plan (plain data from ``orchestrator.world.maneuver_plan``): ``requests`` (``Request`` fields), ``settings``
+The plan (plain data from ``orchestrator.build.world.maneuver_plan``): ``requests`` (``Request`` fields), ``settings``
 (``ManeuverSettings`` values), ``paths`` ([points, closed] per reference path), ``lanes`` ({platoon id: [path,
 offset]}) and ``blocks`` ({platoon id: controller block}).
 """
@@ -24,8 +24,8 @@ from controllers.maneuvers.machine import (
     PlatoonLane,
     Request,
 )
+from core.robots import RobotSpec
 from federates.control.received import PEER_FIELDS, Received
-from orchestrator.core.robots import RobotSpec
 
 
 class ManeuverLayer:

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from controllers.columns import LazyColumns
-from orchestrator.core.timebase import NS_PER_S
+from core.timebase import NS_PER_S
 
 RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
 """The ``cam_rx`` columns a control law may use, in the row order of ``Received.held``."""

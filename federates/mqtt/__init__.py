@@ -22,8 +22,8 @@ command whose ``t`` is the period's time (reruns are bit-identical). Bad payload
 bounded exponential backoff. ``docs/bridges.md`` (MQTT) has the topics, the command schema and a walk-through.
 """
 
-from .bridge import MqttBridge
 from .commands import REASONS, BadCommandError, LockstepTimeoutError, parse_command
+from .federate import MqttBridge
 from .link import BrokerRefusedError, BrokerUnavailableError
 from .params import MqttParams
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from orchestrator.scenario.base import raise_at
+from core.params import raise_at
 
 ENV_USERNAME = "COOPSIM_MQTT_USERNAME"
 ENV_PASSWORD = "COOPSIM_MQTT_PASSWORD"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from orchestrator.core.timebase import seconds_to_ns
+from core.timebase import seconds_to_ns
 
 SCREEN_S = 0.1
 """Horizon of the collision screening [s] (see ``ContactMonitor.new_contacts``)."""

@@ -1,7 +1,7 @@
 """External command sources: the robots the scenario gives to another federate (ROS 2, MQTT, CAN, a hosted
 federate, an FMU), merged by robot into the commands the vehicle models step with.
 
-Each source publishes an event table (``orchestrator.core.ports.command_port``): one row per fresh command, the
+Each source publishes an event table (``core.ports.command_port``): one row per fresh command, the
 newest row of a robot winning. A row may leave fields NaN ("not given"); they are completed here from the robot's
 state, wheelbase and limits, so a source says what its middleware carries (a ROS 2 Twist: speed and yaw rate; a
 CAN target-acceleration frame: acceleration and steering) and every vehicle model gets the pair its input mode uses:
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from controllers.conversions import steer_to_yaw_rate, yaw_rate_to_steer
-from orchestrator.core.ports import COMMAND_EVENTS
-from orchestrator.core.robots import RobotSpec, param_column, rows_of
+from core.ports import COMMAND_EVENTS
+from core.robots import RobotSpec, param_column, rows_of
 
 from .spawn_columns import config_column, spec_column
 

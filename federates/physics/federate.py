@@ -22,7 +22,7 @@ Ports (robot-indexed ones in roster order, ``id`` first):
   contact being new when the pair did not overlap at the previous step; published every step (empty when nothing
   new). ``collisions`` (the attribute) keeps every event of the run.
 
-Randomness: per-step sensor noise is ``orchestrator.core.rng.KeyedNormal(seed, <federate name>, <purpose>)``, keyed by
+Randomness: per-step sensor noise is ``core.rng.KeyedNormal(seed, <federate name>, <purpose>)``, keyed by
 robot id and time; constant errors (wheel scale factors, gyro bias) come from ``stream(seed, <federate name>,
 <purpose>, robot id)``. A new robot never changes another robot's draws.
 """
@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import (
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.ports import (
     COLLISION_FIELDS,
     COLLISIONS,
     COMMAND_EVENT_PORT,
@@ -48,9 +48,9 @@ from orchestrator.core.ports import (
     STATE_FIELDS,
     port,
 )
-from orchestrator.core.rng import KeyedNormal, stream
-from orchestrator.core.robots import RobotSpec, param_column, rows_of
-from orchestrator.core.timebase import ns_to_seconds, seconds_to_ns
+from core.rng import KeyedNormal, stream
+from core.robots import RobotSpec, param_column, rows_of
+from core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import CollisionError, ContactMonitor
 from .command_sources import NO_EVENTS, CommandSources

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.ports import STATE_FIELDS, port
-from orchestrator.core.robots import rows_of
+from core.ports import STATE_FIELDS, port
+from core.robots import rows_of
 
 POSE_FIELDS: dict[str, Any] = {
     "t_ns": ("int64", "ns"),

@@ -263,7 +263,7 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
     """
     import difflib
 
-    from orchestrator.core.registry import is_plugin_path
+    from core.registry import is_plugin_path
 
     from .models.dynamic import PARAM_DEFAULTS
     from .models.tyres import TYRE_MODELS

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from controllers.columns import LazyColumns
-from orchestrator.core.rng import KeyedNormal
+from core.rng import KeyedNormal
 
 
 @njit(cache=True)

@@ -2,7 +2,7 @@
 odometry with GNSS (the range sensor is ``range_scan.py``).
 
 Every class holds per-robot arrays in the group's row order with ``add``/``remove`` like the vehicle models. All
-randomness comes from numpy Generators passed in (the project derives them with ``orchestrator.core.rng.stream``): the
+randomness comes from numpy Generators passed in (the project derives them with ``core.rng.stream``): the
 per-step noise of a sensor group from the Generator given to the constructor (one vectorised draw per step), the
 constant per-robot errors (scale factors, biases) from optional per-robot Generators given to ``add`` so that adding
 a robot does not change another robot's biases.

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.robots import RobotSpec, shared_rows
+from core.robots import RobotSpec, shared_rows
 
 
 def spec_column(robots: Sequence[RobotSpec], attr: str) -> list[Any]:
@@ -33,7 +33,7 @@ def float_column(dicts: Sequence[Mapping[str, Any]], key: str, default: float) -
 
 
 def shared_blocks(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
-    """``orchestrator.core.robots.shared_rows``, with the usual fleet (one template: the same object for every
+    """``core.robots.shared_rows``, with the usual fleet (one template: the same object for every
     robot) recognised in one C-level pass."""
     if values and all(map(is_, values, repeat(values[0]))):
         return [values[0]], np.zeros(len(values), np.int64)

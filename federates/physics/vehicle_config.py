@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.robots import RobotSpec, SharedParams
+from core.robots import RobotSpec, SharedParams
 
 from .presets import preset
 from .spawn_columns import config_column, shared_blocks, spec_column

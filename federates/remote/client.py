@@ -24,11 +24,11 @@ from typing import Any
 
 import grpc
 
+from core.auth import TLS_CA_ENV, client_tls, token_from_env, token_metadata
+from core.federate import Federate, FederateMeta, PortData, SetupContext
+from core.robots import RobotSpec
 from orchestrator import __version__
-from orchestrator.core.federate import Federate, FederateMeta, PortData, SetupContext
-from orchestrator.core.robots import RobotSpec
 
-from .auth import TLS_CA_ENV, client_tls, token_from_env, token_metadata
 from .codec import (
     PROTOCOL_VERSION,
     CodecError,
@@ -148,7 +148,7 @@ class RemoteFederate(Federate):
         if transport == FRAMED:
             self._open_framed(target)
             return
-        # identity comes from the environment, never from the scenario (federates.remote.auth)
+        # identity comes from the environment, never from the scenario (core.auth)
         try:
             credentials, tls_options = client_tls()
         except RuntimeError as exc:

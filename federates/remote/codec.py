@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import FederateMeta, meta_from_dict, meta_to_dict
-from orchestrator.core.robots import RobotSpec
+from core.federate import FederateMeta, meta_from_dict, meta_to_dict
+from core.robots import RobotSpec
 
 from .proto import coopsim_federate_v1_pb2 as pb
 
@@ -370,7 +370,7 @@ def encode_meta(meta: FederateMeta, out: pb.Meta) -> pb.Meta:
 
 
 def meta_dict(message: pb.Meta) -> dict[str, Any]:
-    """The setup reply as plain data (``orchestrator.core.federate.meta_to_dict``'s form)."""
+    """The setup reply as plain data (``core.federate.meta_to_dict``'s form)."""
 
     def fields(specs: Any) -> list[list[Any]]:
         return [[f.name, f.dtype, f.unit, f.finite, list(f.categories)] for f in specs]

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from .auth import ssl_server_context, token_refusal
+from core.auth import ssl_server_context, token_refusal
+
 from .codec import pb
 from .framing import MAX_TOKEN_BYTES, PREAMBLE, FrameReader, frame, host_and_port
 from .host import SHUTDOWN_GRACE_S, _Host, _Session, answer, make_host

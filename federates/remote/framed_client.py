@@ -3,7 +3,7 @@
 A call is one ``sendall`` of the request's frame and, usually, one ``recv`` of the reply's, both in the caller's
 thread: no event loop and no other thread take part, which is where it saves over gRPC in Python. The wire format
 is in ``federates.remote.framing`` and ``docs/remote.md`` ("Framed TCP"); the token and the TLS options come from
-the environment as for gRPC (``federates.remote.auth``).
+the environment as for gRPC (``core.auth``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import time
 
 from google.protobuf.message import DecodeError
 
-from .auth import ssl_client_context, token_from_env
+from core.auth import ssl_client_context, token_from_env
+
 from .codec import pb
 from .framing import HEADER, PREAMBLE, STATUS_TYPES, FrameReader, frame, host_and_port
 

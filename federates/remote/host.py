@@ -18,7 +18,7 @@ Run: ``coopsim host --listen 127.0.0.1:50051 --allow mypkg`` (or ``python -m fed
   ``out_dir`` is a label, never a path;
 - size and time: frames up to ``--max-message-mb``, sessions closed after ``--idle-timeout-s`` of silence, at most
   ``--max-sessions`` at once;
-- identity: ``COOPSIM_TOKEN`` (required beyond loopback) and optional TLS (``federates.remote.auth``).
+- identity: ``COOPSIM_TOKEN`` (required beyond loopback) and optional TLS (``core.auth``).
 """
 
 from __future__ import annotations
@@ -38,13 +38,9 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from orchestrator.core.federate import Federate, SetupContext
+from core.auth import TokenInterceptor, require_token_beyond_loopback, server_credentials
+from core.federate import Federate, SetupContext
 
-from .auth import (
-    TokenInterceptor,
-    require_token_beyond_loopback,
-    server_credentials,
-)
 from .codec import (
     PROTOCOL_VERSION,
     CodecError,

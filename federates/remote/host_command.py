@@ -12,8 +12,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from core.auth import is_loopback, token_from_env
+
 from . import host as host_module
-from .auth import is_loopback, token_from_env
 from .framed import serve_framed
 from .framing import add_framed_arguments
 from .host import SHUTDOWN_GRACE_S, serve, shutdown

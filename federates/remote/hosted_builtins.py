@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from orchestrator.core.federate import PortData
+from core.federate import PortData
 
 from .client import RemoteFederate
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 from .codec import encode_robot, pb
 

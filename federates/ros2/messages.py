@@ -19,7 +19,7 @@ from sensor_msgs.msg import Range
 from std_msgs.msg import MultiArrayDimension, UInt8MultiArray
 from visualization_msgs.msg import Marker, MarkerArray
 
-from orchestrator.core.timebase import NS_PER_S
+from core.timebase import NS_PER_S
 
 DRIVEN_RGBA = (1.0, 0.55, 0.0, 0.9)  # robots this bridge drives: orange
 OTHER_RGBA = (0.2, 0.45, 0.9, 0.9)  # the rest: blue

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from orchestrator.scenario.base import raise_at
+from core.params import raise_at
 
 TOPIC_KINDS = ("odom", "ground_truth", "range", "cam", "markers")
 """What the bridge can publish besides /clock (``topics:`` selects among them)."""

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import PortData
-from orchestrator.core.ports import COMMAND_FIELDS
-from orchestrator.core.robots import RobotSpec, rows_of
+from core.federate import PortData
+from core.ports import COMMAND_FIELDS
+from core.robots import RobotSpec, rows_of
 
 from .frames import Frame, wrap
 

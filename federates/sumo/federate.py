@@ -42,14 +42,14 @@ from typing import Any
 
 import numpy as np
 
+from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from core.ports import STATE, command_port, fields_of, port
+from core.rng import stream
+from core.robots import RobotSpec, rows_of
+from core.scenario_dir import scenario_directory
+from core.timebase import seconds_to_ns
 from federates.physics.models.posed import POSED_MODEL
 from federates.physics.poses import POSES
-from orchestrator.core.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from orchestrator.core.ports import STATE, command_port, fields_of, port
-from orchestrator.core.rng import stream
-from orchestrator.core.robots import RobotSpec, rows_of
-from orchestrator.core.scenario_dir import scenario_directory
-from orchestrator.core.timebase import seconds_to_ns
 
 from . import backend
 from .driving import SumoDrivers

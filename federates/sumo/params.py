@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from orchestrator.core.scenario_dir import current_scenario_dir
+from core.scenario_dir import current_scenario_dir
 
 MAX_ROBOT_ID = 2**32 - 1
 """Robot ids are station ids: 32-bit."""

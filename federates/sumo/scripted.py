@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.core.timebase import seconds_to_ns
+from core.timebase import seconds_to_ns
 
 from .params import LaneChange
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from comms_models import COMMS_MODELS
 from comms_models.base import OUTCOMES, CommsModel, Interest
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import (
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.ports import (
     CAM_RX,
     CAM_RX_PLATOONING,
     CAM_TRIGGER_PORT,
@@ -31,7 +31,7 @@ from orchestrator.core.ports import (
     V2X_LOG,
     fields_of,
 )
-from orchestrator.core.robots import RobotSpec, rows_of
+from core.robots import RobotSpec, rows_of
 
 
 class V2XFederate(Federate):

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..batch_args import add_scheduler_argument, add_sweep_parser
+from ..cli.batch_args import add_scheduler_argument, add_sweep_parser
 from .criteria import parse_criterion
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -16,7 +16,7 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
     """Run ``coopsim sweep`` from parsed arguments; returns the exit code (0 all points ok, 1 some point failed,
     2 bad input, reported before any run)."""
-    from ..console import PipeConsole
+    from ..reporting.console import PipeConsole
     from ..scenario import Problem, ScenarioError, parse_scenario
     from .dask_runner import ClusterError
     from .grid import parse_param, scenario_text

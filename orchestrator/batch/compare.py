@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..recording.safe_files import OutputPathError, check_dir, check_outputs, write_atomic
 from ..runner import json_safe
-from ..safe_files import OutputPathError, check_dir, check_outputs, write_atomic
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, worst_over_followers
 from .compare_report import write_comparison_html

@@ -14,9 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.robots import RobotSpec
-from ..report import PLATOON_KEYS, image, page, platoon_table, table
-from ..safe_files import ensure_dir, save_figure, write_atomic
+from core.robots import RobotSpec
+
+from ..recording.safe_files import ensure_dir, save_figure, write_atomic
+from ..reporting.report import PLATOON_KEYS, image, page, platoon_table, table
 
 Columns = dict[str, np.ndarray]
 VEHICLE_COLUMNS = ("t_ns", "robot", "x", "y", "v", "pred_v")
@@ -81,7 +82,7 @@ def chain(robots: Sequence[RobotSpec], metrics: Mapping[str, Any] | None = None)
     """Every link of the run, joiners' included, grouped by platoon: each follower's predecessors over time from
     ``metrics.json`` (``followers[name].following``, by the platoon it spent the longest time in); without them
     (an old run directory) the predecessors as spawned."""
-    from ..roles_layout import platoon_groups
+    from ..reporting.roles_layout import platoon_groups
 
     ids = {r.name: r.id for r in robots}
     followers = (metrics or {}).get("followers") or {}
@@ -103,9 +104,9 @@ def chain(robots: Sequence[RobotSpec], metrics: Mapping[str, Any] | None = None)
 
 def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: Sequence[str]) -> None:
     """Write comparison.html (plots under ``out/plots``) for what ``compare`` returned."""
-    from ..plots import robot_colors
-    from ..report import link_rows, maneuver_section
-    from ..roles_layout import platoon_groups
+    from ..reporting.plots import robot_colors
+    from ..reporting.report import link_rows, maneuver_section
+    from ..reporting.roles_layout import platoon_groups
 
     variants = comparison["variants"]
     plots_dir = ensure_dir(out / "plots")
@@ -255,7 +256,7 @@ def plot_overlay(plots_dir: Path, series: dict[str, dict[int, Columns]], names: 
     """Every vehicle's path (first panel) and speed, one speed panel per platoon (small multiples: a platoon's
     robots stay distinct and 200 robots make 25 readable panels, not one rainbow): the colour is the robot's, as
     in the runs' own reports, the line style the variant's."""
-    from ..plots import MAX_PANEL_ROBOTS, panels, robot_colors
+    from ..reporting.plots import MAX_PANEL_ROBOTS, panels, robot_colors
 
     if not series:
         return None

@@ -71,7 +71,7 @@ def write_csv(path: Path, result: dict[str, Any]) -> None:
 def write_html(out: Path, result: dict[str, Any]) -> None:
     """sweep.html: the grid table, the smallest string-stable values, and each metric against the first
     parameter."""
-    from ..report import image, page, table
+    from ..reporting.report import image, page, table
 
     paths = list(result["grid"])
     rows = {}

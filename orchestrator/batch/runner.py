@@ -114,7 +114,7 @@ def write_partial(path: Path, records: Sequence[Record], total: int) -> None:
             entry["dir"] = Path(entry["dir"]).relative_to(path.parent).as_posix()
         finished.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
-    from ..safe_files import write_atomic
+    from ..recording.safe_files import write_atomic
 
     write_atomic(path, json.dumps({"interrupted": True, "total": total, "finished": finished}, indent=2, default=str))
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..batch_args import DEFAULT_METRICS
+from ..cli.batch_args import DEFAULT_METRICS
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
 from .criteria import DEFAULT, Criterion, excitation_note

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.ports import V2X_EVENTS, V2X_OUTCOMES
-from ..core.robots import RobotSpec
+from core.ports import V2X_EVENTS, V2X_OUTCOMES
+from core.robots import RobotSpec
+
 from .snapshot import Snapshot
 
 _RX = V2X_EVENTS.index("rx")

@@ -4,7 +4,7 @@ Threads, none of them the scheduler's: the server's accept loop, one per connect
 server), and one encoder that turns the newest snapshot into a JSON frame once for all viewers. A slow viewer skips
 frames (each sends the newest it has not sent yet); nothing queues.
 
-Who may look (as ``coopsim host`` decides it, ``federates.remote.auth``):
+Who may look (as ``coopsim host`` decides it, ``core.auth``):
 
 - bound to loopback (the default, 127.0.0.1), no token is needed unless ``COOPSIM_TOKEN`` is set; the ``Host``
   header must then name a loopback address and a websocket's ``Origin`` this very page, so a web page elsewhere
@@ -25,7 +25,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-from federates.remote.auth import TOKEN_ENV, is_loopback, token_from_env
+from core.auth import TOKEN_ENV, is_loopback, token_from_env
 
 from .frames import LinkWindow, frame_message, roster_message
 from .snapshot import DEFAULT_RATE_HZ, DEFAULT_WINDOW_S, LiveObserver, Mailbox, RosterBook, Watchers

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.robots import RobotSpec
-from ..scheduler import BaseObserver, Scheduler
+from core.robots import RobotSpec
+
+from ..engine.scheduler import BaseObserver, Scheduler
 
 DEFAULT_RATE_HZ = 20.0
 """Snapshots per second of wall time while someone watches: smooth enough for the eye, cheap for the run."""

@@ -38,7 +38,7 @@ def run_mcap_command(args: argparse.Namespace, console: Console) -> int:
     import pyarrow as pa
 
     from ..metrics.trace_schema import RunDataError
-    from ..safe_files import OutputPathError, is_disk_full
+    from ..recording.safe_files import OutputPathError, is_disk_full
     from .export import write_mcap
     from .sources import TraceOrderError
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..safe_files import write_atomic
+from ..recording.safe_files import write_atomic
 from .limits import PLOT_POINTS
 
 if TYPE_CHECKING:

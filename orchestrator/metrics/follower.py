@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.robots import RobotSpec
+from core.robots import RobotSpec
+
 from .geometry import Series, l2_norm, path_with_tail, signed_path_distance
 from .limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
 from .roles import NONE, STEADY, Roles
@@ -227,7 +228,7 @@ def _law(run: RunData, robot: RobotSpec, platoons: np.ndarray) -> Any:
     if laws is None:
         laws = {}
         if getattr(run.scenario, "maneuvers", None):
-            from ..maneuver_plan import maneuver_plan
+            from ..build.maneuver_plan import maneuver_plan
 
             plan = maneuver_plan(run.scenario, run.robots) or {"blocks": {}}
             classes: dict[str, Any] = {}

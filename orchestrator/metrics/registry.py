@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..core.registry import Registry
+from core.registry import Registry
 
 Scope = Literal["follower", "run"]
 

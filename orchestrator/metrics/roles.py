@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.ports import MANEUVER_STATES
-from ..core.robots import RobotSpec
+from core.ports import MANEUVER_STATES
+from core.robots import RobotSpec
 
 SETTLE_S = 1.0
 """Seconds after a change of predecessor or platoon, and after a cut-in vehicle has gone, that count as the

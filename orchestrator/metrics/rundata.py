@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.robots import RobotSpec
+from core.robots import RobotSpec
+
 from .geometry import Columns, Series
 from .trace_schema import RunDataError, check_values, open_trace, read_group, read_whole
 
@@ -45,9 +46,9 @@ class RunData:
     @classmethod
     def load(cls, out_dir: Path) -> RunData:
         """Read ``scenario.resolved.yaml``; traces are read when a metric asks for them. The run's plug-ins need
-        not be importable here (``orchestrator.readback``): ``notes`` names those that are not and what is used
-        in their place."""
-        from ..readback import read_back, readback_notes
+        not be importable here (``orchestrator.recording.readback``): ``notes`` names those that are not and what is
+        used in their place."""
+        from ..recording.readback import read_back, readback_notes
 
         out_dir = Path(out_dir)
         try:
@@ -123,8 +124,8 @@ def law_of_block(block: Mapping[str, Any], classes: dict[str, Any] | None = None
     """A control law from a resolved controller block; None when its class cannot be had here (a plug-in that is
     not importable, or plug-ins off). ``classes`` caches the lookups by type name across calls."""
     from controllers import CONTROLLERS
+    from core.registry import UnknownNameError, is_stand_in
 
-    from ..core.registry import UnknownNameError, is_stand_in
     from ..scenario.model import BLOCK_KEYS
 
     classes = {} if classes is None else classes

@@ -2,7 +2,7 @@
 
 ``coopsim metrics RUN_DIR`` may be given a directory that was cut short, edited, or made to hurt. Each trace is
 opened through ``open_trace``: it must be a regular file (not a FIFO or a device that would block or never end), a
-readable Parquet file (its footer), and carry the columns its port contract declares (``orchestrator/core/ports.py``;
+readable Parquet file (its footer), and carry the columns its port contract declares (``core/ports.py``;
 ``recorder.COLUMNS`` for ``trace/vehicles.parquet``) with the declared types. The values are checked as they are
 read (``check_values``): no NaN or infinity where the contract says ``finite``, time that never goes back in the
 vehicles trace. Anything else is a ``RunDataError`` naming the file and what is wrong (exit 2, no traceback).
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..core.ports import BUILTIN_PORTS, STATE_FIELDS, PortSpec
+from core.ports import BUILTIN_PORTS, STATE_FIELDS, PortSpec
 
 
 class RunDataError(ValueError):
@@ -55,7 +55,7 @@ OPTIONAL: dict[str, frozenset[str]] = {
 def expected_columns(name: str) -> dict[str, tuple[str, bool]] | None:
     """``{column: (kind, finite)}`` of ``trace/<name>.parquet``, or None for a trace the metrics do not read."""
     if name == "vehicles":
-        from ..recorder import COLUMNS
+        from ..recording.recorder import COLUMNS
 
         columns = {"t_ns": (_INT, False), "robot": (_INT, False), "t_s": (_FLOAT, False)}
         # the true state is finite in every row; the rest is NaN where a robot has none (no law, no estimate)
@@ -77,7 +77,7 @@ def expected_columns(name: str) -> dict[str, tuple[str, bool]] | None:
 
 @cache
 def _port_specs() -> dict[str, PortSpec]:
-    from ..core.ports import port
+    from core.ports import port
 
     specs = {spec.name: spec for spec in BUILTIN_PORTS}
     specs["cam_rx"] = next(s for s in BUILTIN_PORTS if s.name == "cam_rx")  # the platooning fields are extra

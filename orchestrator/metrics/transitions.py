@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.timebase import seconds_to_ns
+from core.timebase import seconds_to_ns
+
 from .roles import CUT_IN, NONE, SETTLED_BAND, SETTLED_MIN_M, Roles, build_roles
 from .rundata import RunData
 

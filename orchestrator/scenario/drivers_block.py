@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Loc, Strict
+from core.params import Loc, Strict
 
 ON_TIMEOUT = ("brake", "hold", "fail")
 
@@ -33,7 +33,7 @@ class CommandSource(Strict):
     @property
     def port_name(self) -> str:
         """The port the physics federate reads this robot's commands from."""
-        from orchestrator.core.ports import command_port
+        from core.ports import command_port
 
         return self.port or command_port(self.federate).name
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from ..core.scenario_dir import current_scenario_dir
-from .base import Strict
+from core.params import Strict
+from core.scenario_dir import current_scenario_dir
 
 
 class ExtraFederate(Strict):
@@ -59,8 +59,8 @@ class ExtraFederate(Strict):
         if self.remote is not None:
             return self
 
+        from core.registry import UnknownNameError
         from federates import FEDERATE_KINDS
-        from orchestrator.core.registry import UnknownNameError
 
         try:
             federate_cls = FEDERATE_KINDS.get(self.type)

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..core.scenario_dir import scenario_directory
+from core.scenario_dir import scenario_directory
+
 from .checks import check_plugins, law_params
 from .errors import Problem, ScenarioError, format_path
 from .locate import problems_of
@@ -90,8 +91,8 @@ def _parse_scenario(text: str, source: str, overrides: Iterable[str]) -> Scenari
 
 def _check_world(scenario: Scenario, source: str, lines: dict[Loc, int], set_locs: set[Loc], data: Any) -> None:
     """What needs the whole world: the run's estimated memory against the budget, and where each robot starts."""
-    from ..resources import resource_problems
-    from ..world import start_position_problems
+    from ..build.resources import resource_problems
+    from ..build.world import start_position_problems
 
     # placing the robots is skipped for a run too large to simulate anyway
     problems = resource_problems(scenario) or start_position_problems(scenario)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from .base import Loc, Strict
+from core.params import Loc, Strict
 
 Scenario = Any
 """A validated ``model.Scenario`` (not imported: the model imports this module)."""

@@ -8,8 +8,8 @@ channel, vehicle model, profile or federate never touches this file.
 Physical sanity is part of the schema, so that a scenario that validates also runs: every number is finite
 (``FiniteValues``), steps and periods lie between ``MIN_PERIOD_S`` and the run's length, robots spawn and despawn
 within the run, start within ``COORDINATE_LIMIT_M`` of the origin, and the run's estimated memory fits the budget
-(``orchestrator.resources.resource_problems``). Such a rule that relates fields of different blocks is a validator of
-``Scenario`` that reports each problem at its own field, hence at its line.
+(``orchestrator.build.resources.resource_problems``). Such a rule that relates fields of different blocks is a
+validator of ``Scenario`` that reports each problem at its own field, hence at its line.
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ from pydantic import (
 
 from controllers.pipeline import FEDERATE_KEYS, FallbackStageParams
 from controllers.pure_pursuit import PurePursuitParams
-from federates.physics.config import PhysicsConfig
-
-from .base import (  # noqa: F401 - re-exported: the scenario's names stay importable from here
+from core.params import (  # noqa: F401 - re-exported: the scenario's names stay importable from here
     _PERIOD_SCHEMA,
     COORDINATE_LIMIT_M,
     MIN_PERIOD_S,
@@ -37,6 +35,8 @@ from .base import (  # noqa: F401 - re-exported: the scenario's names stay impor
     Strict,
     raise_at,
 )
+from federates.physics.config import PhysicsConfig
+
 from .drivers_block import CommandSource, DriverAssignment, RobotSlot  # noqa: F401
 from .federates_block import ExtraFederate
 from .maneuvers_block import ManeuverRequest, ManeuverSettings, maneuver_problems

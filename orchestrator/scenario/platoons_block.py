@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from .base import COORDINATE_LIMIT_M, Loc, Strict
+from core.params import COORDINATE_LIMIT_M, Loc, Strict
+
 from .vehicles_block import Driver, Vehicle, VehicleEntry
 
 Scenario = Any

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.core.registry import Registry, UnknownNameError
+from core.registry import Registry, UnknownNameError
 
 from .model import BLOCK_KEYS, WAYPOINTS, ControllerBlock, Driver, Scenario, profile_params_model
 

@@ -16,8 +16,8 @@ from pydantic import (
 )
 
 from controllers.pure_pursuit import WaypointDriverParams
+from core.params import COORDINATE_LIMIT_M, Strict, raise_at
 
-from .base import COORDINATE_LIMIT_M, Strict, raise_at
 from .drivers_block import CommandSource
 
 MAX_NAME_LENGTH = 64
@@ -68,10 +68,9 @@ class Vehicle(Strict):
     @field_validator("params")
     @classmethod
     def _known_params(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from core.registry import is_stand_in
         from federates.physics.models import VEHICLE_MODELS
         from federates.physics.presets import parameter_problems, parameter_range_problems
-
-        from ..core.registry import is_stand_in
 
         model = info.data.get("model")
         if model is not None and is_stand_in(VEHICLE_MODELS.get(model)):
@@ -119,7 +118,7 @@ class Fleet(Strict):
     """``count`` robots built from one template, with optional per-robot overrides keyed by robot name."""
 
     # strict: `count: true` is not one robot. The bound is the format's; whether a fleet fits this machine depends on
-    # the run's length and traces, which the resource estimate checks (orchestrator.resources.resource_problems)
+    # the run's length and traces, which the resource estimate checks (orchestrator.build.resources.resource_problems)
     count: int = Field(ge=1, le=100_000, strict=True)
     name_prefix: str = Field("robot", max_length=MAX_NAME_LENGTH - 6, description="robot names: <name_prefix><index>")
     template: Vehicle = Field(default_factory=Vehicle)
@@ -168,7 +167,7 @@ class Driver(Strict):
     @classmethod
     def _known_profile(cls, value: str) -> str:
         from controllers import LEADER_PROFILES
-        from orchestrator.core.registry import is_plugin_path
+        from core.registry import is_plugin_path
 
         if value == WAYPOINTS:
             return value

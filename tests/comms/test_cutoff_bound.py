@@ -14,7 +14,7 @@ from comms_models.base import Interest, with_names
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.params import RadioParams
 from comms_models.itsg5.radio import cutoff_bound, cutoff_power_for, cutoff_radius_m, reception_probability
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 MS = 1_000_000
 P_BOUND = 2.1e-3

@@ -10,7 +10,7 @@ from comms_models.base import Interest, with_names
 from comms_models.itsg5.dcc import Dcc
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.params import DccParams
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 MS = 1_000_000
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from comms_models.base import Interest
 from comms_models.ideal import IdealChannel
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 MS = 1_000_000
 

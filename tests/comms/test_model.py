@@ -11,7 +11,7 @@ from comms_models.base import OUTCOMES, Interest, with_names
 from comms_models.itsg5.geo import LocalProjection
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.quantise import quantise_si
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 MS = 1_000_000
 QUIET = {"pcap": False, "codec_sample_rate": 0.0}

@@ -32,11 +32,11 @@ from comms_models.itsg5.platooning import (
     to_wire,
 )
 from comms_models.itsg5.pm import PmReceptions, platoon_leaders
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
+from orchestrator.build.world import build_world
+from orchestrator.engine.scheduler import BaseObserver
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from orchestrator.scheduler import BaseObserver
-from orchestrator.world import build_world
 
 MS = 1_000_000
 QUIET = {"pcap": False, "codec_sample_rate": 0.0}

@@ -23,7 +23,7 @@ from comms_models.itsg5.radio import (
     path_loss_db,
     reception_probability,
 )
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 
 # -- airtime ---------------------------------------------------------------------------------------------------

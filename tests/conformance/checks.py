@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.ports import CAM_RX, STATE, STATE_FIELDS, PortSpec, conforms
-from orchestrator.core.robots import RobotSpec
-from orchestrator.scheduler import BaseObserver
+from core.ports import CAM_RX, STATE, STATE_FIELDS, PortSpec, conforms
+from core.robots import RobotSpec
+from orchestrator.engine.scheduler import BaseObserver
 
 Tables = dict[str, np.ndarray]
 
@@ -301,8 +301,8 @@ Factory = Callable[[str], Any]
 def check_federate_meta(federate: Any) -> Any:
     """``setup`` returns a ``FederateMeta``: inputs are ``Input``s, outputs ``PortSpec``s; an output or input on a
     built-in port keeps that port's contract (the same fields, dtypes and units). Returns the meta."""
-    from orchestrator.core.federate import FederateMeta, Input, SetupContext
-    from orchestrator.core.ports import BUILTIN_PORTS, PortSpec, check_contract
+    from core.federate import FederateMeta, Input, SetupContext
+    from core.ports import BUILTIN_PORTS, PortSpec, check_contract
 
     builtin = {spec.name: spec for spec in BUILTIN_PORTS}
     name = type(federate).__name__

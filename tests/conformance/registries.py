@@ -12,10 +12,10 @@ from typing import Any
 
 from comms_models import COMMS_MODELS
 from controllers import CONTROLLERS, LEADER_PROFILES
+from core.registry import Registry
 from federates import FEDERATE_KINDS
 from federates.physics.models import VEHICLE_MODELS
 from federates.physics.models.tyres import TYRE_REGISTRY
-from orchestrator.core.registry import Registry
 from orchestrator.metrics import METRICS
 
 REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {

@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 from federates import FEDERATE_KINDS
+from orchestrator.build.world import build_world
 from orchestrator.scenario import parse_scenario
-from orchestrator.world import build_world
 
 from .checks import PortChecker, check_federate_meta
 from .registries import FEDERATE_FACTORIES, FEDERATES_NEEDING_SERVICES

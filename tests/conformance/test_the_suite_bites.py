@@ -10,8 +10,8 @@ import pytest
 
 from comms_models import COMMS_MODELS
 from controllers import CONTROLLERS, LEADER_PROFILES
+from core.registry import Registry
 from federates.physics.models import VEHICLE_MODELS
-from orchestrator.core.registry import Registry
 
 from .checks import check_channel, check_law, check_profile, check_vehicle_model
 

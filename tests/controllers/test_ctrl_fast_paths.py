@@ -11,10 +11,10 @@ from controllers.columns import LazyColumns
 from controllers.conversions import MIN_SPEED_FOR_STEER_MPS, integrate_speed_rows, yaw_rate_to_steer
 from controllers.ela_cacc import ElaCacc, ElaCaccParams
 from controllers.pipeline import ControlPipeline
+from core.federate import SetupContext
+from core.robots import RobotSpec
 from federates.control.federate import ControlFederate
 from federates.control.received import Received
-from orchestrator.core.federate import SetupContext
-from orchestrator.core.robots import RobotSpec
 
 
 def test_desired_gap_is_the_chord_of_the_arc_and_d_on_a_straight() -> None:

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from controllers.pipeline import ControlPipeline
+from core.federate import SetupContext
+from core.robots import RobotSpec
 from federates.control.federate import ControlFederate
-from orchestrator.core.federate import SetupContext
-from orchestrator.core.robots import RobotSpec
 
 PERIOD_NS = 20_000_000
 BLOCK = {"type": "ela_cacc", "period_s": 0.02, "predict": "none", "lateral": None, "fallback": None}

@@ -19,8 +19,8 @@ import time
 import can
 import cantools
 
-from federates.can_bridge.codec import DBC_PATH
-from federates.can_bridge.e2e import frame_checksum
+from federates.can.codec import DBC_PATH
+from federates.can.e2e import frame_checksum
 
 STEP_AT_S = 2.0
 PROFILE = (1.0, 1.5)  # [m/s] before and after STEP_AT_S

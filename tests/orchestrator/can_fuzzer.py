@@ -26,8 +26,8 @@ import time
 import can
 import cantools
 
-from federates.can_bridge.codec import DBC_PATH
-from federates.can_bridge.e2e import frame_checksum
+from federates.can.codec import DBC_PATH
+from federates.can.e2e import frame_checksum
 
 PLAN = {"bad_length": 150, "bad_checksum": 150, "counter_jump": 150, "counter_repeat": 50, "out_of_range": 100,
         "unknown_id": 150, "not_driven": 100, "not_data": 50, "unreadable": 100}

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.timebase import seconds_to_ns
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.timebase import seconds_to_ns
 
 
 class Flaky(Federate):

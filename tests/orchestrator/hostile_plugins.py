@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import port
-from orchestrator.core.timebase import seconds_to_ns
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.ports import port
+from core.timebase import seconds_to_ns
 
 SPEEDS = port("speeds", {"v_kmh": "km/h"}, doc="each robot's speed in km/h", finite=True)
 EVENTS = port("blips", {"robot": ("int64", "robot id"), "level": "-"}, index="event", doc="an event table")

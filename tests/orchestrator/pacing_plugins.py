@@ -6,8 +6,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from orchestrator.core.federate import Federate, FederateMeta, SetupContext
-from orchestrator.core.timebase import seconds_to_ns
+from core.federate import Federate, FederateMeta, SetupContext
+from core.timebase import seconds_to_ns
 
 
 class Sluggish(Federate):

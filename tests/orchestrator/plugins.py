@@ -11,8 +11,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from controllers.profiles import LeaderProfile
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.timebase import seconds_to_ns
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.timebase import seconds_to_ns
 
 
 class FailAt(Federate):

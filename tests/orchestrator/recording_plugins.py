@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import STATE, FieldSpec, fields_of, port
-from orchestrator.core.robots import RobotSpec, rows_of
-from orchestrator.core.timebase import seconds_to_ns
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.ports import STATE, FieldSpec, fields_of, port
+from core.robots import RobotSpec, rows_of
+from core.timebase import seconds_to_ns
 from orchestrator.metrics import FollowerView, follower_metric
 
 ODOMETER = port("odometer", {"distance_m": "m", "speed_kmh": "km/h"}, doc="distance driven per robot")

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import Federate, FederateMeta, SetupContext
-from orchestrator.core.ports import command_port
-from orchestrator.core.robots import RobotSpec
-from orchestrator.core.timebase import seconds_to_ns
+from core.federate import Federate, FederateMeta, SetupContext
+from core.ports import command_port
+from core.robots import RobotSpec
+from core.timebase import seconds_to_ns
 
 GUEST_ID = 900
 

@@ -4,7 +4,7 @@ Each case is a shipped scenario with one to three mutations (byte flips, truncat
 aliases and alias bombs, duplicate keys, tags, complex keys, numbers replaced by inf/nan/huge/negative/bool/text,
 keys renamed or removed) and up to two random ``--set`` overrides. Every case must end as valid (exit 0) or as a
 bad-input error (exit 2) whose every line names the file, the line and the field path, within 5 s. Thousands of
-cases run in process through ``orchestrator.cli.main``; a few dozen run through the installed console script.
+cases run in process through ``orchestrator.cli.main.main``; a few dozen run through the installed console script.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = {p.name: p.read_bytes() for p in sorted((REPO / "scenarios").glob("*.yaml"))}
@@ -245,7 +245,7 @@ def check_outcome(source: str, code: object, out: str, err: str) -> str:
 
 
 def validate_in_process(path: Path, overrides: list[str]) -> tuple[object, str, str]:
-    """``coopsim validate`` through ``orchestrator.cli.main``, its output captured."""
+    """``coopsim validate`` through ``orchestrator.cli.main.main``, its output captured."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:

@@ -13,7 +13,7 @@ import yaml
 from orchestrator.batch import compare, worst_over_followers
 from orchestrator.batch.compare import summarise, variant_overrides
 from orchestrator.batch.runner import Task, execute, run_outputs
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from federates.can_bridge import CanBridge, Codec
-from orchestrator.core.federate import SetupContext
-from orchestrator.core.robots import RobotSpec
+from core.federate import SetupContext
+from core.robots import RobotSpec
+from federates.can import CanBridge, Codec
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 
@@ -26,7 +26,7 @@ from .processes import stop
 REPO = Path(__file__).resolve().parents[2]
 ECU = REPO / "tests" / "orchestrator" / "can_ecu.py"
 FUZZER = REPO / "tests" / "orchestrator" / "can_fuzzer.py"
-BRIDGE = "federates.can_bridge:CanBridge"
+BRIDGE = "federates.can:CanBridge"
 ENV = {"PYTHONPATH": str(REPO)}
 
 
@@ -126,7 +126,7 @@ def test_the_bus_log_reads_back_with_every_state_frame(tmp_path):
     assert sorted({m.arbitration_id for m in state}) == [0x201, 0x202, 0x203]
     # timestamps are simulation time; the DBC decodes the logged frames to the traced speeds
     assert [m.timestamp for m in state[::robots]] == pytest.approx([k * period for k in range(steps)], abs=1e-6)
-    from federates.can_bridge import load_dbc
+    from federates.can import load_dbc
 
     db = load_dbc()
     last = [m for m in state if m.arbitration_id == 0x202][-1]

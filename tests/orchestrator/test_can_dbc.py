@@ -12,7 +12,7 @@ import can
 import cantools
 import pytest
 
-from federates.can_bridge import Codec, load_dbc
+from federates.can import Codec, load_dbc
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from federates.can_bridge.codec import Codec
-from federates.can_bridge.e2e import checksum_ok, counter_step, crc8_sae_j1850, frame_checksum, next_counter
+from federates.can.codec import Codec
+from federates.can.e2e import checksum_ok, counter_step, crc8_sae_j1850, frame_checksum, next_counter
 
 AUTOSAR_VECTORS = [
     ("00 00 00 00", 0x59),

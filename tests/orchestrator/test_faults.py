@@ -19,7 +19,7 @@ import pytest
 
 from orchestrator import runner
 from orchestrator.metrics import read_traces
-from orchestrator.recorder import VehicleRecorder
+from orchestrator.recording.recorder import VehicleRecorder
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
 
@@ -135,7 +135,7 @@ def _cli(*args: str) -> tuple[int, str]:
     import contextlib
     import io
 
-    from orchestrator.cli import main
+    from orchestrator.cli.main import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from controllers.ela_cacc_stability import lateral_gain, lateral_string_stable, longitudinal_gain
-from orchestrator.compare import compare, with_fidelity
+from orchestrator.batch.compare import compare, with_fidelity
 from orchestrator.metrics import split_by_robot
-from orchestrator.report import write_run_report
+from orchestrator.reporting.report import write_run_report
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 

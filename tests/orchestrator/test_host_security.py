@@ -24,13 +24,13 @@ import numpy as np
 import pytest
 from google.protobuf.message import DecodeError
 
-from federates.remote.auth import is_loopback
+from core.auth import is_loopback
 from federates.remote.client import RemoteError, RemoteFederate, build_request
 from federates.remote.codec import CodecError, decode_array, pb
 from federates.remote.host import METHOD, session_label
+from orchestrator.build.world import build_world
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from orchestrator.world import build_world
 from tests.orchestrator.processes import free_port, stop
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 from orchestrator.metrics.links import LinkIndex
 from orchestrator.metrics.roles import NONE, build_roles
 from orchestrator.runner import run_scenario

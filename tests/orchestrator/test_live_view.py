@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.live import LiveServer, LiveViewError
 from orchestrator.live.frames import LinkWindow, frame_message
 from orchestrator.live.snapshot import LiveObserver, Mailbox, RosterBook, Snapshot, Watchers

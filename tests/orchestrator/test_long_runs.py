@@ -86,8 +86,8 @@ def test_the_channel_load_figures_get_one_row_per_window(tmp_path):
     """The channel-load panels are drawn from per-window summaries computed in the run: the job pickled to a plot
     worker carries one row per DCC window, not one per station and window (which grows with time and fleet)."""
     from orchestrator.metrics import RunData, read_traces
+    from orchestrator.reporting.v2x_plots import v2x_plot_jobs
     from orchestrator.runner import run_scenario
-    from orchestrator.v2x_plots import v2x_plot_jobs
 
     overrides = ["duration_s=3", "channel.type=itsg5", "outputs.plots=false", "outputs.report=false"]
     assert run_scenario(parse_scenario(PLATOON, overrides=overrides), tmp_path).ok

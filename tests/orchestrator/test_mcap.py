@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("mcap")
 from mcap.reader import make_reader
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.mcap_export import messages, schemas, sources
 from orchestrator.mcap_export.export import write_mcap
 

@@ -143,7 +143,7 @@ def test_tls_options_from_the_environment_are_completed_by_the_scenario(tmp_path
 
 
 def test_a_robot_name_that_cannot_be_a_topic_level_is_an_error_naming_it():
-    from orchestrator.core.robots import RobotSpec
+    from core.robots import RobotSpec
 
     bridge = MqttBridge("mqtt")
     bridge.spawn([RobotSpec(id=1, name="robot0", config={"command_source": {"federate": "mqtt"}}),

@@ -13,10 +13,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.outcomes import run_outcomes
+from orchestrator.build.world import expand_robots
+from orchestrator.reporting.outcomes import run_outcomes
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from orchestrator.world import expand_robots
 
 REPO = Path(__file__).resolve().parents[2]
 # a cruise-controlled follower set to twice the leader's speed drives into it at about 4 s

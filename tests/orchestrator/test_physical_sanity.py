@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.resources import MEMORY_BUDGET, MemoryBudget, estimate_resources
+from orchestrator.build.resources import MEMORY_BUDGET, MemoryBudget, estimate_resources
+from orchestrator.build.world import DEFAULT_STANDSTILL_GAP_M, DEFAULT_TIME_GAP_S, expand_robots
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
-from orchestrator.world import DEFAULT_STANDSTILL_GAP_M, DEFAULT_TIME_GAP_S, expand_robots
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))

@@ -10,7 +10,7 @@ import pytest
 
 from comms_models.base import Interest
 from comms_models.ideal import IdealChannel
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 from tests.controllers.harness import gamma_ploeg

@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.placement import Track
+from orchestrator.build.placement import Track
+from orchestrator.build.world import expand_robots
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
-from orchestrator.world import expand_robots
 
 REPO = Path(__file__).resolve().parents[2]
 HEAD = """

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.robots import RobotSpec
 from orchestrator import plot_worker, runner
-from orchestrator.core.robots import RobotSpec
 from orchestrator.metrics import RunData, Series
-from orchestrator.plot_worker import PlotWorkers
-from orchestrator.plots import PlotJob
+from orchestrator.reporting.plot_worker import PlotWorkers
+from orchestrator.reporting.plots import PlotJob
 from orchestrator.runner import run_scenario, write_outputs
 from orchestrator.scenario import load_scenario
 
@@ -182,7 +182,7 @@ def test_a_job_can_carry_only_data(tmp_path):
 def test_a_worker_whose_run_died_exits_on_its_own():
     # the run's end of the pipe closes (the run was killed): the worker reads the end of its input and leaves
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    worker = subprocess.Popen([sys.executable, "-m", "orchestrator.plot_worker"], cwd=REPO, env=env,
+    worker = subprocess.Popen([sys.executable, "-m", "orchestrator.reporting.plot_worker"], cwd=REPO, env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert worker.stdin is not None and worker.stdout is not None
     worker.stdin.close()

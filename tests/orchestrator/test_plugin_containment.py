@@ -91,7 +91,7 @@ def test_arrays_a_plugin_published_and_kept_cannot_change_the_record(tmp_path):
 
 
 def test_frozen_inputs_share_one_copy_and_stay_read_only():
-    from orchestrator.port_guard import frozen_inputs
+    from orchestrator.engine.port_guard import frozen_inputs
 
     bus_value = {"id": np.arange(3), "x": np.zeros(3)}
     loose = {"names": ["a", "b"]}  # a port declared by name only may carry lists
@@ -199,7 +199,7 @@ def _plot_workers(parent: int) -> list[int]:
         import select
 
         while True:
-            found = [pid for pid in _children(parent) if b"orchestrator.plot_worker" in _cmdline(pid)]
+            found = [pid for pid in _children(parent) if b"orchestrator.reporting.plot_worker" in _cmdline(pid)]
             if found or select.select([fd], [], [], 0.01)[0]:
                 return found
     finally:
@@ -253,13 +253,13 @@ class Stall:
         return None
 
 sys.meta_path.insert(0, Stall())
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 sys.exit(main())
 '''
 
 
 @pytest.mark.parametrize("module", ["rich.console", "orchestrator.scenario", "numba", "federates.remote.options",
-                                    "orchestrator.world"])
+                                    "orchestrator.build.world"])
 def test_ctrl_c_at_any_point_of_start_up_is_one_line_and_130(tmp_path, module):
     marker = tmp_path / "stalled"
     env = {**os.environ, "PYTHONPATH": str(REPO), "STALL_ON": module, "STALL_MARKER": str(marker)}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controllers import CONTROLLERS
-from orchestrator.core.registry import NO_PLUGINS_ENV, UnknownNameError
+from core.registry import NO_PLUGINS_ENV, UnknownNameError
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()

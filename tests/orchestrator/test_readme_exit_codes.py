@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from orchestrator import terminal
-from orchestrator.outcomes import OUTCOMES
+from orchestrator.reporting.outcomes import OUTCOMES
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from orchestrator.pacing import RealtimePacer
+from orchestrator.engine.pacing import RealtimePacer
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
 

@@ -181,7 +181,7 @@ def test_a_new_metric_is_one_function_picked_up_by_metrics_json_and_the_report(s
         metrics, _ = compute_metrics(RunData.load(run_dir))
         assert all(0.0 < f["gap_p10_m"] <= f["min_gap_m"] + 10 for f in metrics["followers"].values())
         assert all(f["gap_p10_m"] >= f["min_gap_m"] for f in metrics["followers"].values())
-        from orchestrator.metrics_command import run_metrics_command
+        from orchestrator.cli.metrics_command import run_metrics_command
 
         class Args:
             check, no_report = False, False

@@ -10,10 +10,10 @@ import re
 import numpy as np
 import pytest
 
+from core.robots import RobotSpec
 from orchestrator.batch.compare_report import chain, plot_overlay, plot_received_speed
-from orchestrator.core.robots import RobotSpec
 from orchestrator.metrics import Series
-from orchestrator.plots import (
+from orchestrator.reporting.plots import (
     ROBOT_COLORS,
     draw_job,
     follower_plot_jobs,
@@ -21,7 +21,7 @@ from orchestrator.plots import (
     robot_colors,
     series_plot_jobs,
 )
-from orchestrator.report import maneuver_rows, maneuver_section, write_run_report
+from orchestrator.reporting.report import maneuver_rows, maneuver_section, write_run_report
 
 ROBOTS = [RobotSpec(1, "a0", platoon=0), RobotSpec(2, "a1", platoon=0, position_in_platoon=1, predecessor=1, leader=1),
           RobotSpec(3, "a2", platoon=0, position_in_platoon=2, predecessor=2, leader=1),
@@ -89,7 +89,7 @@ def _line_colors(path, kind: str, monkeypatch) -> dict[str, str]:
     """Label -> colour of every labelled line a figure draws (read from the matplotlib artists as saved)."""
     from matplotlib.colors import to_hex
 
-    import orchestrator.plots as plots
+    import orchestrator.reporting.plots as plots
 
     seen: dict[str, str] = {}
     save = plots.save
@@ -121,7 +121,7 @@ def test_a_robot_has_one_colour_in_the_speeds_the_spacing_errors_and_the_charts(
     # today's bug: a follower's colour was its index among the drawn lines, so a1 was blue in one and orange in the
     # other; now the run's spawn order decides
     assert in_speeds["a1"] == ROBOT_COLORS[1] and len(set(in_speeds.values())) == len(ROBOTS)
-    from orchestrator.report import interactive_sections
+    from orchestrator.reporting.report import interactive_sections
 
     charts = "".join(body for _, body in interactive_sections(ROBOTS, _series(), _follower_series()))
     specs = [json.loads(spec.replace("<\\/", "</")) for spec in
@@ -199,7 +199,7 @@ def test_the_run_report_has_a_maneuver_section_with_cut_ins_a_timeline_and_every
 
 
 def test_a_timeline_shows_every_robot_with_its_roles_hatched_in_maneuvers(tmp_path, monkeypatch):
-    import orchestrator.plots as plots
+    import orchestrator.reporting.plots as plots
 
     bars: list[tuple[str, str | None]] = []
     pyplot = plots.pyplot()

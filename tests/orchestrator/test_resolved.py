@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from comms_models.itsg5.access import frame_key, link_u01
-from orchestrator.core.rng import (
+from core.rng import (
     KeyedDraws,
     KeyedNormal,
     event_key,

@@ -19,9 +19,9 @@ import pytest
 from comms_models.itsg5.codec import CamCodec, generation_delta_time, read_cam
 from comms_models.itsg5.geo import LocalProjection
 from comms_models.itsg5.quantise import from_etsi
+from orchestrator.build.world import expand_robots
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from orchestrator.world import expand_robots
 
 from .processes import stop
 

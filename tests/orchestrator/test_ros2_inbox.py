@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from federates.ros2.federate import Ros2Bridge
 from federates.ros2.inbox import CommandInbox, LockstepTimeoutError
-from federates.ros2_bridge import Ros2Bridge
 from orchestrator.scenario import parse_scenario
 from orchestrator.scenario.errors import ScenarioError
 

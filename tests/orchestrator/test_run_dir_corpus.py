@@ -5,7 +5,7 @@
 - A damaged directory (a trace cut short, a column of the wrong type or missing, NaN where the port contract
   forbids it, something else behind a trace's name, a broken ``run.json`` ...) is exit 2 naming the file and what
   is wrong, never a traceback.
-- A fuzz: mutated copies of one small real run directory through ``orchestrator.cli.main`` end in exit 0 or 2
+- A fuzz: mutated copies of one small real run directory through ``orchestrator.cli.main.main`` end in exit 0 or 2
   (1 only for ``--check`` finding a difference), without a traceback. By default a fixed subset of the cases runs;
   ``COOPSIM_FULL_FUZZ=1`` (set by ``make test``) runs all 2,000.
 """
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 

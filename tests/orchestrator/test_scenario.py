@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from orchestrator.build.world import expand_robots
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
-from orchestrator.world import expand_robots
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from orchestrator.core.federate import Federate, FederateError, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import ContractError, FieldSpec, PortSpec, port
-from orchestrator.core.robots import RobotSpec
-from orchestrator.scheduler import Scheduler, SchedulerError, dependency_order
+from core.federate import Federate, FederateError, FederateMeta, Input, SetupContext
+from core.ports import ContractError, FieldSpec, PortSpec, port
+from core.robots import RobotSpec
+from orchestrator.engine.scheduler import Scheduler, SchedulerError, dependency_order
 
 MS = 1_000_000
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.robots import RobotSpec, shared_rows
 from federates.physics.vehicle_config import robot_params, vehicle_params
-from orchestrator.core.robots import RobotSpec, shared_rows
+from orchestrator.build.world import build_world, expand_robots
 from orchestrator.scenario.loader import parse_scenario
-from orchestrator.world import build_world, expand_robots
 
 FLEET = """
 name: mixed-fleet

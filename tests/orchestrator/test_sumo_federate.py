@@ -323,11 +323,11 @@ def test_a_sumo_period_off_the_step_grid_is_refused(tmp_path):
 def test_physics_poses_a_robot_at_the_time_its_pose_is_valid_and_moves_it_on_in_between():
     """The physics side on its own: a pose published early waits for its time; between poses the body moves on
     along its last arc; a robot of another model ignores pose rows."""
+    from core.federate import SetupContext
+    from core.robots import RobotSpec
     from federates.physics.config import PhysicsConfig
     from federates.physics.federate import PhysicsFederate
     from federates.physics.models.posed import POSED_MODEL
-    from orchestrator.core.federate import SetupContext
-    from orchestrator.core.robots import RobotSpec
 
     physics = PhysicsFederate("physics", 10_000_000, PhysicsConfig())
     physics.setup(SetupContext(seed=1, end_ns=10**9))

@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from orchestrator import cli, progress
-from orchestrator.console import realtime_factor_text
-from orchestrator.terminal import EXIT_BROKEN_PIPE, print_summary
+from orchestrator.cli.terminal import EXIT_BROKEN_PIPE, print_summary
+from orchestrator.reporting.console import realtime_factor_text
 
 
 @pytest.mark.parametrize(("factor", "text"), [

@@ -10,9 +10,9 @@ import pytest
 from comms_models.itsg5.params import ItsG5Params
 from comms_models.itsg5.radio import reception_probability
 from orchestrator.metrics import RunData, Series
+from orchestrator.reporting.v2x_plots import _distances, pdr_by_distance
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
-from orchestrator.v2x_plots import _distances, pdr_by_distance
 
 from .test_resolved import REPO
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.batch.grid import parse_param
-from orchestrator.cli import main
+from orchestrator.cli.main import main
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
 from orchestrator.scenario.yamlmarks import MAX_DEPTH, YamlInputError, decode_text, load_value, load_with_lines
 

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from core.rng import KeyedNormal
+from core.robots import RobotSpec
 from federates.physics.collisions import _any_near, near_pairs
 from federates.physics.federate import PhysicsFederate
 from federates.physics.range_scan import RangeSensor
 from federates.physics.snapshot import state_snapshot
 from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
-from orchestrator.core.rng import KeyedNormal
-from orchestrator.core.robots import RobotSpec
 
 from .range_oracle import nearest_in_path, predicted_curvature
 

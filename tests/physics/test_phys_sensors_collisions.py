@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
+from core.rng import stream
 from federates.physics.collisions import colliding_pairs
 from federates.physics.range_scan import RangeSensor, path_offset
 from federates.physics.sensors import DeadReckoning, Gnss, Imu, PoseFusion
-from orchestrator.core.rng import stream
 
 from .helpers import commands, make
 from .range_oracle import nearest_in_path, predicted_curvature

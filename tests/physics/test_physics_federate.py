@@ -15,18 +15,18 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from core.federate import SetupContext
+from core.robots import RobotSpec
 from federates.physics.collisions import colliding_pairs
 from federates.physics.config import PhysicsConfig
 from federates.physics.federate import PhysicsFederate
 from federates.physics.models.dynamic import DynamicSingleTrack
 from federates.physics.models.kinematic import KinematicBicycle
 from federates.physics.vehicle_config import vehicle_params
-from orchestrator.core.federate import SetupContext
-from orchestrator.core.robots import RobotSpec
+from orchestrator.build.world import build_world
+from orchestrator.engine.scheduler import BaseObserver
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from orchestrator.scheduler import BaseObserver
-from orchestrator.world import build_world
 
 REPO = Path(__file__).resolve().parents[2]
 STEP_NS = 10_000_000

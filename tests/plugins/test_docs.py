@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from orchestrator.core.ports import BUILTIN_PORTS
+from core.ports import BUILTIN_PORTS
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "extending.md"

@@ -11,10 +11,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from orchestrator.build.world import build_world
+from orchestrator.engine.scheduler import BaseObserver
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
-from orchestrator.scheduler import BaseObserver
-from orchestrator.world import build_world
 from tests.conformance.checks import check_channel, check_federate_meta, check_law, check_vehicle_model
 from tests.orchestrator.processes import coopsim_host
 

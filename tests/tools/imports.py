@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("orchestrator", "federates", "comms_models", "controllers")
+PACKAGES = ("core", "orchestrator", "federates", "comms_models", "controllers")
 
 
 def module_name(path: Path) -> str:

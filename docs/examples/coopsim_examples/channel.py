@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from comms_models.base import CommsModel, Deliveries, Interest, empty_deliveries
-from orchestrator.core.robots import RobotSpec
+from core.robots import RobotSpec
 
 _FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 

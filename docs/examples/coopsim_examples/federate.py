@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.federate import Federate, FederateMeta, Input, SetupContext
-from orchestrator.core.ports import STATE, fields_of, port
-from orchestrator.core.robots import RobotSpec
+from core.federate import Federate, FederateMeta, Input, SetupContext
+from core.ports import STATE, fields_of, port
+from core.robots import RobotSpec
 
 GAP_MONITOR = port("gap_monitor", {"gap_m": "m", "predecessor": ("int64", "robot id")},
                    doc="distance between each follower's rear axle and its predecessor's (NaN for leaders)")

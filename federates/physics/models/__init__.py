@@ -1,6 +1,6 @@
 """Vehicle models behind one interface (``VehicleModel``), looked up by the scenario's ``vehicle.model``."""
 
-from orchestrator.core.registry import Registry
+from core.registry import Registry
 
 VEHICLE_MODELS = Registry(
     "vehicle model",

@@ -29,7 +29,7 @@ class VehicleModel(ABC):
     @abstractmethod
     def add(self, params: Sequence[Mapping[str, Any]], initial: Mapping[str, np.ndarray]) -> None:
         """Append robots: one parameter mapping each (preset merged with overrides; read-only, shared by robots of
-        one template: ``orchestrator.core.robots.param_column`` reads one parameter of all of them at once) and
+        one template: ``core.robots.param_column`` reads one parameter of all of them at once) and
         their initial ``x, y, yaw, v`` arrays."""
 
     @abstractmethod

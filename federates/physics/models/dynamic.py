@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from orchestrator.core.registry import UnknownNameError
-from orchestrator.core.robots import SharedParams, param_rows
+from core.registry import UnknownNameError
+from core.robots import SharedParams, param_rows
 
 from .base import InputMode, VehicleModel
 from .dynamic_kernel import (

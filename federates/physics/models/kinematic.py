@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from orchestrator.core.robots import param_column, param_rows
+from core.robots import param_column, param_rows
 
 from .base import InputMode, VehicleModel
 

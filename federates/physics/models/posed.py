@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from orchestrator.core.robots import param_column
+from core.robots import param_column
 
 from .base import VehicleModel
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from orchestrator.core.registry import Registry
+from core.registry import Registry
 
 from .dynamic_kernel import TYRE_FIALA, TYRE_FIALA_UNSATURATED, TYRE_LINEAR, TYRE_PACEJKA, TYRE_PLUGIN
 

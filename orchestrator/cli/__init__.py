@@ -1,0 +1,1 @@
+"""The ``coopsim`` command line: the parser (``main``), argument types and one module per command."""
