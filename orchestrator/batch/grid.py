@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ..build.plan import check_plan
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from ..scenario.yamlmarks import load_value
 
@@ -166,14 +167,17 @@ def scenario_text(scenario: Scenario | str | Path, source: str | None = None) ->
 
 def build_scenarios(text: str, source: str, base: Sequence[str], points: Sequence[Point], swept: Sequence[str] = (),
                     label: str = "sweep point") -> list[Scenario]:
-    """Every point's scenario from ``parse_scenario(text, source, [*base, *point.overrides])``, or one
+    """Every point's scenario from ``parse_scenario(text, source, [*base, *point.overrides])``, planned
+    (``check_plan``), or one
     ScenarioError listing every problem once with the points it concerns. Problems under a ``swept`` path are
     marked as coming from ``--param`` rather than ``--set``."""
     scenarios: list[Scenario] = []
     found: dict[tuple[str, str, int | None], list[str]] = {}
     for point in points:
         try:
-            scenarios.append(parse_scenario(text, source, [*base, *point.overrides]))
+            scenario = parse_scenario(text, source, [*base, *point.overrides])
+            check_plan(scenario)  # each point's memory and start poses, before any point runs
+            scenarios.append(scenario)
         except ScenarioError as exc:
             for p in exc.problems:
                 found.setdefault((p.path, p.message, p.line), []).append(point.name)

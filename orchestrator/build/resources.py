@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +19,6 @@ class MemoryBudget:
     gb: float | None = None
     force: bool = False
 
-
-MEMORY_BUDGET: ContextVar[MemoryBudget | None] = ContextVar("coopsim_memory_budget", default=None)
-"""The budget scenario validation holds runs to (None: the default ``MemoryBudget()``); ``coopsim run
---memory-budget-gb`` and ``--force`` set it."""
 
 # Peak memory does not grow with the length of a run: the recorders hold at most a few row groups, and metrics,
 # plots and the digest stream over the traces (a bounded pass of whole platoons, thinned plot series); only the
@@ -122,9 +117,8 @@ def available_memory_bytes() -> float | None:
     return None
 
 
-def resource_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
-    """A run whose estimated memory exceeds the budget (``MEMORY_BUDGET``), reported at the fleet's size."""
-    budget = MEMORY_BUDGET.get() or MemoryBudget()
+def resource_problems(scenario: Scenario, budget: MemoryBudget) -> list[tuple[Loc, str, Any]]:
+    """A run whose estimated memory exceeds ``budget``, reported at the fleet's size."""
     if budget.force:
         return []
     if budget.gb is not None:

@@ -299,16 +299,17 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from orchestrator.batch import run_sweep_command
 
         return run_sweep_command(args, console)
-    if args.command == "run":  # the resource estimate is part of validation: set its budget before loading
-        from orchestrator.build.resources import MEMORY_BUDGET, MemoryBudget
-
-        MEMORY_BUDGET.set(MemoryBudget(args.memory_budget_gb, args.force))
     overrides = list(args.overrides)
     if getattr(args, "realtime", None) is not None:
         overrides.append(f"execution.realtime={args.realtime!r}")
     if getattr(args, "step_timeout", None) is not None:
         overrides.append(f"execution.step_timeout_s={args.step_timeout!r}")
     scenario = load_scenario(args.scenario, overrides)
+    from orchestrator.build.plan import check_plan
+    from orchestrator.build.resources import MemoryBudget
+
+    # what only a built world can tell (memory, start poses): the run's budget; validate uses the default
+    check_plan(scenario, MemoryBudget(args.memory_budget_gb, args.force) if args.command == "run" else None)
     if args.command == "validate":
         from orchestrator.build.world import expand_robots
         from orchestrator.reporting.advisories import lateral_stability_notes

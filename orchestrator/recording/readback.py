@@ -30,17 +30,12 @@ from core.robots import RobotSpec
 
 def read_back(out_dir: Path) -> tuple[Any, list[RobotSpec], list[Unresolved]]:
     """The resolved scenario of ``out_dir``, its robots, and the plug-ins that could not be had here."""
-    from orchestrator.build.resources import MEMORY_BUDGET, MemoryBudget
     from orchestrator.build.world import expand_robots
     from orchestrator.scenario import load_scenario
 
-    token = MEMORY_BUDGET.set(MemoryBudget(force=True))  # reading a run back runs nothing: no budget applies
-    try:
-        with reading_back() as unresolved:
-            scenario = load_scenario(Path(out_dir) / "scenario.resolved.yaml")
-            robots = expand_robots(scenario)
-    finally:
-        MEMORY_BUDGET.reset(token)
+    with reading_back() as unresolved:  # validated, never planned: reading a run back runs nothing
+        scenario = load_scenario(Path(out_dir) / "scenario.resolved.yaml")
+        robots = expand_robots(scenario)
     if unresolved:
         recorded_starts(robots, Path(out_dir) / "trace" / "vehicles.parquet")
     return scenario, robots, unresolved

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -85,22 +86,31 @@ def _parse_scenario(text: str, source: str, overrides: Iterable[str]) -> Scenari
     problems = check_plugins(scenario, lines, set_locs)
     if problems:
         raise ScenarioError(source, problems)
-    _check_world(scenario, source, lines, set_locs, data)
-    return with_defaults(scenario)
+    resolved = with_defaults(scenario)
+    resolved._source = SourceMap(source, lines, set_locs, data)
+    return resolved
 
 
-def _check_world(scenario: Scenario, source: str, lines: dict[Loc, int], set_locs: set[Loc], data: Any) -> None:
-    """What needs the whole world: the run's estimated memory against the budget, and where each robot starts."""
-    from ..build.resources import resource_problems
-    from ..build.world import start_position_problems
+@dataclass(frozen=True)
+class SourceMap:
+    """Where a validated scenario came from: its file (or ``<...>``), the line of each field, the fields set by
+    ``--set`` and the raw data, so that a later step (the plan) reports its problems at their lines too."""
 
-    # placing the robots is skipped for a run too large to simulate anyway
-    problems = resource_problems(scenario) or start_position_problems(scenario)
-    if problems:
-        try:
-            raise_at("Scenario", problems)
-        except ValidationError as exc:
-            raise ScenarioError(source, problems_of(exc, lines, set_locs, data)) from None
+    source: str
+    lines: dict[Loc, int]
+    set_locs: set[Loc]
+    data: Any
+
+
+def located_error(scenario: Scenario, problems: list[tuple[Loc, str, Any]]) -> ScenarioError:
+    """A ScenarioError for ``(loc, message, input)`` problems found after validation, each at its line when
+    ``scenario`` was loaded from text (a scenario built in code has no lines: the fields are still named)."""
+    where: SourceMap = scenario._source or SourceMap("<scenario>", {}, set(), scenario.model_dump(mode="json"))
+    try:
+        raise_at("Scenario", problems)
+    except ValidationError as exc:
+        return ScenarioError(where.source, problems_of(exc, where.lines, where.set_locs, where.data))
+    raise AssertionError("raise_at always raises")  # pragma: no cover
 
 
 def _yaml_problem(exc: YamlInputError) -> Problem:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import (
     ConfigDict,
     Field,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -186,8 +187,10 @@ class Execution(Strict):
 class Scenario(Strict):
     """A complete, validated scenario. Checks that relate fields of different blocks report each problem at its own
     field and line: the trace period on the step grid and unique federate names in the loader, the time bounds
-    (steps and periods within the run, spawns and despawns inside it), the resource estimate and the start
-    positions here."""
+    (steps and periods within the run, spawns and despawns inside it) here. What needs the built world (the
+    resource estimate, the start positions) is the plan step's (``orchestrator.build.plan``)."""
+
+    _source: Any = PrivateAttr(default=None)  # the loader's SourceMap: where each field sits in the file
 
     version: Literal[1] = 1
     name: str = Field("scenario", min_length=1, max_length=64, description="the scenario's name (runs/<name>), at "

@@ -11,12 +11,12 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from orchestrator.build.resources import MEMORY_BUDGET, MemoryBudget, estimate_resources
+from orchestrator.build.plan import check_plan
+from orchestrator.build.resources import MemoryBudget, estimate_resources
 from orchestrator.build.world import DEFAULT_STANDSTILL_GAP_M, DEFAULT_TIME_GAP_S, expand_robots
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
@@ -50,18 +50,14 @@ vehicles:
 """A vehicle list: line 7 is f1's initial pose, 8 the first appended line (f1's keys at indent 4)."""
 
 
-@pytest.fixture(autouse=True)
-def budget() -> Iterator[None]:
-    """A fixed memory budget, so that no test depends on the memory this machine happens to have free."""
-    token = MEMORY_BUDGET.set(MemoryBudget(gb=8.0))
-    yield
-    MEMORY_BUDGET.reset(token)
+BUDGET = MemoryBudget(gb=8.0)
+"""A fixed memory budget, so that no test depends on the memory this machine happens to have free."""
 
 
-def problems(text: str, overrides: tuple[str, ...] = ()) -> list[str]:
-    """The rendered problems, one per line."""
+def problems(text: str, overrides: tuple[str, ...] = (), budget: MemoryBudget = BUDGET) -> list[str]:
+    """The rendered problems of validating and planning ``text``, one per line."""
     with pytest.raises(ScenarioError) as info:
-        parse_scenario(textwrap.dedent(text), "s.yaml", overrides)
+        check_plan(parse_scenario(textwrap.dedent(text), "s.yaml", overrides), budget)
     return str(info.value).splitlines()
 
 
@@ -250,13 +246,18 @@ def test_force_lifts_the_budget_and_the_budget_is_a_setting():
     text = BASE.replace("count: 3", "count: 400").replace("duration_s: 5", "duration_s: 20")
     estimate = estimate_resources(parse_scenario(text))
     assert 0.5e9 < estimate.memory_bytes < 8e9
-    token = MEMORY_BUDGET.set(MemoryBudget(gb=0.5))
-    try:
-        assert problems(text)[0].startswith("s.yaml:6: vehicles.count: the run would need about ")
-        MEMORY_BUDGET.set(MemoryBudget(gb=0.5, force=True))
-        assert parse_scenario(text).vehicles.count == 400
-    finally:
-        MEMORY_BUDGET.reset(token)
+    assert problems(text, budget=MemoryBudget(gb=0.5))[0].startswith("s.yaml:6: vehicles.count: the run would "
+                                                                     "need about ")
+    scenario = parse_scenario(text)
+    check_plan(scenario, MemoryBudget(gb=0.5, force=True))  # raises nothing
+    assert scenario.vehicles.count == 400
+
+
+def test_the_loader_validates_and_never_plans():
+    """Start positions and memory are the plan step's: the loader accepts what only a built world refuses."""
+    far = BASE + "platoon: {size: 1, lateral_spacing_m: 60000.0}\n"
+    assert parse_scenario(far).platoon.lateral_spacing_m == 60000.0
+    assert any("from the origin" in line for line in problems(far))
 
 
 # -- placement of a law without a desired gap --------------------------------------------------------------------
