@@ -1,3 +1,2 @@
-"""coopsim orchestrator: scheduler, federate interface, scenarios, recording, metrics and CLI."""
-
-__version__ = "0.1.0"
+"""coopsim orchestrator: the top layer. The engine, world building, recording, reporting, metrics, batch runs and
+the command line, over the core (``core``), the models and the federates."""

@@ -18,11 +18,11 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
+from core import __version__
 from core.federate import FederateError
 from core.ports import ContractError
 from core.timebase import seconds_to_ns
 
-from . import __version__
 from .build.world import build_world
 from .engine.pacing import RealtimePacer
 from .engine.run_control import RunControl

@@ -24,10 +24,10 @@ from typing import Any
 
 import grpc
 
+from core import __version__
 from core.auth import TLS_CA_ENV, client_tls, token_from_env, token_metadata
 from core.federate import Federate, FederateMeta, PortData, SetupContext
 from core.robots import RobotSpec
-from orchestrator import __version__
 
 from .codec import (
     PROTOCOL_VERSION,

@@ -33,8 +33,8 @@ def run_metrics_command(args: argparse.Namespace, console: Console, err: Console
     """Recompute; with ``--check`` compare byte for byte with the existing ``metrics.json``. A run directory is
     untrusted input: a missing, damaged or unexpected file is bad input (exit 2) naming the file and what is wrong,
     a link where an output goes is refused (exit 2), and a full disk is exit 4 with nothing half-written left."""
-    from orchestrator.metrics.trace_schema import RunDataError
     from orchestrator.recording.safe_files import OutputPathError, is_disk_full
+    from orchestrator.recording.trace_schema import RunDataError
 
     try:
         return _recompute(args, console)
@@ -53,8 +53,8 @@ def run_metrics_command(args: argparse.Namespace, console: Console, err: Console
 
 def _recompute(args: argparse.Namespace, console: Console) -> int:
     from orchestrator.metrics import RunData, compute_metrics, metrics_json
-    from orchestrator.metrics.trace_schema import RunDataError, expected_columns, open_trace
     from orchestrator.recording.safe_files import check_outputs
+    from orchestrator.recording.trace_schema import RunDataError, expected_columns, open_trace
     from orchestrator.runner import write_outputs
 
     run_dir: Path = args.run_dir
@@ -105,7 +105,7 @@ RUN_INFO_KEYS: dict[str, tuple[type, ...]] = {
 def read_run_info(path: Path) -> dict[str, Any]:
     """``run.json`` as the report needs it ({} when absent); anything but what ``coopsim run`` writes is a
     RunDataError naming the key."""
-    from orchestrator.metrics.trace_schema import RunDataError
+    from orchestrator.recording.trace_schema import RunDataError
 
     if not os.path.lexists(path):
         return {}

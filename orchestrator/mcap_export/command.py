@@ -37,8 +37,8 @@ def run_mcap_command(args: argparse.Namespace, console: Console) -> int:
             return EXIT_BAD_INPUT
     import pyarrow as pa
 
-    from ..metrics.trace_schema import RunDataError
     from ..recording.safe_files import OutputPathError, is_disk_full
+    from ..recording.trace_schema import RunDataError
     from .export import write_mcap
     from .sources import TraceOrderError
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core import __version__
 from core.timebase import seconds_to_ns
 
-from .. import __version__
 from ..recording.safe_files import check_dir, check_file
 from . import schemas
 from .extra import MISSING_MESSAGE, mcap_available

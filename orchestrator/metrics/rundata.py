@@ -19,8 +19,8 @@ import pyarrow.parquet as pq
 
 from core.robots import RobotSpec
 
+from ..recording.trace_schema import RunDataError, check_values, open_trace, read_group, read_whole
 from .geometry import Columns, Series
-from .trace_schema import RunDataError, check_values, open_trace, read_group, read_whole
 
 DIGEST_TRACES = ("vehicles", "v2x")
 """The traces the run digest covers (``run.json`` ``digest``)."""

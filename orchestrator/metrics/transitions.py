@@ -31,7 +31,7 @@ def _cut_in_scan(run: RunData) -> dict[str, np.ndarray] | None:
     ``target`` of the robots that ever had a target from outside the scenario's robots, read a row group at a time.
     Not ``run.trace("range")``: the whole trace, held for the rest of the run's outputs, grows with simulated time
     (350 MB at an hour of 100 robots) although most runs have no outsider at all."""
-    from .trace_schema import check_values, open_trace, read_group
+    from ..recording.trace_schema import check_values, open_trace, read_group
 
     path = run.path("range")
     if not path.exists():

@@ -44,10 +44,21 @@ def source_files() -> dict[str, Path]:
     return {module_name(p): p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))}
 
 
-def graph() -> dict[str, set[str]]:
-    """Module -> the project modules it imports."""
+def graph(with_packages: bool = False) -> dict[str, set[str]]:
+    """Module -> the project modules it imports. ``with_packages``: also the packages above each imported module,
+    whose ``__init__`` Python runs first (``import a.b.c`` runs ``a`` and ``a.b``), except the importer's own
+    packages, which have run already when it runs."""
     modules = source_files()
-    return {name: {m for m in imports(path) if m in modules and m != name} for name, path in modules.items()}
+    found = {name: {m for m in imports(path) if m in modules and m != name} for name, path in modules.items()}
+    if not with_packages:
+        return found
+    return {name: ({p for d in deps for p in _packages_above(d)} & modules.keys() | deps) - _packages_above(name)
+            - {name} for name, deps in found.items()}
+
+
+def _packages_above(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:k]) for k in range(1, len(parts))}
 
 
 def components(graph: dict[str, set[str]]) -> list[list[str]]:
