@@ -1,7 +1,10 @@
-"""The dependency rules of the package layout, checked on the source (every import, function-level included) and by
-importing the model packages in a fresh interpreter.
+"""The dependency rules of the package layout, checked on the source (every import, function-level included, and
+the packages above every imported module, whose ``__init__`` runs first) and by importing the model packages in a
+fresh interpreter.
 
     core  <-  models (controllers, comms_models, federates.physics.models)  <-  federates  <-  orchestrator
+
+and inside the orchestrator, each group of folders importing only those below it (``ORCHESTRATOR_RANKS``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,61 @@ def _package_of(module: str) -> str:
     return module.split(".")[0]
 
 
+ORCHESTRATOR_RANKS = (
+    ("orchestrator.engine", "orchestrator.recording"),
+    ("orchestrator.scenario",),
+    ("orchestrator.build", "orchestrator.vehicle_test", "orchestrator.live"),
+    ("orchestrator.metrics",),
+    ("orchestrator.reporting", "orchestrator.mcap_export"),
+    ("orchestrator.runner", "orchestrator.warm"),
+    ("orchestrator.batch",),
+    ("orchestrator.cli",),
+)
+"""The orchestrator's folders from the bottom up: a folder imports the core, models, federates, its own rank and
+the ranks below (the engine and recording know no scenario; the scenario layer validates and never builds)."""
+
+
+def _rank(module: str) -> int:
+    """-1 below the orchestrator; an orchestrator module's rank in ``ORCHESTRATOR_RANKS``."""
+    if module.split(".")[0] != "orchestrator":
+        return -1
+    if module == "orchestrator":
+        return -1  # the package's __init__: a docstring
+    for rank, group in enumerate(ORCHESTRATOR_RANKS):
+        if any(module == g or module.startswith(g + ".") for g in group):
+            return rank
+    raise AssertionError(f"{module} is in no rank of ORCHESTRATOR_RANKS: add its folder")
+
+
 def test_no_import_cycle_anywhere() -> None:
     assert _cycles(_graph()) == []
+
+
+def test_no_import_cycle_counting_package_inits() -> None:
+    assert _cycles(_graph(with_packages=True)) == []
+
+
+def test_the_layer_map_has_no_cycle_between_folders() -> None:
+    assert [unit for _, unit, _, _, cyclic in layer_map() if cyclic] == []
+
+
+def test_nothing_below_the_orchestrator_imports_it() -> None:
+    """The core, the models and the federates import nothing of the orchestrator (package __init__s counted)."""
+    bad = {m: sorted(d for d in deps if d.split(".")[0] == "orchestrator")
+           for m, deps in _graph(with_packages=True).items() if m.split(".")[0] != "orchestrator"}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_orchestrators_folders_import_only_downwards() -> None:
+    bad = {m: sorted(d for d in deps if _rank(d) > _rank(m))
+           for m, deps in _graph(with_packages=True).items() if m.split(".")[0] == "orchestrator"}
+    assert {m: d for m, d in bad.items() if d} == {}
+
+
+def test_the_rank_check_sees_an_upward_import() -> None:
+    assert _rank("orchestrator.scenario.loader") < _rank("orchestrator.build.world")
+    assert _rank("orchestrator.engine.scheduler") < _rank("orchestrator.scenario")
+    assert _rank("core.ports") < _rank("orchestrator.engine")
 
 
 def test_the_cycle_detector_sees_a_cycle() -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli.batch_args import add_scheduler_argument, add_sweep_parser
+from .args import add_scheduler_argument, add_sweep_parser
 from .criteria import parse_criterion
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..cli.batch_args import CHOICES, GAMMA, NORMS, QUANTITIES
+from .args import CHOICES, GAMMA, NORMS, QUANTITIES
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cli.batch_args import DEFAULT_METRICS
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
+from .args import DEFAULT_METRICS
 from .criteria import DEFAULT, Criterion, excitation_note
 from .grid import Params, build_scenarios, check_params, grid_points, scenario_text
 from .outputs import write_sweep

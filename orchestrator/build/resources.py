@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.metrics.limits import PASS_BUDGET_BYTES, PLOT_POINTS, SERIES_COLUMNS
+from orchestrator.recording.limits import PASS_BUDGET_BYTES, PLOT_POINTS, SERIES_COLUMNS
 
 if TYPE_CHECKING:
     from orchestrator.scenario.model import Loc, Scenario

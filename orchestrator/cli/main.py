@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
                           "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
     cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
     cmp_.add_argument("--jobs", type=non_negative, default=0, help="parallel processes (default: one per core)")
-    from .batch_args import add_scheduler_argument
+    from orchestrator.batch.args import add_scheduler_argument
 
     add_scheduler_argument(cmp_)
     cmp_.add_argument("--quiet", action="store_true", help="no progress output")
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_mcap_parser(sub)
 
-    from .batch_args import add_sweep_parser
+    from orchestrator.batch.args import add_sweep_parser
 
     add_sweep_parser(sub)
 
@@ -364,8 +364,8 @@ def _laws(robots: list[Any]) -> str:
     """What drives the robots: each control law with its number of followers, leaders, external sources."""
     from collections import Counter
 
-    kinds = Counter(r.config["controller"]["type"] if "controller" in r.config else
-                    f"driven by {r.config['command_source']['federate']}" if "command_source" in r.config else
+    kinds = Counter(r.controller.type if r.controller is not None else
+                    f"driven by {r.command_source.federate}" if r.command_source is not None else
                     "leader" for r in robots)
     laws = sorted((k, n) for k, n in kinds.items() if k != "leader" and not k.startswith("driven"))
     parts = [f"controller {k} ({n} robot{'s' if n > 1 else ''})" for k, n in laws]

@@ -24,7 +24,7 @@ def add_mcap_parser(sub: Any) -> None:
 def run_mcap_command(args: argparse.Namespace, console: Console) -> int:
     """Write the file; a missing package, an incomplete run directory or a trace out of time order is bad input
     (exit 2, one line, no traceback)."""
-    from .extra import MISSING_MESSAGE, mcap_available
+    from ..scenario.extras import MISSING_MESSAGE, mcap_available
 
     run_dir: Path = args.run_dir
     if not mcap_available():

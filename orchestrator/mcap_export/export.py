@@ -20,8 +20,8 @@ from core import __version__
 from core.timebase import seconds_to_ns
 
 from ..recording.safe_files import check_dir, check_file
+from ..scenario.extras import MISSING_MESSAGE, mcap_available
 from . import schemas
-from .extra import MISSING_MESSAGE, mcap_available
 from .sources import (
     DEFAULT_DIMS,
     Record,
@@ -56,8 +56,8 @@ class McapSummary:
 def robot_infos(run_dir: Path) -> tuple[dict[int, RobotInfo], Any, list[str]]:
     """The robots of ``run_dir/scenario.resolved.yaml`` (id -> RobotInfo), the scenario, and the run's plug-ins
     that cannot be imported here ("kind 'name'"): the recording needs none of them
-    (``orchestrator.recording.readback``)."""
-    from ..recording.readback import read_back
+    (``orchestrator.metrics.readback``)."""
+    from ..metrics.readback import read_back
 
     scenario, robots, unresolved = read_back(run_dir)
     infos = {r.id: RobotInfo(r.id, r.name, r.platoon, {**DEFAULT_DIMS, **r.config.get("dims", {})})

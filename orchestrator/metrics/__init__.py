@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..recording.limits import PLOT_POINTS
 from ..recording.safe_files import write_atomic
-from .limits import PLOT_POINTS
 
 if TYPE_CHECKING:
     from .follower import FollowerView

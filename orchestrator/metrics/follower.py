@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from core.robot_blocks import Dims
 from core.robots import RobotSpec
 
+from ..recording.limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
 from .geometry import Series, l2_norm, path_with_tail, signed_path_distance
-from .limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
 from .roles import NONE, STEADY, Roles
 from .rundata import RunData, law_of_block
 from .transitions import note_window_errors, run_roles, settling
@@ -71,8 +72,8 @@ class FollowerView:
     pred: Series
     im: np.ndarray
     ip: np.ndarray
-    dims: Mapping[str, float]
-    pred_dims: Mapping[str, float]
+    dims: Dims
+    pred_dims: Dims
     axle_gap: np.ndarray
     bumper_gap: np.ndarray
     error_series: np.ndarray
@@ -211,8 +212,8 @@ def _views(run: RunData, roles: Roles, robots: list[RobotSpec], series: dict[int
         trans = ~steady
         note_window_errors(run, roles, robot.name, full.t_ns[cat["rows"]], cat["error"])
         yield FollowerView(
-            run, role, me, pred, np.arange(n), np.arange(n), robot.config["dims"],
-            by_id[role.predecessor].config["dims"] if role.predecessor in by_id else robot.config["dims"],
+            run, role, me, pred, np.arange(n), np.arange(n), robot.dims,
+            by_id[role.predecessor].dims if role.predecessor in by_id else robot.dims,
             axle_gap, cat["bumper_gap"][steady], error_series, error_series[np.isfinite(error_series)],
             cat["lateral"][steady], tail, norms, entries,
             series.get(leader) if leader is not None else None, segment, leader_rows,
@@ -252,9 +253,9 @@ def _piece(run: RunData, by_id: Mapping[int, RobotSpec], robot: RobotSpec, me: S
         return None
     mine = Series(me.t_ns[rows], {k: v[rows] for k, v in me.cols.items()})
     im = np.arange(len(rows))
-    dims, pred_dims = robot.config["dims"], pred_spec.config["dims"]
+    dims, pred_dims = robot.dims, pred_spec.dims
     axle_gap = np.hypot(pred.cols["x"][ip] - mine.cols["x"], pred.cols["y"][ip] - mine.cols["y"])
-    bumper_gap = axle_gap - pred_dims["rear_overhang_m"] - (dims["length_m"] - dims["rear_overhang_m"])
+    bumper_gap = axle_gap - pred_dims.rear_overhang_m - (dims.length_m - dims.rear_overhang_m)
     error = _spacing_error(law, mine, pred, im, ip, dims, pred_dims, axle_gap)
     tail = float(np.max(axle_gap)) + 1.0
     via = start_chain(by_id, robot, ahead) if robot.predecessor == ahead else []
@@ -279,16 +280,16 @@ def start_chain(by_id: Mapping[int, RobotSpec], robot: RobotSpec, ahead: int) ->
         current = by_id[current.predecessor]
     if chain[-1].predecessor != ahead:
         return []
-    return [(r.config["initial"]["x"], r.config["initial"]["y"], r.config["initial"]["yaw"]) for r in chain[::-1]]
+    return [(r.initial.x, r.initial.y, r.initial.yaw) for r in chain[::-1]]
 
 
 def _spacing_error(law: Any, me: Series, pred: Series, im: np.ndarray, ip: np.ndarray,
-                   dims: Mapping[str, float], pred_dims: Mapping[str, float], axle_gap: np.ndarray) -> np.ndarray:
+                   dims: Dims, pred_dims: Dims, axle_gap: np.ndarray) -> np.ndarray:
     if law is not None:
         keys = ("x", "y", "yaw", "v", "yaw_rate")
         ego = {k: me.cols[k][im] for k in keys}
         ahead = {k: pred.cols[k][ip] for k in keys}
-        error = np.asarray(law.spacing_error(ego, ahead, dims, pred_dims), dtype=float)
+        error = np.asarray(law.spacing_error(ego, ahead, dims.plain(), pred_dims.plain()), dtype=float)
     else:  # no law (an external driver): the recorded desired gap, measured between rear axles
         error = axle_gap - me.cols["desired_gap_m"][im]
     degraded = me.cols.get("degraded")

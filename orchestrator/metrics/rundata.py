@@ -46,9 +46,9 @@ class RunData:
     @classmethod
     def load(cls, out_dir: Path) -> RunData:
         """Read ``scenario.resolved.yaml``; traces are read when a metric asks for them. The run's plug-ins need
-        not be importable here (``orchestrator.recording.readback``): ``notes`` names those that are not and what is
+        not be importable here (``orchestrator.metrics.readback``): ``notes`` names those that are not and what is
         used in their place."""
-        from ..recording.readback import read_back, readback_notes
+        from .readback import read_back, readback_notes
 
         out_dir = Path(out_dir)
         try:

@@ -147,7 +147,7 @@ class Outputs(Strict):
     @field_validator("mcap")
     @classmethod
     def _mcap_installed(cls, value: bool) -> bool:
-        from ..mcap_export.extra import MISSING_MESSAGE, mcap_available
+        from .extras import MISSING_MESSAGE, mcap_available
 
         if value and not mcap_available():  # said now, not as a failure after the whole run
             raise ValueError(MISSING_MESSAGE)

@@ -3,7 +3,8 @@
 Modules are grouped into units (a package and its sub-packages down to ``--depth`` dotted parts; loose modules
 of a package form one unit with it). A unit's layer is one more than the highest layer of the units it imports
 (units in a cycle share a layer and are marked), so layer 0 imports nothing of the project and every arrow points
-down. Each line names the unit, its module count and the units it imports.
+down. Each line names the unit, its module count and the units it imports. An import counts the packages above
+the imported module too: Python runs their ``__init__`` first.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def units_of(modules: Mapping[str, set[str]], depth: int) -> dict[str, str]:
 
 def layer_map(depth: int = 2) -> list[tuple[int, str, int, list[str], bool]]:
     """(layer, unit, modules, units it imports, in a cycle) for every unit, bottom layer first."""
-    modules = graph()
+    modules = graph(with_packages=True)
     unit = units_of(modules, depth)
     edges: dict[str, set[str]] = {u: set() for u in unit.values()}
     for module, deps in modules.items():

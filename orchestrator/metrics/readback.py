@@ -48,7 +48,7 @@ def recorded_starts(robots: Sequence[RobotSpec], vehicles: Path) -> None:
         return
     spawn = {r.id: r.spawn_ns for r in robots}
     first: dict[int, dict[str, float]] = {}
-    from .trace_schema import check_values, open_trace, read_group
+    from ..recording.trace_schema import check_values, open_trace, read_group
 
     parquet = open_trace(vehicles)  # a run directory is untrusted input: checked as it is read
     times = sorted(set(spawn.values()))
