@@ -33,13 +33,16 @@ class FailAt(Federate):
 
 class Probe(Federate):
     """Reads the state (and the queued receptions) every ``period_s`` and publishes what it saw, scaled by
-    ``gain``; raises at ``fail_at_s`` and stalls for 3 s at ``stall_at_s`` when given. Run in process or in a
-    ``coopsim host``."""
+    ``gain``; raises at ``fail_at_s`` and stalls for ``stall_s`` (3 s) at ``stall_at_s`` when given, first creating
+    the file ``stall_note`` when given (so that a test waits for the stall by an event, not a sleep). Run in
+    process or in a ``coopsim host``."""
 
     def __init__(self, name: str, period_s: float = 0.02, gain: float = 1.0, fail_at_s: float | None = None,
-                 stall_at_s: float | None = None) -> None:
+                 stall_at_s: float | None = None, stall_s: float = 3.0, stall_note: str | None = None) -> None:
         super().__init__(name)
         self.stall_at_ns = None if stall_at_s is None else seconds_to_ns(stall_at_s)
+        self.stall_s = stall_s
+        self.stall_note = stall_note
         self.period_ns = seconds_to_ns(period_s)
         self.gain = gain
         self.fail_at_ns = None if fail_at_s is None else seconds_to_ns(fail_at_s)
@@ -59,7 +62,9 @@ class Probe(Federate):
         if self.fail_at_ns is not None and t_ns >= self.fail_at_ns:
             raise RuntimeError("probe cable unplugged")
         if self.stall_at_ns is not None and t_ns == self.stall_at_ns:
-            time.sleep(3.0)  # a simulator that stops answering for a while
+            if self.stall_note:
+                open(self.stall_note, "w").close()
+            time.sleep(self.stall_s)  # a simulator that stops answering for a while
         state = inputs["state"]
         receptions = sum(len(rx["receiver"]) for rx in inputs.get("cam_rx") or () if rx is not None)
         return {"probe": {"id": state["id"], "v_scaled": self.gain * state["v"], "yaw": state["yaw"].copy(),

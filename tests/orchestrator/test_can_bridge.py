@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import can
@@ -19,6 +18,7 @@ from core.robots import RobotSpec
 from federates.can import CanBridge, Codec
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
+from tests.waiting import wait_until
 
 from .can_net import GROUP, multicast_on_this_host
 from .processes import stop
@@ -181,7 +181,8 @@ def test_free_mode_applies_the_newest_valid_command_of_a_period_from_a_python_ca
             ecu.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))
         frame_id, data = codec.encode_command(4, 0, speed=9.0)  # r4 is the control federate's
         ecu.send(can.Message(arbitration_id=frame_id, data=data, is_extended_id=False))
-        time.sleep(0.3)  # the receiver thread takes them; the next period applies them
+        # the receiver thread takes them (into the bridge's inbox); the next period applies them
+        wait_until(lambda: bridge._inbox.qsize() >= 3, "the receiver thread to take the three frames")
         out = bridge.step(100_000_000, {"state": state})["commands_can"]
         assert out["robot"].tolist() == [3] and out["speed"].tolist() == [0.8]
         assert out["steer"].tolist() == [0.05] and np.isnan(out["accel"]).all()
