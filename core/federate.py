@@ -6,14 +6,17 @@ federate runs. Data crossing the interface is plain: dicts of numpy arrays per p
 
 from __future__ import annotations
 
+import functools
+import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .port_guard import PortError, PortGuard
 from .ports import FieldSpec, PortSpec, untyped
-from .robots import RobotSpec
+from .robots import RobotSpec, Roster
 
 PortData = Mapping[str, Any]
 """What travels on a port: usually ``{"id": int64 array, "<field>": float64 array, ...}`` in roster order."""
@@ -49,7 +52,9 @@ class FederateMeta:
 
     ``period_ns`` set: stepped at ``offset_ns + k * period_ns``. ``period_ns`` None: event-driven, stepped at the
     times ``next_time()`` returns. ``outputs`` are ``PortSpec`` contracts; a bare port name is accepted for
-    simple plug-ins (an untyped port, recorded as found), with ``units`` (``"port.field" -> unit``) documenting it.
+    outside plug-ins (an untyped port, recorded as found, warned about once), with ``units``
+    (``"port.field" -> unit``) documenting it. After construction ``units`` is derived from the port contracts
+    (every field of every output), so the contracts are the one unit map.
     """
 
     inputs: tuple[Input, ...] = ()
@@ -74,6 +79,12 @@ class FederateMeta:
         if len(set(names)) != len(names):
             raise ValueError(f"an output port is declared twice in {names}")
         object.__setattr__(self, "outputs", tuple(specs))
+        object.__setattr__(self, "units", {f"{spec.name}.{f.name}": f.unit for spec in specs for f in spec.fields})
+
+    @property
+    def untyped_outputs(self) -> tuple[str, ...]:
+        """The output ports declared by name only (not checked against a contract)."""
+        return tuple(spec.name for spec in self.outputs if not spec.typed)  # type: ignore[union-attr]
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -107,15 +118,44 @@ class SetupContext:
         self.scheduler.schedule_despawn(robot_id, at_ns)
 
 
+class UntypedPortWarning(UserWarning):
+    """A federate declares output ports by name only: they are recorded as found, never checked."""
+
+
 class Federate(ABC):
     """Base class of every simulator the orchestrator steps.
 
     Subclasses implement ``setup`` and ``step``; per-robot federates override ``spawn``/``despawn``; event-driven
     ones override ``next_time``.
+
+    Whoever drives a federate (the scheduler, the remote host, a benchmark), its ``step`` is checked: each
+    subclass's ``step`` is wrapped once, when the class is defined (``__init_subclass__``), so that what it returns
+    passes the port guard (``core.port_guard``) of the ports ``setup`` declared. Driven alone, a federate checks
+    every publication against the robots spawned into it; the scheduler installs its own guard
+    (``guard_ports``: the run's roster, trust and copies) instead, so a run checks each publication once.
     """
+
+    _port_guard: PortGuard | None = None  # set by ``setup`` (own roster) or by the driver (``guard_ports``)
+    _own_roster: Roster | None = None  # the robots spawned into this federate when it is driven alone
 
     def __init__(self, name: str) -> None:
         self.name = name
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for method, wrap in (("setup", _checked_setup), ("spawn", _counted_spawn), ("despawn", _counted_despawn),
+                             ("step", _checked_step)):
+            impl = cls.__dict__.get(method)
+            if impl is not None and not getattr(impl, "__port_checked__", False):
+                wrapped = wrap(impl)
+                wrapped.__port_checked__ = True  # type: ignore[attr-defined]
+                setattr(cls, method, wrapped)
+
+    def guard_ports(self, guard: PortGuard) -> None:
+        """Check this federate's outputs with ``guard`` from now on (a driver with a roster of its own: the
+        scheduler). Until then, and when driven alone, it checks against the robots spawned into it."""
+        self._port_guard = guard
+        self._own_roster = None
 
     @abstractmethod
     def setup(self, ctx: SetupContext) -> FederateMeta:
@@ -129,7 +169,10 @@ class Federate(ABC):
 
     @abstractmethod
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
-        """Advance to ``t_ns`` using ``inputs`` (latest value per input port) and return outputs by port name."""
+        """Advance to ``t_ns`` using ``inputs`` (latest value per input port) and return outputs by port name.
+
+        Implementations return what they publish; callers get it checked against the declared ports (a
+        ``FederateError`` with a ``PortError`` naming the port and field when it breaks them)."""
 
     def next_time(self) -> int | None:
         """Event-driven federates: the time of the next event, or None when there is none."""
@@ -137,6 +180,67 @@ class Federate(ABC):
 
     def finalize(self) -> None:  # noqa: B027 - optional hook
         """Release resources; called once, also after a failed run."""
+
+
+def _checked_setup(impl: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(impl)
+    def setup(self: Federate, ctx: SetupContext) -> Any:
+        meta = impl(self, ctx)
+        if type(self).setup is setup and isinstance(meta, FederateMeta):  # the outermost override only
+            untyped_ports = meta.untyped_outputs
+            if untyped_ports:
+                warnings.warn(f"federate '{self.name}' ({type(self).__name__}) declares output ports by name only "
+                              f"({', '.join(untyped_ports)}): they are recorded as found and never checked; declare "
+                              "them as PortSpecs with units (core.ports.port)", UntypedPortWarning, stacklevel=2)
+            self._own_roster = Roster()
+            self._port_guard = PortGuard(self.name, {spec.name: spec for spec in meta.outputs},  # type: ignore[union-attr]
+                                         self._own_roster, trusted=False)
+        return meta
+    return setup
+
+
+def _counted_spawn(impl: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(impl)
+    def spawn(self: Federate, robots: Sequence[RobotSpec]) -> None:
+        impl(self, robots)
+        if self._own_roster is not None and type(self).spawn is spawn:
+            self._own_roster.add(robots)
+    return spawn
+
+
+def _counted_despawn(impl: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(impl)
+    def despawn(self: Federate, robot_ids: Sequence[int]) -> None:
+        impl(self, robot_ids)
+        if self._own_roster is not None and type(self).despawn is despawn:
+            self._own_roster.remove(robot_ids)
+    return despawn
+
+
+def _checked_step(impl: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(impl)
+    def step(self: Federate, t_ns: int, inputs: Mapping[str, PortData]) -> Any:
+        outputs = impl(self, t_ns, inputs)
+        guard = self._port_guard
+        # an override's ``super().step()`` is not checked: only what the outermost ``step`` returns is published
+        if guard is None or not outputs or type(self).step is not step:
+            return outputs
+        try:
+            return guard.admit(t_ns, outputs)
+        except PortError as exc:
+            raise FederateError(self.name, t_ns, exc) from None
+    return step
+
+
+def _count_base_hooks() -> None:
+    """The base's own ``spawn``/``despawn`` (a subclass that keeps them) count robots like an override does."""
+    for method, wrap in (("spawn", _counted_spawn), ("despawn", _counted_despawn)):
+        wrapped = wrap(Federate.__dict__[method])
+        wrapped.__port_checked__ = True  # type: ignore[attr-defined]
+        setattr(Federate, method, wrapped)
+
+
+_count_base_hooks()
 
 
 class FederateError(RuntimeError):

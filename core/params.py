@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -25,6 +25,7 @@ COORDINATE_LIMIT_M = 100_000.0
 plane (flat within ~0.8 km of height at that distance), and float64 positions keep sub-micrometre resolution."""
 
 Loc = tuple[str | int, ...]
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def _at_least_min_period(value: float) -> float:
@@ -45,6 +46,24 @@ def raise_at(title: str, problems: list[tuple[Loc, str, Any]]) -> None:
         InitErrorDetails(type=PydanticCustomError("value_error", message), loc=loc, input=value)
         for loc, message, value in problems
     ])
+
+
+def parse_params(model: type[ModelT], given: dict[str, Any], owner: str) -> ModelT:
+    """``model`` from a federate's keyword arguments, or a ValueError ``"<owner>: field: message; ..."`` listing
+    every problem. A message of the model's own checks (``raise_at``, validators) already says what was wrong, so
+    only pydantic's generic messages repeat the value given."""
+    try:
+        return model(**given)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors(include_url=False):
+            if not err["loc"]:
+                lines.append(err["msg"])
+                continue
+            where = ".".join(str(p) for p in err["loc"])
+            shown = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
+            lines.append(f"{where}: {err['msg']}{shown}")
+        raise ValueError(f"{owner}: " + "; ".join(lines)) from None
 
 
 def non_finite(value: Any, loc: Loc = ()) -> Iterator[tuple[Loc, float]]:

@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from core.params import parse_params
 from core.ports import ESTIMATE, RANGE, STATE, command_port, fields_of
 from core.robots import RobotSpec
 from core.timebase import NS_PER_S, seconds_to_ns
 
 from .codec import COMMAND_BASE, FRAME_ID_MASK, MAX_SLOT, Codec, Command
 from .e2e import counter_step, next_counter
-from .params import CanParams, parse_params
+from .params import CanParams
 from .tally import LOG, Tally
 
 WORST_CASE_FRAME_BITS = 135
@@ -48,7 +49,7 @@ class CanBridge(Federate):
         super().__init__(name)
         given = {k: v for k, v in locals().items() if k not in ("self", "name", "__class__")}
         given["bus_options"] = dict(bus_options or {})
-        self.params: CanParams = parse_params(given)
+        self.params: CanParams = parse_params(CanParams, given, "can bridge")
         self.period_ns = seconds_to_ns(self.params.period_s)
         self.lockstep = self.params.mode == "lockstep"
         self.codec = Codec()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class CanParams(BaseModel):
@@ -39,15 +39,3 @@ class CanParams(BaseModel):
             raise ValueError(f"bus_options must not repeat {sorted(reserved)}: they are parameters of their own "
                              "(receive_own_messages is always false)")
         return self
-
-
-def parse_params(given: dict) -> CanParams:
-    """``CanParams`` from keyword arguments; a ValueError listing every problem as ``field: message``."""
-    try:
-        return CanParams(**given)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors(include_url=False):
-            where = ".".join(str(p) for p in err["loc"]) or "params"
-            lines.append(f"{where}: {err['msg']} (got {err.get('input')!r})" if err["loc"] else err["msg"])
-        raise ValueError("can bridge: " + "; ".join(lines)) from None

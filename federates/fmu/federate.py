@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from core.ports import COMMAND_FIELDS, command_port
+from core.ports import COMMAND_FIELDS, FieldSpec, PortSpec, command_port
 from core.robots import RobotSpec, rows_of
 from core.timebase import NS_PER_S, seconds_to_ns
 
@@ -89,8 +89,21 @@ class FmuFederate(Federate):
             raise ValueError(f"{self.path.name} has no variable '{missing[0]}'; it has: {', '.join(self._vr)}")
         self._unzipped = extract(str(self.path))
         ports = sorted({port for port, _ in self.inputs.values()})
-        outputs = (*self.outputs, *((command_port(self.name),) if self.commands else ()))
+        outputs = (*self._output_ports(), *((command_port(self.name),) if self.commands else ()))
         return FederateMeta(inputs=tuple(Input(port) for port in ports), outputs=outputs, period_ns=self.period_ns)
+
+    def _output_ports(self) -> list[PortSpec]:
+        """Each output port with the units the model description gives its variables. Stepping every robot, a
+        port is robot-indexed (the live robots in roster order); stepping those ``robots`` names, it is a table of
+        their rows (``id`` naming each)."""
+        variables = {v.name: v for v in self._md.modelVariables}
+        index = "robot" if self.robot_names is None else "event"
+        specs = []
+        for port, fields in self.outputs.items():
+            columns = tuple(FieldSpec(field, "float64", fmu_unit(variables[var])) for field, var in fields.items())
+            head = (FieldSpec("id", "int64", "robot id"),) if index == "event" else ()
+            specs.append(PortSpec(port, head + columns, index, doc=f"outputs of {self.path.name}, one row per robot"))
+        return specs
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         from fmpy.fmi2 import FMU2Slave
@@ -186,3 +199,11 @@ class FmuFederate(Federate):
         if started:
             fmu.terminate()
         fmu.freeInstance()
+
+
+def fmu_unit(variable: Any) -> str:
+    """The unit of an FMU model variable (its own, else its declared type's), in coopsim's form: ``-`` for a
+    dimensionless or unitless variable."""
+    declared = getattr(variable, "declaredType", None)
+    unit = getattr(variable, "unit", None) or getattr(declared, "unit", None) or ""
+    return "-" if unit in ("", "1") else str(unit)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
-from core.ports import EXTERNAL_COMMAND_FIELDS, command_port
+from core.ports import BUILTIN_PORTS, COMMAND_PORT_PREFIX, EXTERNAL_COMMAND_FIELDS, FieldSpec, PortSpec, command_port
 from core.timebase import NS_PER_S, seconds_to_ns
 
 
@@ -87,7 +87,7 @@ class HelicsBridge(Federate):
             for port, fields in self.publish.items():
                 for name in fields:
                     self._pubs[port, name] = h.helicsFederateRegisterGlobalTypePublication(
-                        self._fed, f"coopsim/{port}/{name}", "vector", "")
+                        self._fed, f"coopsim/{port}/{name}", "vector", helics_unit(port, name))
             for port, fields in self.subscribe.items():
                 for name, key in fields.items():
                     self._subs[port, name] = h.helicsFederateRegisterSubscription(self._fed, key, "")
@@ -103,9 +103,16 @@ class HelicsBridge(Federate):
             h.helicsFederateEnterExecutingModeComplete(self._fed)
         except h.HelicsException as exc:
             raise RuntimeError(f"cannot join the HELICS federation at {self.broker}: {exc}") from None
-        outputs = tuple(command_port(self.name) if port == self._command_port else port for port in self.subscribe)
+        outputs = tuple(command_port(self.name) if port == self._command_port else self._output_port(h, port)
+                        for port in self.subscribe)
         return FederateMeta(inputs=tuple(Input(port) for port in self.publish), outputs=outputs,
                             period_ns=self.period_ns)
+
+    def _output_port(self, h: Any, port: str) -> PortSpec:
+        """A subscribed port: a table of float64 vectors, each field in the unit its publisher declared."""
+        fields = tuple(FieldSpec(name, "float64", h.helicsInputGetInjectionUnits(self._subs[port, name]) or "-")
+                       for name in self.subscribe[port])
+        return PortSpec(port, fields, "event", doc=f"HELICS values from the federation at {self.broker}")
 
     def step(self, t_ns: int, inputs: Mapping[str, PortData]) -> Mapping[str, PortData]:
         import helics as h
@@ -151,3 +158,17 @@ class HelicsBridge(Federate):
             h.helicsFederateDisconnect(fed)
         finally:
             h.helicsFederateFree(fed)
+
+
+_BUILTIN_UNITS = {(spec.name, f.name): f.unit for spec in BUILTIN_PORTS for f in spec.fields}
+_NOT_PHYSICAL = ("-", "robot id")  # no HELICS unit: published without one
+
+
+def helics_unit(port: str, field: str) -> str:
+    """The unit a published field is registered with: the built-in port's (commands ports: the command fields'),
+    none for ids, dimensionless values and the fields of ports whose contract is not known at setup."""
+    unit = _BUILTIN_UNITS.get((port, field))
+    if unit is None and port.startswith(COMMAND_PORT_PREFIX):
+        declared = EXTERNAL_COMMAND_FIELDS.get(field)
+        unit = declared if isinstance(declared, str) else None
+    return "" if unit is None or unit in _NOT_PHYSICAL else unit

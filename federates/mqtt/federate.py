@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 
 from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from core.params import parse_params
 from core.ports import CAM_RX, command_port, fields_of
 from core.robots import RobotSpec
 from core.timebase import NS_PER_S, seconds_to_ns
 
 from .commands import BadCommandError, Command, CommandInbox, Tally, parse_command
-from .params import MqttParams, credentials, parse_params, tls_options
+from .params import MqttParams, credentials, tls_options
 
 LOG = logging.getLogger("coopsim.mqtt")
 
@@ -43,7 +44,7 @@ class MqttBridge(Federate):
                  tls: Mapping[str, Any] | None = None) -> None:
         super().__init__(name)
         given = {k: v for k, v in locals().items() if k not in ("self", "name", "__class__")}
-        self.params: MqttParams = parse_params(given)
+        self.params: MqttParams = parse_params(MqttParams, given, "mqtt bridge")
         self.period_ns = seconds_to_ns(self.params.period_s)
         self.lockstep = self.params.mode == "lockstep"
         self.prefix = self.params.topic_prefix

@@ -173,16 +173,3 @@ def tls_options(params: MqttParams, env: dict[str, str] | None = None) -> TlsPar
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False))
         raise ValueError(f"TLS options from the environment ({', '.join(sorted(ENV_TLS.values()))}): "
                          f"{problems}") from None
-
-
-def parse_params(given: dict) -> MqttParams:
-    """``MqttParams`` from keyword arguments; a ValueError listing every problem as ``field: message``."""
-    try:
-        return MqttParams(**given)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors(include_url=False):
-            where = ".".join(str(p) for p in err["loc"]) or "params"
-            shown = "" if err["type"] == "value_error" else f" (got {err.get('input')!r})"
-            lines.append(f"{where}: {err['msg']}{shown}" if err["loc"] else err["msg"])
-        raise ValueError("mqtt bridge: " + "; ".join(lines)) from None

@@ -27,12 +27,13 @@ from typing import Any
 import numpy as np
 
 from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
+from core.params import parse_params
 from core.ports import CAM_RX, ESTIMATE, RANGE, STATE, command_port, fields_of
 from core.robots import RobotSpec
 from core.timebase import seconds_to_ns
 
 from .inbox import CommandInbox
-from .params import NAME_TOKEN, Ros2Params, parse_params
+from .params import NAME_TOKEN, Ros2Params
 
 _CAM_FIELDS = ("receiver", "sender", "generated_ns", "received_ns", "x", "y", "yaw", "v", "a", "yaw_rate")
 
@@ -52,7 +53,7 @@ class Ros2Bridge(Federate):
                  origin_lon_deg: float = 7.4136, start_utc_s: float = 1_704_067_200.0, station_type: int = 5) -> None:
         super().__init__(name)
         given = {k: v for k, v in locals().items() if k not in ("self", "name", "__class__")}
-        self.params: Ros2Params = parse_params(given)
+        self.params: Ros2Params = parse_params(Ros2Params, given, "ros2 bridge")
         self.period_ns = seconds_to_ns(self.params.period_s)
         self.lockstep = self.params.mode == "lockstep"
         self.inbox = CommandInbox(self.lockstep)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.params import raise_at
 
@@ -97,15 +97,3 @@ class Ros2Params(BaseModel):
     def cmd_stamped(self) -> bool:
         """Whether cmd_vel is TwistStamped."""
         return self.mode == "lockstep" if self.stamped is None else self.stamped
-
-
-def parse_params(given: dict) -> Ros2Params:
-    """``Ros2Params`` from keyword arguments; a ValueError listing every problem as ``field: message``."""
-    try:
-        return Ros2Params(**given)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors(include_url=False):
-            where = ".".join(str(p) for p in err["loc"]) or "params"
-            lines.append(f"{where}: {err['msg']} (got {err.get('input')!r})" if err["loc"] else err["msg"])
-        raise ValueError("ros2 bridge: " + "; ".join(lines)) from None

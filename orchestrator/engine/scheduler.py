@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
@@ -27,7 +27,7 @@ from core.robots import RobotSpec, Roster
 
 from .ordering import SchedulerError, check_contracts, dependency_order
 from .pacing import RealtimePacer
-from .port_guard import PortGuard, frozen_inputs, owned_outputs
+from .port_guard import PortGuard, frozen_inputs
 from .run_control import RunControl
 
 
@@ -41,6 +41,8 @@ def federate_failure(name: str, t_ns: int, exc: BaseException, control: RunContr
     """What an exception out of federate ``name``'s code becomes: its ``FederateError``, whatever it was
     (``SystemExit``, a ``KeyboardInterrupt`` of its own, any ``BaseException``), except the run's own interrupt
     (the user's second signal), which goes on as it is."""
+    if isinstance(exc, FederateError) and exc.federate == name:
+        return exc  # already names it (a port its step() published broke its contract)
     if not isinstance(exc, Exception):
         if control is not None and control.owns(exc):
             return exc
@@ -200,14 +202,17 @@ class Scheduler:
         self._slots = []
         for rank, name in enumerate(order):
             meta = metas[name]
+            trusted = name in self._trusted
             slot = _Slot(
                 by_name[name], meta, rank,
                 inputs=tuple((i.port, i.delayed) for i in meta.inputs if not i.queued),
+                # the federate's public step() checks with it: the run's roster, copies of untrusted outputs
                 guard=PortGuard(name, {spec.name: spec for spec in meta.outputs}, self.roster,  # type: ignore[union-attr]
-                                name in self._trusted),
+                                trusted, copies=not trusted),
                 queues={i.port: [] for i in meta.inputs if i.queued} or None,
                 delayed_queues=frozenset(i.port for i in meta.inputs if i.queued and i.delayed),
             )
+            by_name[name].guard_ports(slot.guard)  # type: ignore[arg-type]
             try:
                 slot.next_ns = meta.offset_ns if meta.period_ns is not None else by_name[name].next_time()
             except BaseException as exc:
@@ -358,10 +363,7 @@ class Scheduler:
                         if not trusted:  # its handlers, not the plug-in's (built-ins: once per instant, below)
                             control.reclaim(f"federate '{fed.name}'", t_ns)
                 slot.wall_s += perf_counter() - started
-                if outputs:
-                    if not trusted and isinstance(outputs, Mapping):
-                        outputs = owned_outputs(outputs)  # checked and published as copies only the bus holds
-                    slot.guard.check(t_ns, outputs)  # type: ignore[union-attr]
+                if outputs:  # checked by the federate's step() (its guard), copied there when untrusted
                     bus.update(outputs)
                     written.extend(outputs)
                     if subscribers:
