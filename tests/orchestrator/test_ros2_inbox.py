@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from federates.ros2.federate import Ros2Bridge
 from federates.ros2.inbox import CommandInbox, LockstepTimeoutError
 from orchestrator.scenario import parse_scenario
 from orchestrator.scenario.errors import ScenarioError
+from tests.waiting import wait_until
 
 BASE = (Path(__file__).resolve().parents[2] / "scenarios" / "platoon.yaml").read_text()
 TOPICS = {1: "/robot0/cmd_vel", 2: "/robot1/cmd_vel"}
@@ -41,11 +41,14 @@ def test_lockstep_takes_only_the_open_periods_first_answer():
 def test_lockstep_waits_for_a_late_answer_from_another_thread():
     inbox = CommandInbox(lockstep=True)
     inbox.open_period(0)
-    answer = threading.Timer(0.1, inbox.offer, (2, 0, 1.25, 0.0))
+    # the answer comes once the period waits for it (an event, not a delay); the wait ends with it, well before
+    # its timeout (which would raise)
+    answer = threading.Thread(target=lambda: (wait_until(lambda: inbox.waits == 1, "the period to wait"),
+                                              inbox.offer(2, 0, 1.25, 0.0)))
     answer.start()
-    started = time.monotonic()
-    assert inbox.wait_period([2], 5.0, TOPICS)[2].speed == 1.25
-    assert 0.05 < time.monotonic() - started < 2.0 and inbox.waits == 1 and len(inbox.round_trips_s) == 1
+    assert inbox.wait_period([2], 60.0, TOPICS)[2].speed == 1.25
+    answer.join()
+    assert inbox.waits == 1 and len(inbox.round_trips_s) == 1
 
 
 def test_lockstep_timeout_names_the_silent_topics_and_the_stamp():
