@@ -8,18 +8,33 @@ given, so all ports line up row by row without any lookup in the hot path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .robot_blocks import (
+    AT_ORIGIN,
+    DEFAULT_VEHICLE,
+    VEHICLE_DIMS,
+    CommandSourceSpec,
+    ControllerSpec,
+    Dims,
+    DriveSpec,
+    InitialState,
+    VehicleBlock,
+)
+
 
 @dataclass(frozen=True)
 class RobotSpec:
-    """Everything a federate may need to create its per-robot part.
+    """Everything a federate may need to create its per-robot part: identity, timing, platoon role and the typed
+    blocks the world resolved (``core.robot_blocks``).
 
-    ``config`` is the robot's validated scenario entry (vehicle, controller, V2X station settings) as plain data.
-    """
+    ``dims`` left out is the vehicle's; exactly one of ``controller`` (a follower), ``driver`` (a leader) and
+    ``command_source`` (driven from outside) is set for a robot of the world (a hand-made one may set none: a
+    leader then drives at constant speed). ``posed_by`` names the federate that poses the robot (a traffic
+    simulator's vehicle): it takes no commands then."""
 
     id: int
     name: str
@@ -29,7 +44,69 @@ class RobotSpec:
     position_in_platoon: int = 0
     predecessor: int | None = None
     leader: int | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    vehicle: VehicleBlock = DEFAULT_VEHICLE
+    dims: Dims = VEHICLE_DIMS
+    initial: InitialState = AT_ORIGIN
+    controller: ControllerSpec | None = None
+    driver: DriveSpec | None = None
+    command_source: CommandSourceSpec | None = None
+    posed_by: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.dims is VEHICLE_DIMS:
+            object.__setattr__(self, "dims", self.vehicle.dims)
+
+    @property
+    def external(self) -> bool:
+        """Whether an outside source, not the control federate, drives this robot."""
+        return self.command_source is not None
+
+    def driven_by(self, federate: str) -> bool:
+        """Whether federate ``federate`` is this robot's command source."""
+        return self.command_source is not None and self.command_source.federate == federate
+
+
+ROLE_FIELDS = ("id", "name", "spawn_ns", "despawn_ns", "platoon", "position_in_platoon", "predecessor", "leader")
+"""A robot's identity, timing and platoon role: the fields it has besides its blocks."""
+
+
+def robot_config(robot: RobotSpec) -> dict[str, Any]:
+    """A robot's blocks as the plain ``config`` mapping the remote protocol carries (the scenario's forms)."""
+    config: dict[str, Any] = {"vehicle": robot.vehicle.plain(), "initial": robot.initial.plain(),
+                              "dims": robot.dims.plain()}
+    for name in ("command_source", "driver", "controller"):
+        block = getattr(robot, name)
+        if block is not None:
+            config[name] = block.plain()
+    if robot.posed_by is not None:
+        config["posed_by"] = robot.posed_by
+    return config
+
+
+def robot_fields(robot: RobotSpec) -> dict[str, Any]:
+    """A robot as plain data: its identity and role fields and its ``config`` (``robot_config``)."""
+    return {**{name: getattr(robot, name) for name in ROLE_FIELDS}, "config": robot_config(robot)}
+
+
+def robot_from_fields(fields: Mapping[str, Any]) -> RobotSpec:
+    """The robot of plain ``fields`` (``robot_fields``' form; a plug-in's spawn request): its blocks resolved like
+    the world's. Keys of ``config`` besides the blocks are not kept."""
+    config = fields.get("config") or {}
+    vehicle = VehicleBlock.from_plain(config.get("vehicle"))
+    blocks: dict[str, Any] = {
+        "vehicle": vehicle,
+        "dims": Dims.of(config.get("dims") or {}, vehicle.dims),
+        "initial": InitialState.from_plain(config.get("initial")),
+        "controller": _optional(ControllerSpec, config.get("controller")),
+        "driver": _optional(DriveSpec, config.get("driver")),
+        "command_source": _optional(CommandSourceSpec, config.get("command_source")),
+        "posed_by": None if config.get("posed_by") is None else str(config["posed_by"]),
+    }
+    return RobotSpec(**{name: fields[name] for name in ROLE_FIELDS if name in fields}, **blocks)
+
+
+def _optional(block: Any, plain: Mapping[str, Any] | None) -> Any:
+    return None if plain is None else block.from_plain(plain)
 
 
 class Roster:
@@ -85,7 +162,7 @@ class Roster:
 def shared_rows(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
     """The distinct objects among ``values`` (by identity, in first-seen order) and each value's index into them.
 
-    Robots built from one template share their vehicle and controller blocks (the same dict), so a federate does
+    Robots built from one template share their vehicle and controller blocks (the same object), so a federate does
     per-configuration work once per distinct block and broadcasts it with the index, instead of once per robot."""
     keys = list(map(id, values))
     by_key = dict(zip(keys, values, strict=True))  # one object per identity; insertion order is first-seen order
@@ -94,7 +171,7 @@ def shared_rows(values: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
 
 
 class SharedParams(Sequence[Mapping[str, Any]]):
-    """Per-robot parameters stored once per distinct block (a dict) with an index per robot.
+    """Per-robot parameters stored once per distinct mapping (a vehicle's ``params``) with an index per robot.
 
     It reads as a sequence of per-robot dicts (the same dict for robots of one template: read-only), and its
     ``column`` and ``rows`` do the per-parameter work once per distinct block, so spawning a fleet costs no Python

@@ -149,7 +149,7 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
         "scenario": scenario.name,
         "seed": seed,
         "channel": scenario.channel.type,
-        "controllers": sorted({r.config["controller"]["type"] for r in world.robots if "controller" in r.config}),
+        "controllers": sorted({r.controller.type for r in world.robots if r.controller is not None}),
         "robots": len(world.robots),
         "sim_time_s": sim_s,
         "wall_time_s": wall,

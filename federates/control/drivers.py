@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from controllers.profiles import PROFILES, ProfileParams
 from controllers.pure_pursuit import WaypointDriver, WaypointDriverParams
+from core.robot_blocks import DriveSpec
 from core.robots import RobotSpec, rows_of, shared_rows
 from core.timebase import NS_PER_S
 
 _EGO_FIELDS = ("x", "y", "yaw", "v")
-_CONSTANT: Mapping[str, Any] = {"profile": "constant"}  # a leader without a driver block (read-only, shared)
+_CONSTANT = DriveSpec()  # a leader without a drive of its own: constant speed (shared)
 
 
 class Drivers:
@@ -41,14 +41,14 @@ class Drivers:
 
     def add(self, specs: Sequence[RobotSpec]) -> None:
         """New leaders (in spawn order); each path driver gets its new rows in one call. Leaders that share a
-        driver block (one dict) share its work."""
-        drivers, driver_of = shared_rows([spec.config.get("driver", _CONSTANT) for spec in specs])
+        drive (one block) share its work."""
+        drivers, driver_of = shared_rows([_CONSTANT if spec.driver is None else spec.driver for spec in specs])
         keys: list[tuple[bool, str]] = []  # (a path driver, its key) per distinct driver block
         for driver in drivers:
-            if driver.get("profile") == "waypoints":
-                key = "path" + json.dumps(driver["path"], sort_keys=True)
+            if driver.profile == "waypoints":
+                key = "path" + json.dumps(driver.path, sort_keys=True)
                 if key not in self._paths:
-                    self._paths[key] = (WaypointDriver(WaypointDriverParams(**driver["path"])), [])
+                    self._paths[key] = (WaypointDriver(WaypointDriverParams(**driver.path)), [])
                 keys.append((True, key))
             else:
                 keys.append((False, self._table(driver)))
@@ -80,13 +80,13 @@ class Drivers:
                             if leaders]
         self._path_rows = [(driver, rows_of(ids, leaders)) for driver, leaders in self._paths.values() if leaders]
 
-    def _table(self, driver: Mapping[str, Any]) -> str:
+    def _table(self, driver: DriveSpec) -> str:
         """Key of the precomputed (v, w, a) table of a profile driver."""
-        key = json.dumps(driver, sort_keys=True)
+        key = json.dumps({"profile": driver.profile, "params": driver.params}, sort_keys=True)
         if key not in self._tables:
-            profile = PROFILES[driver.get("profile", "constant")]
+            profile = PROFILES[driver.profile]
             ticks = np.arange(self._last_tick + 1, dtype=np.int64) * self.period_ns
-            v, w, a = profile(ticks / NS_PER_S, ProfileParams(**driver.get("params", {})))
+            v, w, a = profile(ticks / NS_PER_S, ProfileParams(**driver.params))
             self._tables[key] = np.stack([v, w, a])
         return key
 

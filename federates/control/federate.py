@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from operator import is_, methodcaller
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -41,15 +41,15 @@ from core.ports import (
     RANGE,
     fields_of,
 )
+from core.robot_blocks import ControllerSpec
 from core.robots import RobotSpec, rows_of
+from core.spawn_columns import block_column, optional_ids, shared_blocks, spec_column, vehicle_params
 from core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 from federates.control.diagnostics import control_diagnostics, with_gaps
 from federates.control.drivers import Drivers
 from federates.control.maneuvering import ManeuverLayer
 from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
-from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
-from federates.physics.vehicle_config import body_sizes, robot_params
 
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dtypes
@@ -59,12 +59,9 @@ _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dt
 }
 
 
-_NO_INITIAL: Mapping[str, Any] = {}  # a robot without an initial state of its own (read-only, shared)
-
-
 def is_external(spec: RobotSpec) -> bool:
     """Whether the scenario gives this robot's commands to an external source (not this federate)."""
-    return "command_source" in spec.config
+    return spec.external
 
 
 @dataclass
@@ -131,28 +128,29 @@ class ControlFederate(Federate):
         if not robots:
             return
         self._flush_gaps()
-        configs = spec_column(robots, "config")
-        params = robot_params(robots, configs)
-        external = np.array(list(map(methodcaller("__contains__", "command_source"), configs)), bool)  # is_external
+        params = vehicle_params(robots)
+        external = ~np.fromiter(map(is_, spec_column(robots, "command_source"), repeat(None)), bool,
+                                count=len(robots))  # is_external
         predecessors = spec_column(robots, "predecessor")
         leader = np.array(list(map(is_, predecessors, repeat(None))), bool)
         new: dict[str, np.ndarray] = {
             "_wheelbase": params.column("wheelbase_m"), "_max_steer": params.column("max_steer_rad"),
             "_max_speed": params.column("max_speed_mps"), "_external": external,
-            "_speed_cmd": float_column(config_column(configs, "initial", _NO_INITIAL), "v", 0.0),
+            "_speed_cmd": block_column(spec_column(robots, "initial"), "v"),
         }
         for name, fill in (("_yaw_rate_cmd", 0.0), ("_accel_cmd", 0.0), ("_stop", False), ("_desired_gap", np.nan),
                            ("_degraded", False)):
             new[name] = np.full(len(robots), fill)
         for name, dtype in _ROW_ARRAYS.items():
             setattr(self, name, np.concatenate([getattr(self, name), np.asarray(new[name], dtype)]))
-        length, rear = body_sizes(robots, params, ("length_m", "rear_overhang_m"), configs)
+        dims = spec_column(robots, "dims")
+        length, rear = block_column(dims, "length_m"), block_column(dims, "rear_overhang_m")
         self._sensing.add(length - rear)  # the range sensor sits on the front bumper
 
         ids = np.array(spec_column(robots, "id"), np.int64)
         followers = np.flatnonzero(~leader & ~external)
         if len(followers):
-            controllers, controller_of = shared_blocks([configs[k]["controller"] for k in followers.tolist()])
+            controllers, controller_of = shared_blocks([robots[k].controller for k in followers.tolist()])
             keys = [self._group_of_block(block, robots[int(followers[np.flatnonzero(controller_of == c)[0]])].name)
                     for c, block in enumerate(controllers)]
             # equal blocks that are distinct objects (specs built one by one) still join one group, in one call
@@ -199,11 +197,14 @@ class ControlFederate(Federate):
             self._maneuvers.despawn(keep)
         self._reindex()
 
-    def _group_of_block(self, block: Mapping[str, Any], name: str) -> str:
+    def _group_of_block(self, controller: ControllerSpec | None, name: str) -> str:
         """Key of the group of a controller block, created on first use (``name``: for the message)."""
+        if controller is None:
+            raise ValueError(f"robot {name}: a follower without a controller block")
+        block = controller.settings
         key = block_key(block)
         if key not in self._groups:
-            period_ns = seconds_to_ns(block.get("period_s", self.dt))
+            period_ns = seconds_to_ns(self.dt if controller.period_s is None else controller.period_s)
             if period_ns % self.period_ns:
                 raise ValueError(f"robot {name}: controller period {period_ns / 1e9:g} s is not a multiple of "
                                  f"the control federate's period {self.dt:g} s")

@@ -24,7 +24,9 @@ from controllers.maneuvers.machine import (
     PlatoonLane,
     Request,
 )
+from core.robot_blocks import ControllerSpec
 from core.robots import RobotSpec
+from core.spawn_columns import block_column, spec_column
 from federates.control.received import PEER_FIELDS, Received
 
 
@@ -32,7 +34,7 @@ class ManeuverLayer:
     """The machines of all rows, the partner messages they wait for, and the robots' dimensions by id."""
 
     def __init__(self, plan: Mapping[str, Any], law_of: Callable[[int], Any]) -> None:
-        self.blocks: dict[int, dict[str, Any]] = {int(k): v for k, v in plan["blocks"].items()}
+        self.blocks = {int(k): ControllerSpec.from_plain(v) for k, v in plan["blocks"].items()}
         paths = [LanePath(np.asarray(points, float), bool(closed)) for points, closed in plan["paths"]]
         lanes = {int(k): PlatoonLane(int(path), float(offset)) for k, (path, offset) in plan["lanes"].items()}
         requests = [Request(**r) for r in plan["requests"]]
@@ -42,14 +44,13 @@ class ManeuverLayer:
 
     def spawn(self, robots: Sequence[RobotSpec], external: Sequence[bool]) -> None:
         """Rows for new robots at the end: their platoon, position and role from the spec."""
-        dims = {k: np.array([float(s.config["dims"][k]) for s in robots]) for k in
-                ("length_m", "width_m", "rear_overhang_m")}
+        dims = {k: block_column(spec_column(robots, "dims"), k) for k in ("length_m", "width_m", "rear_overhang_m")}
         role = np.array([EXTERNAL if ext else DRIVER if s.predecessor is None else FOLLOWER
                          for s, ext in zip(robots, external, strict=True)], np.uint8)
         self.machine.add(np.array([s.id for s in robots], np.int64), role,
                          np.array([s.platoon for s in robots], np.int64),
                          np.array([s.position_in_platoon for s in robots], np.int64), dims,
-                         np.array([float(s.config.get("initial", {}).get("v", 0.0)) for s in robots]))
+                         block_column(spec_column(robots, "initial"), "v"))
         self.peer.add(np.full(len(robots), -1, np.int64))
         top = max(s.id for s in robots) + 1
         if top > len(self._rear_overhang):

@@ -29,8 +29,7 @@ import numpy as np
 from controllers.conversions import steer_to_yaw_rate, yaw_rate_to_steer
 from core.ports import COMMAND_EVENTS
 from core.robots import RobotSpec, param_column, rows_of
-
-from .spawn_columns import config_column, spec_column
+from core.spawn_columns import spec_column
 
 ACCEL_FROM_SPEED_TAU_S = 0.5
 """Time constant [s] of the proportional loop that turns a speed-only command into an acceleration (for models
@@ -82,19 +81,16 @@ class CommandSources:
         self.any = False
 
     def add(self, robots: Sequence[RobotSpec], params: Sequence[Mapping[str, Any]], t_ns: int,
-            speed: np.ndarray, configs: Sequence[Mapping[str, Any]] | None = None,
-            names: Sequence[str] | None = None) -> None:
-        """Rows for newly spawned robots (``speed``: their initial speeds; ``configs`` and ``names``: theirs, when
-        the caller has them already)."""
-        # a posed robot (``posed_by``) names its pose source but takes no commands from it
-        configs = spec_column(robots, "config") if configs is None else configs
-        sources = config_column(configs, "command_source")
+            speed: np.ndarray, names: Sequence[str] | None = None) -> None:
+        """Rows for newly spawned robots (``speed``: their initial speeds; ``names``: theirs, when the caller has
+        them already)."""
+        sources = spec_column(robots, "command_source")
+        if any(sources):  # a posed robot (``posed_by``) names its pose source but takes no commands from it
+            sources = [None if r.posed_by is not None else s for r, s in zip(robots, sources, strict=True)]
         if any(sources):
-            sources = [None if "posed_by" in c else source for c, source in zip(configs, sources, strict=True)]
-        if any(sources):
-            port = np.array([self.ports.index(s["port"]) if s else -1 for s in sources], np.int64)
-            timeout = np.array([round(s["command_timeout_s"] * 1e9) if s else 0 for s in sources], np.int64)
-            policy = np.array([_POLICIES.index(s["on_timeout"]) if s else 0 for s in sources], np.int64)
+            port = np.array([self.ports.index(s.port) if s else -1 for s in sources], np.int64)
+            timeout = np.array([round(s.command_timeout_s * 1e9) if s else 0 for s in sources], np.int64)
+            policy = np.array([_POLICIES.index(s.on_timeout) if s else 0 for s in sources], np.int64)
         else:  # the usual fleet: nobody outside commands (no per-robot work)
             port = np.full(len(robots), -1, np.int64)
             timeout = policy = np.zeros(len(robots), np.int64)

@@ -50,6 +50,7 @@ from core.ports import (
 )
 from core.rng import KeyedNormal, stream
 from core.robots import RobotSpec, param_column, rows_of
+from core.spawn_columns import block_column, shared_blocks, spec_column, vehicle_params
 from core.timebase import ns_to_seconds, seconds_to_ns
 
 from .collisions import CollisionError, ContactMonitor
@@ -60,12 +61,10 @@ from .poses import POSES, PoseInbox
 from .range_scan import RangeSensor, range_port
 from .sensors import DeadReckoning, Gnss, Imu, PoseFusion
 from .snapshot import state_snapshot
-from .spawn_columns import config_column, float_column, shared_blocks, spec_column
-from .vehicle_config import GroupKey, body_sizes, group_key, params_of_blocks
 
 _STATE_KEYS = tuple(STATE_FIELDS)
 _NO_COLLISIONS: dict[str, np.ndarray] = {key: np.empty(0, np.int64) for key in COLLISION_FIELDS}
-_NO_INITIAL: Mapping[str, float] = {}  # a robot without an initial pose (read-only, shared)
+GroupKey = tuple[str, str]  # (vehicle model, input mode)
 
 class PhysicsFederate(Federate):
     """Steps all vehicle bodies every ``step_ns``; commands act from the step after they were issued."""
@@ -150,13 +149,12 @@ class PhysicsFederate(Federate):
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         if not robots:
             return
-        # per distinct vehicle block, not per robot: a fleet of one template costs one preset merge
-        configs = spec_column(robots, "config")
-        blocks, block_of = shared_blocks(config_column(configs, "vehicle"))
-        params = params_of_blocks(blocks, block_of)
-        block_keys = [group_key({} if b is None else {"vehicle": b}) for b in blocks]
-        starts = config_column(configs, "initial", _NO_INITIAL)
-        initial = {key: float_column(starts, key, 0.0) for key in ("x", "y", "yaw", "v")}
+        # per distinct vehicle block, not per robot: a fleet of one template is one block
+        params = vehicle_params(robots)
+        blocks, block_of = shared_blocks(spec_column(robots, "vehicle"))
+        block_keys = [(block.model, block.input_mode) for block in blocks]
+        starts = spec_column(robots, "initial")
+        initial = {key: block_column(starts, key) for key in ("x", "y", "yaw", "v")}
         for key in dict.fromkeys(block_keys):
             if key not in self._groups:
                 self._groups[key] = self._new_model(key)
@@ -174,9 +172,10 @@ class PhysicsFederate(Federate):
         self._ids = np.concatenate([self._ids, ids])
         for noise in self._noises:
             noise.ids = self._ids
-        length, width, rear = body_sizes(robots, params, ("length_m", "width_m", "rear_overhang_m"), configs)
+        dims = spec_column(robots, "dims")
+        length, width, rear = (block_column(dims, key) for key in ("length_m", "width_m", "rear_overhang_m"))
         self._bodies.add(length, width, rear, params.column("max_accel_mps2", 10.0))
-        self.sources.add(robots, params, max(min(spec_column(robots, "spawn_ns")), 0), initial["v"], configs, names)
+        self.sources.add(robots, params, max(min(spec_column(robots, "spawn_ns")), 0), initial["v"], names)
         self._spawn_sensors(robots, params, ids, initial, length, rear, width)
         self._rows_changed()
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from core.federate import FederateMeta, meta_from_dict, meta_to_dict
-from core.robots import RobotSpec
+from core.robots import ROLE_FIELDS, RobotSpec, robot_fields, robot_from_fields
 
 from .proto import coopsim_federate_v1_pb2 as pb
 
@@ -317,9 +316,10 @@ def decode_outputs(message: pb.Outputs) -> dict[str, Any]:
 
 # -- robots -----------------------------------------------------------------------------------------------------
 def encode_robot(robot: RobotSpec | Mapping[str, Any], out: pb.Robot, where: str = "robot") -> pb.Robot:
-    """Fill ``out`` with a RobotSpec (or its fields as a dict)."""
-    fields = asdict(robot) if isinstance(robot, RobotSpec) else dict(robot)
-    unknown = set(fields) - set(RobotSpec.__dataclass_fields__)
+    """Fill ``out`` with a RobotSpec (or its fields as a dict: ``core.robots.robot_fields``' form, its blocks
+    as the plain ``config`` mapping)."""
+    fields = robot_fields(robot) if isinstance(robot, RobotSpec) else dict(robot)
+    unknown = set(fields) - {*ROLE_FIELDS, "config"}
     if unknown:
         raise CodecError(f"{where}: unknown robot fields {sorted(unknown)}")
     for name in ("id", "spawn_ns", "platoon", "position_in_platoon", "despawn_ns", "predecessor", "leader"):
@@ -330,13 +330,18 @@ def encode_robot(robot: RobotSpec | Mapping[str, Any], out: pb.Robot, where: str
     return out
 
 
-def decode_robot(message: pb.Robot) -> RobotSpec:
-    """The RobotSpec of ``message``."""
+def decode_robot_fields(message: pb.Robot) -> dict[str, Any]:
+    """The robot of ``message`` as plain fields (``core.robots.robot_fields``' form), its blocks not resolved."""
     optional = {name: getattr(message, name) if message.HasField(name) else None
                 for name in ("despawn_ns", "predecessor", "leader")}
-    return RobotSpec(id=message.id, name=message.name, spawn_ns=message.spawn_ns, platoon=message.platoon,
-                     position_in_platoon=message.position_in_platoon, config=decode_map(message.config, "config"),
-                     **optional)
+    return {"id": message.id, "name": message.name, "spawn_ns": message.spawn_ns, "platoon": message.platoon,
+            "position_in_platoon": message.position_in_platoon, **optional,
+            "config": decode_map(message.config, "config")}
+
+
+def decode_robot(message: pb.Robot) -> RobotSpec:
+    """The RobotSpec of ``message``: its blocks resolved like the world's (``core.robots.robot_from_fields``)."""
+    return robot_from_fields(decode_robot_fields(message))
 
 
 # -- meta -------------------------------------------------------------------------------------------------------
@@ -395,6 +400,6 @@ def decode_meta(message: pb.Meta) -> FederateMeta:
 
 
 __all__ = ["PROTOCOL_VERSION", "CodecError", "decode_array", "decode_inputs", "decode_map", "decode_meta",
-           "decode_outputs", "decode_port", "decode_robot", "decode_value", "encode_array", "encode_inputs",
-           "encode_map", "encode_meta", "encode_outputs", "encode_port", "encode_robot", "encode_value",
-           "meta_dict", "pb"]
+           "decode_outputs", "decode_port", "decode_robot", "decode_robot_fields", "decode_value", "encode_array",
+           "encode_inputs", "encode_map", "encode_meta", "encode_outputs", "encode_port", "encode_robot",
+           "encode_value", "meta_dict", "pb"]

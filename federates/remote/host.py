@@ -40,13 +40,14 @@ from google.protobuf.message import DecodeError
 
 from core.auth import TokenInterceptor, require_token_beyond_loopback, server_credentials
 from core.federate import Federate, SetupContext
+from core.robots import robot_from_fields
 
 from .codec import (
     PROTOCOL_VERSION,
     CodecError,
     decode_inputs,
     decode_map,
-    decode_robot,
+    decode_robot_fields,
     encode_meta,
     encode_outputs,
     pb,
@@ -141,10 +142,10 @@ class _Session:
             elif self.federate is None:
                 raise RuntimeError(f"'{call}' before 'setup'")
             elif call == "spawn":
-                robots = [decode_robot(robot) for robot in request.spawn.robots]
-                for i, robot in enumerate(robots):
-                    self.host.policy.check_values(robot.config, f"robots[{i}].config.")
-                self.federate.spawn(robots)
+                fields = [decode_robot_fields(robot) for robot in request.spawn.robots]
+                for i, robot in enumerate(fields):  # before anything is resolved from them
+                    self.host.policy.check_values(robot["config"], f"robots[{i}].config.")
+                self.federate.spawn([robot_from_fields(robot) for robot in fields])
                 reply.done.SetInParent()
             elif call == "despawn":
                 self.federate.despawn(list(request.despawn.robot_ids))

@@ -56,18 +56,18 @@ class SumoDrivers:
     @staticmethod
     def drives(spec: RobotSpec, federate: str) -> bool:
         """Whether the scenario gives this robot's driving to SUMO federate ``federate``."""
-        return spec.config.get("command_source", {}).get("federate") == federate and "posed_by" not in spec.config
+        return spec.driven_by(federate) and spec.posed_by is None
 
     def add(self, robots: Sequence[RobotSpec]) -> None:
         """Robots SUMO drives from their first step."""
         if robots and self.route is None:
             raise ValueError(f"robot '{robots[0].name}' is driven by '{self.federate}', which has no drive_route")
-        dims = [r.config.get("dims", {}) for r in robots]
+        dims = [r.dims for r in robots]
         self.ids = np.concatenate([self.ids, np.array([r.id for r in robots], np.int64)])
         self.names.extend(r.name for r in robots)
-        self.length = np.concatenate([self.length, [float(d.get("length_m", 4.5)) for d in dims]])
-        self.rear = np.concatenate([self.rear, [float(d.get("rear_overhang_m", 0.9)) for d in dims]])
-        self.width = np.concatenate([self.width, [float(d.get("width_m", 1.8)) for d in dims]])
+        self.length = np.concatenate([self.length, [d.length_m for d in dims]])
+        self.rear = np.concatenate([self.rear, [d.rear_overhang_m for d in dims]])
+        self.width = np.concatenate([self.width, [d.width_m for d in dims]])
 
     def remove(self, sumo: Any, robot_ids: Sequence[int]) -> None:
         """Robots that left coopsim: their twins leave SUMO."""

@@ -45,6 +45,7 @@ import numpy as np
 from core.federate import Federate, FederateMeta, Input, PortData, SetupContext
 from core.ports import STATE, command_port, fields_of, port
 from core.rng import stream
+from core.robot_blocks import CommandSourceSpec, Dims, InitialState, VehicleBlock
 from core.robots import RobotSpec, rows_of
 from core.scenario_dir import scenario_directory
 from core.timebase import seconds_to_ns
@@ -170,15 +171,15 @@ class SumoFederate(Federate):
         self._drivers.add([r for r in robots if SumoDrivers.drives(r, self.name)])
         if not self.params.mirror:
             return
-        mirrored = [r for r in robots if r.config.get("posed_by") != self.name and not SumoDrivers.drives(r, self.name)]
+        mirrored = [r for r in robots if r.posed_by != self.name and not SumoDrivers.drives(r, self.name)]
         if not mirrored:
             return
-        dims = [r.config.get("dims", {}) for r in mirrored]
+        dims = [r.dims for r in mirrored]
         self._mirror_ids = np.concatenate([self._mirror_ids, np.array([r.id for r in mirrored], np.int64)])
         self._mirror_names.extend(r.name for r in mirrored)
-        self._mirror_length = np.concatenate([self._mirror_length, [float(d.get("length_m", 4.5)) for d in dims]])
-        self._mirror_rear = np.concatenate([self._mirror_rear, [float(d.get("rear_overhang_m", 0.9)) for d in dims]])
-        self._mirror_width = np.concatenate([self._mirror_width, [float(d.get("width_m", 1.8)) for d in dims]])
+        self._mirror_length = np.concatenate([self._mirror_length, [d.length_m for d in dims]])
+        self._mirror_rear = np.concatenate([self._mirror_rear, [d.rear_overhang_m for d in dims]])
+        self._mirror_width = np.concatenate([self._mirror_width, [d.width_m for d in dims]])
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         """A mirrored or driven robot that leaves coopsim leaves SUMO too."""
@@ -344,18 +345,12 @@ class SumoFederate(Federate):
         """The robot of SUMO vehicle ``vid``: its SUMO size, a posed body, its pose when it appears."""
         sumo = self._sumo
         length = self._own_length[vid]
-        dims = {"length_m": length, "width_m": float(sumo.vehicle.getWidth(vid)),
-                "rear_overhang_m": self.params.rear_overhang_share * length,
-                "wheelbase_m": WHEELBASE_SHARE * length}
-        config = {
-            "vehicle": {"model": POSED_MODEL, "preset": "g35_sedan", "params": dict(dims)},
-            "initial": initial,
-            "dims": dims,
-            "command_source": {"federate": self.name, "port": POSES.name},
-            "posed_by": self.name,
-            "sumo": {"id": vid, "type": sumo.vehicle.getTypeID(vid)},
-        }
-        return RobotSpec(id=robot, name=f"{self.name}.{vid}", spawn_ns=t_ns, platoon=-1, config=config)
+        dims = Dims(length, float(sumo.vehicle.getWidth(vid)), self.params.rear_overhang_share * length,
+                    WHEELBASE_SHARE * length)
+        return RobotSpec(id=robot, name=f"{self.name}.{vid}", spawn_ns=t_ns, platoon=-1,
+                         vehicle=VehicleBlock("g35_sedan", POSED_MODEL, dims.plain()), dims=dims,
+                         initial=InitialState.from_plain(initial),
+                         command_source=CommandSourceSpec(self.name, POSES.name), posed_by=self.name)
 
     def finalize(self) -> None:
         """Close SUMO (its outputs are written then)."""

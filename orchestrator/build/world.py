@@ -9,31 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from controllers import CONTROLLERS, LEADER_PROFILES
-from controllers.profiles import profile_inputs
-from core.registry import is_stand_in
 from core.robots import RobotSpec
 from core.timebase import seconds_to_ns
 from federates import FEDERATE_KINDS
-from federates.physics.vehicle_config import vehicle_params
 from orchestrator.engine.run_control import RunControl
 from orchestrator.engine.scheduler import Scheduler, federate_failure
-from orchestrator.scenario.drivers_block import resolve_drivers
-from orchestrator.scenario.model import (
-    BLOCK_KEYS,
-    COORDINATE_LIMIT_M,
-    WAYPOINTS,
-    ControllerBlock,
-    Driver,
-    Loc,
-    Scenario,
-    merge_controller,
-    robot_slots,
-)
-from orchestrator.scenario.platoons_block import RobotPlan, plan_robots, unknown_override_problems
+from orchestrator.scenario.model import COORDINATE_LIMIT_M, Loc, Scenario
+from orchestrator.scenario.platoons_block import RobotPlan, plan_robots
 
 from .maneuver_plan import maneuver_plan
-from .placement import Track, behind, shift_left
+from .robot_table import (  # noqa: F401 - re-exported: the world's names stay importable from here
+    DEFAULT_STANDSTILL_GAP_M,
+    DEFAULT_TIME_GAP_S,
+    expand_robots,
+)
 
 
 @dataclass
@@ -44,173 +33,6 @@ class World:
     robots: list[RobotSpec]
     scheduler: Scheduler
     federates: dict[str, Any]
-
-
-def expand_robots(scenario: Scenario) -> list[RobotSpec]:
-    """One spec per robot: names, ids, platoon roles, merged vehicle/controller config and initial pose."""
-    plans = plan_robots(scenario)
-    sources, problems = resolve_drivers(robot_slots(scenario), scenario.drivers, [f.name for f in scenario.federates])
-    if problems:
-        raise ValueError(problems[0][1])
-    problems = unknown_override_problems(scenario)
-    if problems:
-        raise ValueError(f"{'.'.join(map(str, problems[0][0]))}: {problems[0][1]}")
-    base_controller = scenario.controller.model_dump()
-    specs: list[RobotSpec] = []
-    seen_ids: set[int] = set()
-    seen_names: set[str] = set()
-    pred: dict[str, Any] = {}
-    # Robots of one template share their blocks (one dict each), so the federates do per-block work once; the
-    # caches are keyed by the identity of objects that ``plans`` keeps alive for the whole loop.
-    vehicles: dict[int, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {}
-    controllers: dict[tuple[int, int], dict[str, Any]] = {}
-    start_speeds: dict[int, float] = {}
-    tracks: dict[tuple[int, float], Track | None] = {}
-    drives: dict[tuple[int, float | None], dict[str, Any]] = {}
-    spacings: dict[tuple[int, int, float, float], float] = {}
-    leader_index = 0
-    for index, plan in enumerate(plans):
-        entry, name = plan.entry, plan.name
-        robot_id = entry.id if entry.id is not None else index + 1
-        if robot_id in seen_ids:
-            raise ValueError(f"{_where(plan.loc)}.id: station id {robot_id} is used twice")
-        if name in seen_names:
-            raise ValueError(f"{_where(plan.loc)}.name: robot name '{name}' is used twice")
-        seen_ids.add(robot_id)
-        seen_names.add(name)
-        is_leader = plan.position == 0
-        if is_leader:
-            leader_index = index
-        controller_key = (id(plan.controller), id(entry.controller))
-        if controller_key not in controllers:
-            platoon_controller = merge_controller(base_controller, plan.controller)
-            controllers[controller_key] = ControllerBlock(
-                **merge_controller(platoon_controller, entry.controller)).model_dump()
-        controller = controllers[controller_key]
-        if id(plan.vehicle) not in vehicles:
-            vehicle_cfg = plan.vehicle.model_dump()
-            params = vehicle_params({"vehicle": vehicle_cfg})
-            dims = {k: params[k] for k in ("length_m", "width_m", "rear_overhang_m", "wheelbase_m")}
-            vehicles[id(plan.vehicle)] = vehicle_cfg, params, dims
-        vehicle_cfg, params, dims = vehicles[id(plan.vehicle)]
-        track_key = (id(plan.leader), plan.lane_offset_m)
-        if track_key not in tracks:
-            tracks[track_key] = _track(plan)
-        track = tracks[track_key]
-        initial = entry.initial.model_dump() if entry.initial else {}
-        if initial.get("v") is not None:
-            v_init = initial["v"]
-        else:
-            if id(plan.leader) not in start_speeds:
-                start_speeds[id(plan.leader)] = _start_speed(plan.leader)
-            v_init = start_speeds[id(plan.leader)]
-        if is_leader:
-            pose, along = _leader_start(plan, track)
-        else:
-            spacing_key = (id(controller), id(params), float(v_init), float(pred["rear_overhang_m"]))
-            if spacing_key not in spacings:
-                spacings[spacing_key] = _initial_spacing(controller, v_init, params, pred)
-            spacing = spacings[spacing_key]
-            along = None if pred["along"] is None else pred["along"] - spacing
-            pose = track.pose_at(along) if track is not None and along is not None else behind(pred, spacing)
-        pose.update({k: float(initial[k]) for k in ("x", "y", "yaw") if initial.get(k) is not None})
-        pred = {**pose, "rear_overhang_m": params["rear_overhang_m"],
-                "along": along if all(initial.get(k) is None for k in ("x", "y", "yaw")) else None}
-        config: dict[str, Any] = {
-            "vehicle": vehicle_cfg,
-            "initial": {**pose, "v": v_init},
-            "dims": dims,
-        }
-        source = sources.get(name)
-        if source is not None:
-            config["command_source"] = {**source.model_dump(mode="json"), "port": source.port_name}
-        elif is_leader:
-            drive_key = (id(plan.leader), None if track is None else plan.lane_offset_m)
-            if drive_key not in drives:  # leaders of one drive (on one lane, for a path) share the block
-                drives[drive_key] = _drive(plan, track)
-            config["driver"] = drives[drive_key]
-        else:
-            config["controller"] = controller
-        specs.append(
-            RobotSpec(
-                id=robot_id,
-                name=name,
-                spawn_ns=seconds_to_ns(entry.spawn_at_s),
-                despawn_ns=None if entry.despawn_at_s is None else seconds_to_ns(entry.despawn_at_s),
-                platoon=plan.platoon,
-                position_in_platoon=plan.position,
-                predecessor=None if is_leader else specs[-1].id,
-                leader=None if is_leader else specs[leader_index].id,
-                config=config,
-            )
-        )
-    return specs
-
-
-def _where(loc: tuple[str | int, ...]) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-
-
-def _start_speed(leader: Driver) -> float:
-    """Initial speed of every robot of a platoon: its leader's profile at t = 0 (a waypoint leader starts at
-    rest)."""
-    if leader.profile == WAYPOINTS:
-        return 0.0
-    if is_stand_in(LEADER_PROFILES.get(leader.profile)):
-        return 0.0  # a run read back without its profile plug-in: the reader puts the recorded start back
-    return float(profile_inputs(leader.profile, leader.params, np.zeros(1))[0][0])
-
-
-def _track(plan: RobotPlan) -> Track | None:
-    """The lane the platoon's leader drives: its path moved sideways by the platoon's lane offset (None for a
-    profile leader)."""
-    path = plan.leader.path
-    if plan.leader.profile != WAYPOINTS or path is None:
-        return None
-    return Track(np.asarray(path.waypoints, dtype=float), path.closed).shifted(plan.lane_offset_m)
-
-
-def _drive(plan: RobotPlan, track: Track | None) -> dict[str, Any]:
-    """A leader's driver config: its platoon's drive, on the platoon's lane."""
-    drive = plan.leader.model_dump(mode="json")
-    if track is not None and plan.lane_offset_m != 0.0:
-        drive["path"]["waypoints"] = [[float(x), float(y)] for x, y in track.points]
-    return drive
-
-
-def _leader_start(plan: RobotPlan, track: Track | None) -> tuple[dict[str, float], float | None]:
-    """A leader's start pose and arc length on its track: the platoon's ``start``, else ``start_along_m`` along its
-    track (the first waypoint, heading along the first segment), else the origin heading east; on its lane."""
-    if plan.start is not None:
-        return shift_left(plan.start.model_dump(), plan.lane_offset_m), None
-    if track is not None:
-        return track.pose_at(plan.start_along_m), plan.start_along_m
-    return shift_left({"x": 0.0, "y": 0.0, "yaw": 0.0}, plan.lane_offset_m), None
-
-
-DEFAULT_STANDSTILL_GAP_M = 2.0
-"""Bumper-to-bumper gap at standstill [m] of the default placement, for a law without a desired gap."""
-
-DEFAULT_TIME_GAP_S = 1.0
-"""Time gap [s] of the default placement, for a law without a desired gap."""
-
-
-def _initial_spacing(controller: dict[str, Any], v: float, params: dict[str, Any], pred: dict[str, float]) -> float:
-    """Rear-axle distance that makes the follower's spacing error zero at the start. A law that keeps no gap
-    (``cruise``: NaN) or none that is finite at this speed starts at the default spacing instead:
-    ``DEFAULT_STANDSTILL_GAP_M + DEFAULT_TIME_GAP_S * v`` bumper to bumper, whatever the vehicles' size."""
-    law_cls = CONTROLLERS.get(controller["type"])
-    if is_stand_in(law_cls):  # a run read back without its law plug-in: the reader puts the recorded poses back
-        gap = math.nan
-    else:
-        law = law_cls(law_cls.Params(**{k: v for k, v in controller.items() if k not in BLOCK_KEYS}))
-        gap = float(law.desired_gap(np.array([v]))[0])
-    bumper = getattr(law_cls, "gap_reference", "axle") == "bumper"
-    if not math.isfinite(gap):
-        gap, bumper = DEFAULT_STANDSTILL_GAP_M + DEFAULT_TIME_GAP_S * v, True
-    if bumper:
-        gap += pred["rear_overhang_m"] + params["length_m"] - params["rear_overhang_m"]
-    return gap
 
 
 def start_position_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
@@ -225,7 +47,7 @@ def start_position_problems(scenario: Scenario) -> list[tuple[Loc, str, Any]]:
     plans = plan_robots(scenario)
     for plan, robot in zip(plans, robots, strict=True):
         loc = plan.loc
-        x, y = robot.config["initial"]["x"], robot.config["initial"]["y"]
+        x, y = robot.initial.x, robot.initial.y
         if max(abs(x), abs(y)) > COORDINATE_LIMIT_M:
             return [(loc, f"robot '{robot.name}' would start at (x, y) = ({x:.6g}, {y:.6g}) m, more than "
                           f"{COORDINATE_LIMIT_M / 1e3:g} km from the origin (the range of the local frame); use "
@@ -247,11 +69,11 @@ def _overlap_problems(robots: list[RobotSpec], plans: list[RobotPlan]) -> list[t
     for spawn_ns, rows in sorted(by_spawn.items()):
         if len(rows) < 2:
             continue
-        dims = [robots[k].config["dims"] for k in rows]
+        dims = [robots[k].dims for k in rows]
         monitor = ContactMonitor()
-        monitor.add(np.array([d["length_m"] for d in dims]), np.array([d["width_m"] for d in dims]),
-                    np.array([d["rear_overhang_m"] for d in dims]), np.zeros(len(rows)))
-        pose = {key: np.array([robots[k].config["initial"][key] for k in rows]) for key in ("x", "y", "yaw")}
+        monitor.add(np.array([d.length_m for d in dims]), np.array([d.width_m for d in dims]),
+                    np.array([d.rear_overhang_m for d in dims]), np.zeros(len(rows)))
+        pose = {key: np.array([getattr(robots[k].initial, key) for k in rows]) for key in ("x", "y", "yaw")}
         ids = np.array([robots[k].id for k in rows], np.int64)
         pairs = monitor.new_contacts(spawn_ns, pose["x"], pose["y"], pose["yaw"], np.zeros(len(rows)), ids)
         by_id = {robots[k].id: k for k in rows}
@@ -272,7 +94,7 @@ def _built_in(scenario: Scenario, kind: str, **params: Any) -> Any:
         return FEDERATE_KINDS.get(kind)(kind, **params)
     from federates.remote.hosted_builtins import HOSTED
 
-    return HOSTED[kind](kind, address, kind, {k: _plain(v) for k, v in params.items()})
+    return HOSTED.get(kind)(kind, address, kind, {k: _plain(v) for k, v in params.items()})
 
 
 def _plain(value: Any) -> Any:
@@ -311,14 +133,14 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir,
                           control=run_control)
     step_ns = seconds_to_ns(scenario.step_s)
-    command_ports = sorted({r.config["command_source"]["port"] for r in robots if "command_source" in r.config})
+    command_ports = sorted({r.command_source.port for r in robots if r.command_source is not None})
     physics = _built_in(scenario, "physics", step_ns=step_ns, config=scenario.physics, command_ports=command_ports)
     plan = maneuver_plan(scenario, robots)
     v2x_kwargs = {"maneuvers": True} if plan is not None else {}
     v2x = _built_in(scenario, "v2x", step_ns=step_ns, channel=scenario.channel.model_dump(),
                     trace=scenario.outputs.trace, **v2x_kwargs)
     # the control federate steps at the greatest common period of all control laws; each law runs at its own
-    periods = {seconds_to_ns(r.config["controller"]["period_s"]) for r in robots if "controller" in r.config}
+    periods = {seconds_to_ns(r.controller.period_s) for r in robots if r.controller is not None}
     control_period = math.gcd(seconds_to_ns(scenario.controller.period_s), *periods)
     if plan is not None:  # the platoons' blocks run at their own periods too
         periods |= {seconds_to_ns(block["period_s"]) for block in plan["blocks"].values()}

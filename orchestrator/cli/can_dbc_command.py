@@ -46,7 +46,7 @@ def run_can_dbc_command(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     bridge = bridges[0]
     period_s = CanParams(**bridge.params).period_s
-    robots = [BusRobot(r.id, r.name, r.config.get("command_source", {}).get("federate") == bridge.name)
+    robots = [BusRobot(r.id, r.name, r.driven_by(bridge.name))
               for r in expand_robots(scenario)]
     try:
         text = robots_dbc(robots, period_s)

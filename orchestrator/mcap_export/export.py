@@ -60,7 +60,7 @@ def robot_infos(run_dir: Path) -> tuple[dict[int, RobotInfo], Any, list[str]]:
     from ..metrics.readback import read_back
 
     scenario, robots, unresolved = read_back(run_dir)
-    infos = {r.id: RobotInfo(r.id, r.name, r.platoon, {**DEFAULT_DIMS, **r.config.get("dims", {})})
+    infos = {r.id: RobotInfo(r.id, r.name, r.platoon, {**DEFAULT_DIMS, **r.dims.plain()})
              for r in robots}
     return infos, scenario, [f"{item.kind} '{item.name}'" for item in unresolved]
 

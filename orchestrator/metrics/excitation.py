@@ -8,10 +8,11 @@ predecessor is |Gamma(jw)| at that one frequency: a sweep over the leader's freq
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+
+from core.robot_blocks import DriveSpec
 
 from .follower import FollowerView
 from .registry import follower_metric
@@ -20,13 +21,13 @@ MIN_PERIODS = 2
 """Whole periods of excitation the estimate needs in its window (the later half of the excited time)."""
 
 
-def sinusoid_of(drive: Mapping[str, Any] | None) -> tuple[float, float] | None:
+def sinusoid_of(drive: DriveSpec | None) -> tuple[float, float] | None:
     """(frequency [Hz], start [s]) of a sinusoid leader drive; None for any other profile."""
-    if not drive or drive.get("profile") != "sinusoid":
+    if drive is None or drive.profile != "sinusoid":
         return None
     from controllers.profiles import ShapeParams  # the profile's own defaults, one definition
 
-    params = ShapeParams(**(drive.get("params") or {}))
+    params = ShapeParams(**drive.params)
     return params.frequency_hz, params.start_s
 
 
@@ -43,7 +44,7 @@ def gamma(f: FollowerView) -> dict[str, Any]:
     predecessor's, on the whole periods of the later half of the excitation (steady state). None for other
     leader profiles or fewer than two such periods."""
     leader = next((r for r in f.run.robots if r.id == f.robot.leader), None)
-    excitation = sinusoid_of(leader.config.get("driver") if leader is not None else None)
+    excitation = sinusoid_of(leader.driver if leader is not None else None)
     if excitation is None:
         return {"gamma_speed": None, "gamma_frequency_hz": None}
     frequency, start = excitation

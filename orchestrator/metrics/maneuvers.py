@@ -98,7 +98,7 @@ def _motion(run: RunData) -> dict[str, Any] | None:
         rows = np.searchsorted(t_ns, s.t_ns)
         for name in grid:
             grid[name][rows, k] = s.cols[name]
-    dims = {key: np.array([float(r.config["dims"][key]) for r in run.robots])
+    dims = {key: np.array([float(getattr(r.dims, key)) for r in run.robots])
             for key in ("length_m", "width_m", "rear_overhang_m")}
     return {"t_s": t_ns / 1e9, "ids": np.asarray(ids, np.int64), **grid, **dims}
 

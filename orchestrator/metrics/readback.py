@@ -18,6 +18,7 @@ as before; when it cannot (not installed on this machine, or ``--no-plugins``), 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from core.registry import Unresolved, reading_back
+from core.robot_blocks import InitialState
 from core.robots import RobotSpec
 
 
@@ -41,9 +43,9 @@ def read_back(out_dir: Path) -> tuple[Any, list[RobotSpec], list[Unresolved]]:
     return scenario, robots, unresolved
 
 
-def recorded_starts(robots: Sequence[RobotSpec], vehicles: Path) -> None:
-    """Set each robot's ``initial`` pose and speed to its sample at its spawn time in the vehicles trace (the true
-    state it started with); a robot without that sample keeps the default placement."""
+def recorded_starts(robots: list[RobotSpec], vehicles: Path) -> None:
+    """Give each robot (in place in ``robots``) the ``initial`` pose and speed of its sample at its spawn time in the
+    vehicles trace (the true state it started with); a robot without that sample keeps the default placement."""
     if not vehicles.is_file():
         return
     spawn = {r.id: r.spawn_ns for r in robots}
@@ -65,9 +67,9 @@ def recorded_starts(robots: Sequence[RobotSpec], vehicles: Path) -> None:
                 first[rid] = {name: float(values[k]) for name, values in cols.items()}
         if len(first) == len(spawn) or int(batch.column("t_ns").to_numpy().min(initial=0)) > times[-1]:
             break
-    for robot in robots:
+    for k, robot in enumerate(robots):
         if robot.id in first:
-            robot.config["initial"] = {**robot.config.get("initial", {}), **first[robot.id]}
+            robots[k] = replace(robot, initial=InitialState.from_plain(first[robot.id]))
 
 
 def _int64(values: Iterable[int]) -> Any:
@@ -82,7 +84,7 @@ def readback_notes(unresolved: Sequence[Unresolved], robots: Sequence[RobotSpec]
     for item in unresolved:
         head = f"{item.kind} '{item.name}' is not available here ({item.reason})"
         if item.kind == "controller":
-            users = [r.name for r in robots if r.config.get("controller", {}).get("type") == item.name]
+            users = [r.name for r in robots if r.controller is not None and r.controller.type == item.name]
             who = f" ({_names(users)})" if users else ""
             notes.append(f"{head}: the spacing errors of its followers{who} are the rear-axle distance minus the "
                          "recorded desired gap (trace column desired_gap_m), not the law's own spacing_error: the "

@@ -148,10 +148,9 @@ def build_laws(robots: Iterable[RobotSpec]) -> dict[int, Any]:
     classes: dict[str, Any] = {}  # one lookup per law: a failed import is not cached by Python
     laws: dict[int, Any] = {}
     for robot in robots:
-        config = robot.config.get("controller")
-        if robot.predecessor is None or config is None:
+        if robot.predecessor is None or robot.controller is None:
             continue
-        law = law_of_block(config, classes)
+        law = law_of_block(robot.controller.settings, classes)
         if law is not None:
             laws[robot.id] = law
     return laws

@@ -7,7 +7,6 @@ evaluated at the lowest cruising speed of the leader's drive, where it is hardes
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
 
@@ -44,7 +43,7 @@ def lateral_stability_notes(scenario: Scenario, robots: list[RobotSpec]) -> list
     the lateral gain is k1 where the platoon heads along y): lateral errors will grow from follower to follower."""
     groups: dict[tuple[float, float, float, float], list[str]] = defaultdict(list)
     for robot in robots:
-        block: dict[str, Any] = robot.config.get("controller") or {}
+        block = {} if robot.controller is None else robot.controller.settings
         if block.get("type") != "ela_cacc" or not block.get("extended", True):
             continue  # the classic look-ahead (s = 0) has |Gamma_lat| = 1 / |1 + j tau w| < 1 at every speed
         # the gains act on world-frame errors: the lateral one is k2 heading along x, k1 heading along y

@@ -86,7 +86,7 @@ def platoon_table(robots: Sequence[Any], followers: Mapping[str, Mapping[str, An
         if r.name in followers:
             platoon = str(followers[r.name].get("platoon", f"platoon {r.platoon}"))  # where it followed longest
             groups.setdefault(platoon, {})[r.name] = followers[r.name]
-            law = (r.config.get("controller") or {}).get("type")
+            law = None if r.controller is None else r.controller.type
             if law is not None or r.predecessor is not None:  # a joiner takes its new platoon's law
                 laws.setdefault(platoon, set()).add(str(law or "external"))
     return {f"{platoon} ({', '.join(sorted(laws.get(platoon) or {'joined'}))}, {len(members)} followers)":

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
 
 from controllers import CONTROLLERS
 from controllers.profiles import profile_inputs
 from core.robots import RobotSpec
-from federates.physics.vehicle_config import vehicle_params
 from orchestrator.scenario.model import BLOCK_KEYS, WAYPOINTS, Scenario
 
 GAP_LENGTHS_MAX = 8.0
@@ -38,16 +36,16 @@ def _gap_notes(robots: list[RobotSpec]) -> list[str]:
     groups: dict[tuple[str, float, float], list[str]] = defaultdict(list)
     gaps: dict[str, float] = {}  # per distinct controller block: a fleet shares one or a few
     for robot in robots:
-        block = robot.config.get("controller")
-        if not block:
+        if robot.controller is None:
             continue
+        block = robot.controller.settings
         key = json.dumps(block, sort_keys=True, default=str)
         if key not in gaps:
             law_cls = CONTROLLERS.get(block["type"])
             law = law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in BLOCK_KEYS}))
             gaps[key] = float(law.desired_gap(np.zeros(1))[0])
         gap = gaps[key]
-        length = float(robot.config["dims"]["length_m"])
+        length = robot.dims.length_m
         if np.isfinite(gap) and gap > GAP_LENGTHS_MAX * length:
             groups[(block["type"], gap, length)].append(robot.name)
     return [f"{law} {_who(names)}: a standstill gap of {gap:.3g} m is {gap / length:.0f} vehicle lengths "
@@ -59,22 +57,22 @@ def _excitation_notes(robots: list[RobotSpec]) -> list[str]:
     notes = []
     seen: set[str] = set()
     for robot in robots:
-        drive: dict[str, Any] | None = robot.config.get("driver")
-        if not drive or drive.get("profile") == WAYPOINTS:
+        drive = robot.driver
+        if drive is None or drive.profile == WAYPOINTS:
             continue
-        params = drive.get("params") or {}
+        params = drive.params
         amplitude, speed = params.get("amplitude_mps"), params.get("speed_mps")
-        max_speed = float(vehicle_params(robot.config)["max_speed_mps"])
-        key = repr((drive.get("profile"), sorted(params.items())))
+        max_speed = float(robot.vehicle.params["max_speed_mps"])
+        key = repr((drive.profile, sorted(params.items())))
         if key in seen:
             continue
         seen.add(key)
-        if drive.get("profile") == "sinusoid" and amplitude is not None and speed is not None and amplitude > speed:
-            notes.append(f"leader {robot.name}: the {drive['profile']} amplitude {amplitude:.3g} m/s exceeds its "
+        if drive.profile == "sinusoid" and amplitude is not None and speed is not None and amplitude > speed:
+            notes.append(f"leader {robot.name}: the {drive.profile} amplitude {amplitude:.3g} m/s exceeds its "
                          f"speed {speed:.3g} m/s, so the commanded speed would go negative and is cut at 0 (a "
                          "car-scale excitation on slower vehicles?)")
         t = np.arange(0.0, 60.0, 0.05)
-        v_max = float(np.max(profile_inputs(drive["profile"], params, t)[0]))
+        v_max = float(np.max(profile_inputs(drive.profile, params, t)[0]))
         if v_max > max_speed:
             notes.append(f"leader {robot.name}: the profile reaches {v_max:.3g} m/s, above the vehicle's maximum "
                          f"{max_speed:.3g} m/s")
@@ -85,8 +83,7 @@ def _lookahead_notes(robots: list[RobotSpec]) -> list[str]:
     speeds = _cruise_speeds(robots)
     groups: dict[tuple[float, float], list[str]] = defaultdict(list)
     for robot in robots:
-        block = robot.config.get("controller") or {}
-        lateral = block.get("lateral")
+        lateral = None if robot.controller is None else robot.controller.settings.get("lateral")
         v = speeds.get(robot.platoon, 0.0)
         if not lateral or v <= 0:
             continue
@@ -103,13 +100,13 @@ def _cruise_speeds(robots: list[RobotSpec]) -> dict[int, float]:
     """Each platoon's typical leader speed: its profile's mean over the first minute, or its track's cruise."""
     speeds: dict[int, float] = {}
     for robot in robots:
-        drive = robot.config.get("driver")
-        if not drive or robot.platoon in speeds:
+        drive = robot.driver
+        if drive is None or robot.platoon in speeds:
             continue
-        if drive.get("profile") == WAYPOINTS:
-            path = drive.get("path") or {}
+        if drive.profile == WAYPOINTS:
+            path = drive.path or {}
             speeds[robot.platoon] = float(max(path.get("speeds_mps") or [path.get("speed_mps", 1.0)]))
         else:
             t = np.arange(0.0, 60.0, 0.05)
-            speeds[robot.platoon] = float(np.mean(profile_inputs(drive["profile"], drive.get("params") or {}, t)[0]))
+            speeds[robot.platoon] = float(np.mean(profile_inputs(drive.profile, drive.params, t)[0]))
     return speeds

@@ -227,11 +227,11 @@ def check_channel(cls: Any) -> None:
 # -- vehicle models ----------------------------------------------------------------------------------------------
 def vehicle_parameters(cls: Any, n: int) -> list[dict[str, Any]]:
     """What the physics federate hands a model: the default preset merged with the model's own defaults."""
-    from federates.physics.vehicle_config import vehicle_params
+    from core.robot_blocks import DEFAULT_VEHICLE
 
     own = getattr(cls, "Params", None)
     extra = own().model_dump(mode="json") if own is not None else {}
-    return [{**vehicle_params({"vehicle": {}}), **extra} for _ in range(n)]
+    return [{**DEFAULT_VEHICLE.params, **extra} for _ in range(n)]
 
 
 def drive(cls: Any, n: int, steps: int = 300, dt: float = 0.01) -> list[Tables]:

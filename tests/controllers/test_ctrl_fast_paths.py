@@ -12,6 +12,7 @@ from controllers.conversions import MIN_SPEED_FOR_STEER_MPS, integrate_speed_row
 from controllers.ela_cacc import ElaCacc, ElaCaccParams
 from controllers.pipeline import ControlPipeline
 from core.federate import SetupContext
+from core.robot_blocks import ControllerSpec, DriveSpec
 from core.robots import RobotSpec
 from federates.control.federate import ControlFederate
 from federates.control.received import Received
@@ -122,8 +123,8 @@ def test_desired_gaps_read_late_are_those_of_their_step_through_a_spawn() -> Non
              "standstill_m": 1.0, "time_gap_s": 0.5}
     fed = ControlFederate("control", 20_000_000)
     fed.setup(SetupContext(seed=1, end_ns=10**9))
-    leader = RobotSpec(1, "r1", config={"driver": {"profile": "constant", "params": {"speed_mps": 1.0}}})
-    fed.spawn([leader, RobotSpec(2, "r2", predecessor=1, leader=1, config={"controller": dict(block)})])
+    leader = RobotSpec(1, "r1", driver=DriveSpec("constant", {"speed_mps": 1.0}))
+    fed.spawn([leader, RobotSpec(2, "r2", predecessor=1, leader=1, controller=ControllerSpec.from_plain(block))])
 
     def estimate(ids: np.ndarray, v: float) -> dict[str, np.ndarray]:
         n = len(ids)
@@ -132,7 +133,7 @@ def test_desired_gaps_read_late_are_those_of_their_step_through_a_spawn() -> Non
 
     first = fed.step(0, {"estimate": estimate(fed._ids, 1.0)})["control_diag"]
     second = fed.step(20_000_000, {"estimate": estimate(fed._ids, 3.0)})["control_diag"]
-    fed.spawn([RobotSpec(3, "r3", predecessor=2, leader=1, config={"controller": dict(block)})])
+    fed.spawn([RobotSpec(3, "r3", predecessor=2, leader=1, controller=ControllerSpec.from_plain(block))])
     third = fed.step(40_000_000, {"estimate": estimate(fed._ids, 2.0)})["control_diag"]
     # read in reverse order, after the spawn: each is its own step's r + h v (NaN for the leader and the newcomer
     # until its first step)

@@ -8,6 +8,7 @@ import pytest
 
 from controllers.pipeline import ControlPipeline
 from core.federate import SetupContext
+from core.robot_blocks import ControllerSpec, DriveSpec, InitialState
 from core.robots import RobotSpec
 from federates.control.federate import ControlFederate
 
@@ -18,11 +19,10 @@ ACC_BLOCK = {"type": "acc", "period_s": 0.04, "predict": "none", "lateral": None
 
 def platoon(n_followers: int, first_id: int = 1, block: dict | None = None) -> list[RobotSpec]:
     """A leader at constant speed and a chain of followers, in one list."""
-    driver = {"profile": "constant", "params": {"speed_mps": 1.5}}
-    leader = RobotSpec(first_id, f"r{first_id}", config={"driver": driver})
+    leader = RobotSpec(first_id, f"r{first_id}", driver=DriveSpec("constant", {"speed_mps": 1.5}))
     followers = [
         RobotSpec(first_id + k, f"r{first_id + k}", predecessor=first_id + k - 1, leader=first_id,
-                  config={"controller": dict(block or BLOCK), "initial": {"v": 1.0}})
+                  controller=ControllerSpec.from_plain(dict(block or BLOCK)), initial=InitialState(v=1.0))
         for k in range(1, n_followers + 1)
     ]
     return [leader, *followers]

@@ -38,7 +38,7 @@ class SpeedCommander(Federate):
         return FederateMeta(outputs=(command_port(self.name),), period_ns=self.period_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
-        self._mine += [r.id for r in robots if r.config.get("command_source", {}).get("federate") == self.name]
+        self._mine += [r.id for r in robots if r.driven_by(self.name)]
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         self._mine = [r for r in self._mine if r not in set(robot_ids)]

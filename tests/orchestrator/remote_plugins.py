@@ -3,8 +3,8 @@ beside the platoon, drives it and despawns it again."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ class Dispatcher(Federate):
         return FederateMeta(outputs=(command_port(self.name),), period_ns=self.period_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
-        self._mine += [r for r in robots if r.config.get("command_source", {}).get("federate") == self.name]
+        self._mine += [r for r in robots if r.driven_by(self.name)]
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         self._mine = [r for r in self._mine if r.id not in set(robot_ids)]
@@ -48,10 +48,10 @@ class Dispatcher(Federate):
         if t_ns >= self.spawn_ns and "spawn" not in self._asked and self._mine:
             self._asked.add("spawn")
             model = self._mine[0]
-            config = copy.deepcopy(model.config)
-            config["initial"] = {**config["initial"], "y": config["initial"]["y"] + self.offset_y, "v": 0.0}
-            self._ctx.request_spawn(RobotSpec(id=GUEST_ID, name="guest", spawn_ns=t_ns, platoon=-1, config=config),
-                                    t_ns)
+            initial = replace(model.initial, y=model.initial.y + self.offset_y, v=0.0)
+            self._ctx.request_spawn(RobotSpec(id=GUEST_ID, name="guest", spawn_ns=t_ns, platoon=-1,
+                                              vehicle=model.vehicle, dims=model.dims, initial=initial,
+                                              command_source=model.command_source), t_ns)
         if t_ns >= self.despawn_ns and "despawn" not in self._asked:
             self._asked.add("despawn")
             self._ctx.request_despawn(GUEST_ID, t_ns)

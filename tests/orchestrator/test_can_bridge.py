@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.federate import SetupContext
+from core.robot_blocks import CommandSourceSpec
 from core.robots import RobotSpec
 from federates.can import CanBridge, Codec
 from orchestrator.runner import run_scenario
@@ -168,8 +169,8 @@ def test_free_mode_applies_the_newest_valid_command_of_a_period_from_a_python_ca
     bridge.setup(SetupContext(seed=1, end_ns=10**9))
     ecu = can.Bus(interface="virtual", channel=f"free-{tmp_path.name}")
     try:
-        bridge.spawn([RobotSpec(id=3, name="r3", config={"command_source": {"federate": "can"}}),
-                      RobotSpec(id=4, name="r4", config={})])
+        bridge.spawn([RobotSpec(id=3, name="r3", command_source=CommandSourceSpec("can")),
+                      RobotSpec(id=4, name="r4")])
         state = {"id": np.array([3, 4]), "v": np.array([1.0, 2.0]), "a": np.zeros(2), "yaw_rate": np.zeros(2),
                  "steer": np.zeros(2)}
         out = bridge.step(0, {"state": state})["commands_can"]

@@ -146,11 +146,12 @@ def test_tls_options_from_the_environment_are_completed_by_the_scenario(tmp_path
 
 
 def test_a_robot_name_that_cannot_be_a_topic_level_is_an_error_naming_it():
+    from core.robot_blocks import CommandSourceSpec
     from core.robots import RobotSpec
 
     bridge = MqttBridge("mqtt")
-    bridge.spawn([RobotSpec(id=1, name="robot0", config={"command_source": {"federate": "mqtt"}}),
-                  RobotSpec(id=2, name="robot1", config={"command_source": {"federate": "ros"}})])
+    bridge.spawn([RobotSpec(id=1, name="robot0", command_source=CommandSourceSpec("mqtt")),
+                  RobotSpec(id=2, name="robot1", command_source=CommandSourceSpec("ros"))])
     assert bridge._driven == {1: "coopsim/robot0/cmd"}  # only its own robots listen to commands
     with pytest.raises(ValueError, match=r"robot 'a/b': '/', '\+' and '#' cannot be in an MQTT topic level"):
-        bridge.spawn([RobotSpec(id=3, name="a/b", config={})])
+        bridge.spawn([RobotSpec(id=3, name="a/b")])

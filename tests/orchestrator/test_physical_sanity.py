@@ -264,8 +264,8 @@ def test_the_loader_validates_and_never_plans():
 def test_cruise_followers_start_at_the_default_spacing():
     scenario = load_scenario(REPO / "scenarios" / "platoon.yaml", ["controller={type: cruise, period_s: 0.02}"])
     robots = expand_robots(scenario)
-    v0, length = robots[0].config["initial"]["v"], robots[0].config["dims"]["length_m"]
-    gaps = [a.config["initial"]["x"] - b.config["initial"]["x"] for a, b in itertools.pairwise(robots)]
+    v0, length = robots[0].initial.v, robots[0].dims.length_m
+    gaps = [a.initial.x - b.initial.x for a, b in itertools.pairwise(robots)]
     # bumper to bumper standstill gap + time gap x start speed, plus a body length between rear axles
     assert gaps == pytest.approx([DEFAULT_STANDSTILL_GAP_M + DEFAULT_TIME_GAP_S * v0 + length] * 3)
     assert gaps[0] == pytest.approx(2.0 + 1.0 * 1.0 + 0.49)

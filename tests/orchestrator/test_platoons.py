@@ -40,10 +40,10 @@ def test_followers_start_behind_their_leader_along_its_heading(yaw_deg):
     yaw = math.radians(yaw_deg)
     assert [r.name for r in robots] == ["p0_0", "p0_1", "p0_2", "p0_3"]
     for pred, robot in itertools.pairwise(robots):
-        a, b = pred.config["initial"], robot.config["initial"]
+        a, b = pred.initial.plain(), robot.initial.plain()
         dx, dy = a["x"] - b["x"], a["y"] - b["y"]
         spacing = math.hypot(dx, dy)
-        assert spacing > robot.config["dims"]["length_m"]  # bodies apart
+        assert spacing > robot.dims.length_m  # bodies apart
         assert dx == pytest.approx(spacing * math.cos(yaw), abs=1e-9)
         assert dy == pytest.approx(spacing * math.sin(yaw), abs=1e-9)
         assert b["yaw"] == pytest.approx(yaw)
@@ -55,10 +55,10 @@ def test_on_a_track_followers_start_behind_the_leader_along_the_track():
   path: {closed: true, waypoints: [[0, 0], [10, 0], [10, 10], [0, 10]]}""") + "platoons: [{count: 3}]\n"
     robots = expand_robots(parse_scenario(text))
     track = Track(np.array([[0, 0], [10, 0], [10, 10], [0, 10]], float), closed=True)
-    lead = robots[0].config["initial"]
+    lead = robots[0].initial.plain()
     assert (lead["x"], lead["y"], lead["yaw"]) == (0.0, 0.0, 0.0)
     for robot in robots[1:]:  # on the closing segment x = 0, heading south towards the start
-        pose = robot.config["initial"]
+        pose = robot.initial.plain()
         assert pose["x"] == pytest.approx(0.0) and 0 < pose["y"] < 10
         assert pose["yaw"] == pytest.approx(-math.pi / 2)
     assert track.length_m == 40.0
@@ -100,11 +100,11 @@ def test_each_platoon_has_its_own_law_and_validate_says_so():
     assert "13 robots in 3 platoons" in proc.stdout  # the two platoons and the joiner
     assert "controller acc (5 robots), controller ela_cacc (5 robots)" in proc.stdout
     robots = expand_robots(load_scenario(REPO / "scenarios" / "two_platoons.yaml"))
-    assert {r.config["controller"]["type"] for r in robots if r.platoon == 0 and "controller" in r.config} == {"acc"}
-    assert robots[6].config["driver"]["path"]["waypoints"][0] == [0.0, 0.0]  # the outer leader on the track itself
+    assert {r.controller.type for r in robots if r.platoon == 0 and r.controller is not None} == {"acc"}
+    assert robots[6].driver.path["waypoints"][0] == [0.0, 0.0]  # the outer leader on the track itself
     # the inner leader's lane: 0.8 m inside; at the first vertex (a 45 degree turn) the mitre point is
     # 0.8 (n1 + n2) / (1 + n1 . n2) with the left normals n1 = (1, 1) / sqrt 2 and n2 = (0, 1)
-    assert robots[0].config["driver"]["path"]["waypoints"][0] == pytest.approx([0.8 * (math.sqrt(2) - 1), 0.8])
+    assert robots[0].driver.path["waypoints"][0] == pytest.approx([0.8 * (math.sqrt(2) - 1), 0.8])
 
 
 @pytest.mark.parametrize(("change", "where", "message"), [
@@ -140,6 +140,6 @@ drivers: [{federate: cmd, platoons: [1]}]
     robots = expand_robots(parse_scenario(text))
     assert [r.name for r in robots] == ["lead", "second", "b_0", "b_1"]
     assert [r.platoon for r in robots] == [0, 0, 1, 1] and robots[3].leader == robots[2].id
-    assert [("command_source" in r.config) for r in robots] == [False, False, True, True]
+    assert [(r.command_source is not None) for r in robots] == [False, False, True, True]
     with pytest.raises(ScenarioError, match="no platoon 2"):
         parse_scenario(text.replace("platoons: [1]", "platoons: [2]"))

@@ -45,6 +45,7 @@ def test_a_hosted_federate_spawns_drives_and_despawns_a_robot(tmp_path):
 def test_spawn_requests_travel_only_to_an_orchestrator_that_announced_them():
     """At the protocol level: the requests ride on the reply of the call that made them, and a client whose Hello
     lacks the "spawn_requests" capability gets the federate's refusal instead."""
+    from core.robot_blocks import CommandSourceSpec, InitialState
     from core.robots import RobotSpec
     from federates.remote.client import build_request
     from federates.remote.codec import pb
@@ -52,8 +53,7 @@ def test_spawn_requests_travel_only_to_an_orchestrator_that_announced_them():
     from federates.remote.policy import HostPolicy
 
     host = _Host(HostPolicy.from_options(allow=["tests.orchestrator"]), None, 1 << 20, 60.0)
-    robot = RobotSpec(1, "robot0", config={"command_source": {"federate": "disp"},
-                                            "initial": {"x": 0.0, "y": 0.0, "yaw": 0.0, "v": 0.0}})
+    robot = RobotSpec(1, "robot0", command_source=CommandSourceSpec("disp"), initial=InitialState(0.0, 0.0, 0.0, 0.0))
     replies = {}
     for capabilities in ([], ["spawn_requests"]):
         session = _Session(host, context=None)

@@ -127,7 +127,7 @@ def test_markers_show_every_robot_with_its_size_and_name(run):
     names = {m["id"]: m["text"] for m in last if m["ns"] == "names"}
     assert set(boxes) == set(names) == {r.id for r in robots}
     for robot in robots:
-        box, dims = boxes[robot.id], robot.config["dims"]
+        box, dims = boxes[robot.id], robot.dims.plain()
         assert names[robot.id] == robot.name
         assert box["type"] == 1 and box["frame"] == "map"  # CUBE in the map frame
         assert (box["sx"], box["sy"]) == (dims["length_m"], dims["width_m"])

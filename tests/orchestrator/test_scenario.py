@@ -41,10 +41,10 @@ def test_the_shipped_platoon_scenario_is_valid_and_as_specified():
     assert scenario.leader.profile == "s_curve" and scenario.channel.type == "ideal"
     ctrl = scenario.controller.model_dump()
     assert (ctrl["k1"], ctrl["k2"], ctrl["standstill_m"], ctrl["time_gap_s"]) == (1.0, 1.0, 1.0, 1.0)
-    params = robots[1].config["dims"]
+    params = robots[1].dims.plain()
     assert params["wheelbase_m"] == 0.32
     # followers start at the desired look-ahead distance D = r + h v behind their predecessor
-    assert robots[0].config["initial"]["x"] - robots[1].config["initial"]["x"] == pytest.approx(2.0)
+    assert robots[0].initial.x - robots[1].initial.x == pytest.approx(2.0)
 
 
 def test_unknown_key_suggests_the_close_name_and_lists_allowed():
@@ -123,7 +123,7 @@ def test_fleet_overrides_and_spawn_times():
     text = text.replace("  count: 3\n", "  count: 3\n" + override)
     robots = expand_robots(parse_scenario(text))
     assert robots[2].spawn_ns == 2_500_000_000
-    assert robots[2].config["controller"]["k1"] == 2.0 and robots[1].config["controller"]["k1"] == 1.0
+    assert robots[2].controller.settings["k1"] == 2.0 and robots[1].controller.settings["k1"] == 1.0
 
 
 def test_yaml_words_like_off_stay_strings():
@@ -136,9 +136,9 @@ def test_yaml_words_like_off_stay_strings():
 def test_a_partial_initial_block_keeps_the_default_placement_of_the_other_fields():
     override = "  overrides:\n    robot2: {initial: {v: 0.5}}\n    robot1: {initial: {y: 3.0}}\n"
     robots = expand_robots(parse_scenario(BASE.replace("  count: 3\n", "  count: 3\n" + override)))
-    assert robots[2].config["initial"]["v"] == 0.5
-    assert robots[2].config["initial"]["x"] < robots[1].config["initial"]["x"] < 0.0  # still behind, not at 0
-    assert robots[1].config["initial"]["y"] == 3.0 and robots[1].config["initial"]["x"] < 0.0
+    assert robots[2].initial.v == 0.5
+    assert robots[2].initial.x < robots[1].initial.x < 0.0  # still behind, not at 0
+    assert robots[1].initial.y == 3.0 and robots[1].initial.x < 0.0
 
 
 def test_per_robot_controller_overrides_are_validated_like_the_block():
@@ -158,8 +158,8 @@ def test_per_robot_controller_overrides_are_validated_like_the_block():
 def test_an_override_with_another_law_keeps_the_federate_settings():
     text = BASE.replace("  count: 3\n", "  count: 3\n  overrides:\n    robot2: {controller: {type: acc}}\n")
     robots = expand_robots(parse_scenario(text + "  predict: ctrv\n"))
-    assert robots[2].config["controller"]["type"] == "acc" and robots[2].config["controller"]["predict"] == "ctrv"
-    assert "k1" not in robots[2].config["controller"] and robots[1].config["controller"]["k1"] == 1.0
+    assert robots[2].controller.type == "acc" and robots[2].controller.settings["predict"] == "ctrv"
+    assert "k1" not in robots[2].controller.settings and robots[1].controller.settings["k1"] == 1.0
 
 
 @pytest.mark.parametrize(("extra", "expected"), [
@@ -238,7 +238,7 @@ def test_a_leader_profile_by_path_runs_its_own_parameters():
     scenario = parse_scenario(text.replace("stop_at:", "stop_at_s:"))
     assert scenario.leader.params == {"speed_mps": 0.5, "stop_at_s": 3.0}
     robots = expand_robots(scenario)
-    assert robots[0].config["initial"]["v"] == 0.5 and robots[0].config["driver"]["params"]["stop_at_s"] == 3.0
+    assert robots[0].initial.v == 0.5 and robots[0].driver.params["stop_at_s"] == 3.0
     from controllers.profiles import PROFILES, ProfileParams
 
     # the control federate's form: PROFILES[name](t, ProfileParams(**driver params))

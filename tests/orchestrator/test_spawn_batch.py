@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.robots import RobotSpec, shared_rows
-from federates.physics.vehicle_config import robot_params, vehicle_params
+from core.spawn_columns import vehicle_params
 from orchestrator.build.world import build_world, expand_robots
 from orchestrator.scenario.loader import parse_scenario
 
@@ -41,21 +41,21 @@ def test_robots_of_one_template_share_their_blocks_and_overrides_get_their_own()
     robots = expand_robots(parse_scenario(FLEET))
     by_name = {r.name: r for r in robots}
     plain = [by_name[n] for n in ("robot1", "robot2", "robot5")]
-    assert all(r.config["vehicle"] is plain[0].config["vehicle"] for r in plain)
-    assert all(r.config["dims"] is plain[0].config["dims"] for r in plain)
-    assert plain[0].config["controller"] is plain[1].config["controller"]
-    assert by_name["robot3"].config["vehicle"] is not plain[0].config["vehicle"]
-    assert by_name["robot3"].config["dims"]["length_m"] == 0.61
-    assert by_name["robot4"].config["controller"]["type"] == "ploeg_cacc"
-    assert by_name["robot1"].config["controller"]["type"] == "ela_cacc"
+    assert all(r.vehicle is plain[0].vehicle for r in plain)
+    assert all(r.dims is plain[0].dims for r in plain)
+    assert plain[0].controller is plain[1].controller
+    assert by_name["robot3"].vehicle is not plain[0].vehicle
+    assert by_name["robot3"].dims.length_m == 0.61
+    assert by_name["robot4"].controller.type == "ploeg_cacc"
+    assert by_name["robot1"].controller.type == "ela_cacc"
     # the two platoons' leaders drive the same profile: one shared driver block
-    assert by_name["robot0"].config["driver"] is by_name["robot3"].config["driver"]
+    assert by_name["robot0"].driver is by_name["robot3"].driver
 
 
 def test_robot_params_read_like_per_robot_dicts():
     robots = expand_robots(parse_scenario(FLEET))
-    params = robot_params(robots)
-    expected = [vehicle_params(r.config) for r in robots]
+    params = vehicle_params(robots)
+    expected = [r.vehicle.params for r in robots]
     assert len(params) == len(robots) and list(params) == expected
     assert len(params.distinct) == 2  # the template and robot3's override
     np.testing.assert_array_equal(params.column("max_speed_mps"), [p["max_speed_mps"] for p in expected])
@@ -73,10 +73,10 @@ def test_federate_rows_carry_each_robots_own_parameters_after_a_batch_spawn():
     names = [r.name for r in world.robots]
     length = physics._bodies.length
     assert length[names.index("robot3")] == 0.61
-    assert np.all(np.delete(length, names.index("robot3")) == world.robots[0].config["dims"]["length_m"])
+    assert np.all(np.delete(length, names.index("robot3")) == world.robots[0].dims.length_m)
     max_speed = control._max_speed
     assert max_speed[names.index("robot3")] == 3.3
-    assert max_speed[names.index("robot1")] == vehicle_params(world.robots[1].config)["max_speed_mps"]
+    assert max_speed[names.index("robot1")] == world.robots[1].vehicle.params["max_speed_mps"]
     # two controller groups among the followers: ela_cacc (robot1, robot2, robot5) and robot4's ploeg_cacc
     members = sorted(sorted(g.ids.tolist()) for g in control._groups.values())
     ids = {r.name: r.id for r in world.robots}

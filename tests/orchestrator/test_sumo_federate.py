@@ -324,6 +324,7 @@ def test_physics_poses_a_robot_at_the_time_its_pose_is_valid_and_moves_it_on_in_
     """The physics side on its own: a pose published early waits for its time; between poses the body moves on
     along its last arc; a robot of another model ignores pose rows."""
     from core.federate import SetupContext
+    from core.robot_blocks import InitialState, VehicleBlock
     from core.robots import RobotSpec
     from federates.physics.config import PhysicsConfig
     from federates.physics.federate import PhysicsFederate
@@ -331,10 +332,8 @@ def test_physics_poses_a_robot_at_the_time_its_pose_is_valid_and_moves_it_on_in_
 
     physics = PhysicsFederate("physics", 10_000_000, PhysicsConfig())
     physics.setup(SetupContext(seed=1, end_ns=10**9))
-    posed = RobotSpec(7, "posed", config={"vehicle": {"model": POSED_MODEL, "preset": "g35_sedan"},
-                                          "initial": {"x": 0.0, "y": 0.0, "yaw": 0.0, "v": 0.0}, "posed_by": "s"})
-    driven = RobotSpec(8, "driven", config={"vehicle": {"model": "kinematic", "preset": "g35_sedan"},
-                                            "initial": {"x": 0.0, "y": 50.0, "yaw": 0.0, "v": 0.0}})
+    posed = RobotSpec(7, "posed", vehicle=VehicleBlock("g35_sedan", POSED_MODEL), posed_by="s")
+    driven = RobotSpec(8, "driven", vehicle=VehicleBlock("g35_sedan", "kinematic"), initial=InitialState(y=50.0))
     physics.spawn([posed, driven])
 
     def pose(t_ns, robot, x, v, yaw_rate=0.0):

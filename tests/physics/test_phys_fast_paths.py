@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from core.rng import KeyedNormal
+from core.robot_blocks import DEFAULT_VEHICLE, InitialState, VehicleBlock
 from core.robots import RobotSpec
+from core.spawn_columns import block_column, optional_ids, shared_blocks, spec_column
 from federates.physics.collisions import _any_near, near_pairs
 from federates.physics.federate import PhysicsFederate
 from federates.physics.range_scan import RangeSensor
 from federates.physics.snapshot import state_snapshot
-from federates.physics.spawn_columns import config_column, float_column, optional_ids, shared_blocks, spec_column
 
 from .range_oracle import nearest_in_path, predicted_curvature
 
@@ -123,8 +124,8 @@ def test_collision_screening_finds_a_near_pair_exactly_when_the_sweep_does() -> 
 
 
 def _spec(robot_id: int, x: float) -> RobotSpec:
-    vehicle = {"preset": "auna_rc_1to10", "model": "kinematic"}
-    return RobotSpec(id=robot_id, name=f"r{robot_id}", config={"vehicle": vehicle, "initial": {"x": x, "v": 1.0}})
+    return RobotSpec(id=robot_id, name=f"r{robot_id}", vehicle=VehicleBlock("auna_rc_1to10", "kinematic"),
+                     initial=InitialState(x=x, v=1.0))
 
 
 def test_the_range_port_computes_the_same_noisy_values_when_read_later() -> None:
@@ -158,19 +159,18 @@ def test_the_range_port_computes_the_same_noisy_values_when_read_later() -> None
 
 
 def test_spawn_columns_read_what_the_comprehensions_read() -> None:
-    shared = {"preset": "auna_rc_1to10"}
+    shared = VehicleBlock("passenger_car")
     robots = [RobotSpec(id=k, name=f"r{k}", predecessor=None if k % 3 == 0 else k - 1,
-                        config={"vehicle": shared, "initial": {"x": np.float64(k), "v": 2}} if k != 4 else {})
+                        **({"vehicle": shared, "initial": InitialState(x=float(k), v=2.0)} if k != 4 else {}))
               for k in range(7)]
-    configs = spec_column(robots, "config")
     assert spec_column(robots, "name") == [f"r{k}" for k in range(7)]
-    initial = config_column(configs, "initial", {})
-    x = float_column(initial, "x", 0.0)
+    initial = spec_column(robots, "initial")
+    x = block_column(initial, "x")
     assert x.dtype == np.float64 and x.tolist() == [0.0, 1.0, 2.0, 3.0, 0.0, 5.0, 6.0]
-    assert float_column(initial, "v", 0.0).tolist() == [2.0, 2.0, 2.0, 2.0, 0.0, 2.0, 2.0]
-    assert float_column([], "x", 0.0).dtype == np.float64
-    blocks, index = shared_blocks(config_column(configs, "vehicle"))
-    assert blocks == [shared, None] and index.tolist() == [0, 0, 0, 0, 1, 0, 0]
+    assert block_column(initial, "v").tolist() == [2.0, 2.0, 2.0, 2.0, 0.0, 2.0, 2.0]
+    assert block_column([], "x").dtype == np.float64
+    blocks, index = shared_blocks(spec_column(robots, "vehicle"))
+    assert blocks[0] is shared and blocks[1] is DEFAULT_VEHICLE and index.tolist() == [0, 0, 0, 0, 1, 0, 0]
     one, zeros = shared_blocks([shared] * 5)
     assert one == [shared] and zeros.tolist() == [0] * 5
     assert optional_ids(spec_column(robots, "predecessor")).tolist() == [-1, 0, 1, -1, 3, 4, -1]

@@ -16,13 +16,14 @@ import pytest
 import yaml
 
 from core.federate import SetupContext
+from core.robot_blocks import InitialState, VehicleBlock
 from core.robots import RobotSpec
 from federates.physics.collisions import colliding_pairs
 from federates.physics.config import PhysicsConfig
 from federates.physics.federate import PhysicsFederate
 from federates.physics.models.dynamic import DynamicSingleTrack
 from federates.physics.models.kinematic import KinematicBicycle
-from federates.physics.vehicle_config import vehicle_params
+from federates.physics.presets import preset
 from orchestrator.build.world import build_world
 from orchestrator.engine.scheduler import BaseObserver
 from orchestrator.runner import run_scenario
@@ -72,9 +73,8 @@ def run_world(text: str, *ports: str) -> tuple[Any, PortLog]:
 
 def spec(robot_id: int, model: str, preset: str = "auna_rc_1to10", x: float = 0.0, y: float = 0.0,
          **params: Any) -> RobotSpec:
-    vehicle = {"preset": preset, "model": model, "params": params}
-    return RobotSpec(id=robot_id, name=f"r{robot_id}",
-                     config={"vehicle": vehicle, "initial": {"x": x, "y": y, "yaw": 0.0, "v": 1.0}})
+    return RobotSpec(id=robot_id, name=f"r{robot_id}", vehicle=VehicleBlock(preset, model, params),
+                     initial=InitialState(x=x, y=y, yaw=0.0, v=1.0))
 
 
 def test_mixed_fleet_steps_each_robot_with_its_model_in_roster_order() -> None:
@@ -95,10 +95,11 @@ def test_mixed_fleet_steps_each_robot_with_its_model_in_roster_order() -> None:
     # reference: each robot alone in its own model, driven by the same commands
     refs = []
     for s in specs:
-        mode = s.config["vehicle"]["params"].get("input_mode", "speed_steer")
-        cls = KinematicBicycle if s.config["vehicle"]["model"] == "kinematic" else DynamicSingleTrack
+        mode = s.vehicle.overrides.get("input_mode", "speed_steer")
+        cls = KinematicBicycle if s.vehicle.model == "kinematic" else DynamicSingleTrack
         model = cls(0.01) if mode == "speed_steer" else cls(0.01, input_mode=mode)
-        model.add([vehicle_params(s.config)], {k: np.array([s.config["initial"][k]]) for k in ("x", "y", "yaw", "v")})
+        model.add([dict(preset(s.vehicle.preset), **s.vehicle.overrides)],
+                  {k: np.array([getattr(s.initial, k)]) for k in ("x", "y", "yaw", "v")})
         refs.append(model)
     ids = np.array([s.id for s in specs], np.int64)
     rng = np.random.default_rng(3)
@@ -186,7 +187,7 @@ def test_range_port_gives_bumper_gap_to_predecessor() -> None:
                          duration_s=3.0)
     _, log = run_world(text, "range")
     sigma = PhysicsConfig().range_sensor.range_noise_std_m
-    dims = vehicle_params({"vehicle": {"preset": "auna_rc_1to10"}})
+    dims = preset("auna_rc_1to10")
     length, rear = dims["length_m"], dims["rear_overhang_m"]
     samples = log.rows["range"]
     assert len(samples) == 3.0 / 0.05 + 1  # every 50 ms, from t = 0
