@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.federate import PortData
+from core.registry import Registry
 
 from .client import RemoteFederate
 
@@ -46,7 +47,13 @@ class HostedV2X(RemoteFederate):
         return bool(getattr(model, "logs_every_transmission", False))
 
 
-HOSTED = {"physics": HostedPhysics, "v2x": HostedV2X, "control": RemoteFederate}
-"""The proxy class of each built-in kind."""
+HOSTED = Registry(
+    "hosted built-in federate",
+    {"physics": "federates.remote.hosted_builtins:HostedPhysics", "v2x": "federates.remote.hosted_builtins:HostedV2X",
+     "control": "federates.remote.client:RemoteFederate"},
+    base="federates.remote.client:RemoteFederate",
+)
+"""The proxy class of each built-in kind a ``coopsim host`` can run (``HOSTED.get(kind)``; an unknown kind lists
+the valid ones)."""
 
 __all__ = ["HOSTED", "HostedPhysics", "HostedV2X"]

@@ -18,6 +18,8 @@ from federates.physics.models import VEHICLE_MODELS
 from federates.physics.models.tyres import TYRE_REGISTRY
 from orchestrator.metrics import METRICS
 
+from . import doubles
+
 REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "controllers": (CONTROLLERS, ("acc", "cacc_fallback", "cruise", "ela_cacc", "path_cacc", "ploeg_cacc")),
     "channels": (COMMS_MODELS, ("ideal", "itsg5")),
@@ -48,15 +50,14 @@ FEDERATE_FACTORIES: dict[str, Callable[[str], Any]] = {
     "can": lambda name: FEDERATE_KINDS.get("can")(name),  # python-can's in-process virtual bus by default
     "sumo": lambda name: FEDERATE_KINDS.get("sumo")(  # libsumo in process, on the shipped motorway
         name, net="sumo/highway.net.xml", scenario_dir=Path(__file__).resolve().parents[2] / "scenarios"),
+    "helics": doubles.helics_bridge,  # an in-process double of the federation
+    "fmu": doubles.fmu_federate,  # the tests' odometer FMU, built with pythonfmu
 }
 """How to build each federate kind that needs no outside service (a plug-in kind taking only a name needs none)."""
 
 FEDERATES_NEEDING_SERVICES: dict[str, str] = {
-    "helics": "needs a running HELICS broker (helics_broker) and the helics package: tests/orchestrator/"
-              "test_helics_bridge.py runs it",
     "ros2": "needs a ROS 2 installation (rclpy and a DDS middleware): tests/orchestrator/test_ros2_bridge.py runs it",
     "mqtt": "needs an MQTT broker (mosquitto): tests/orchestrator/test_mqtt_bridge.py runs it",
-    "fmu": "needs an FMU file built for the platform (pythonfmu): tests/orchestrator/test_fmu_federate.py runs it",
 }
 """Federate kinds skipped here, with what they need."""
 
