@@ -130,7 +130,7 @@ class CanBridge(Federate):
                 raise ValueError(f"robot '{robot.name}': station id {robot.id} has no CAN slot (the bus layout gives "
                                  f"robots 0-{MAX_SLOT} ids base + station id); give it a smaller id")
             self._slots[robot.id] = robot.name
-            if robot.config.get("command_source", {}).get("federate") == self.name:
+            if robot.driven_by(self.name):
                 self._driven[robot.id] = robot.name
         frames = 2 * len(self._slots) + len(self._driven)
         if frames > self._peak_frames:

@@ -109,7 +109,7 @@ class FmuFederate(Federate):
         from fmpy.fmi2 import FMU2Slave
 
         for robot in robots:
-            if robot.config.get("command_source", {}).get("federate") == self.name:
+            if robot.driven_by(self.name):
                 self._driven.add(robot.id)
             elif self.robot_names is not None and robot.name not in self.robot_names:
                 continue

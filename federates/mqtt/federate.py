@@ -108,7 +108,7 @@ class MqttBridge(Federate):
                                  "rename it")
             ids[robot.name] = robot.id
             names[robot.id] = robot.name
-            if robot.config.get("command_source", {}).get("federate") == self.name:
+            if robot.driven_by(self.name):
                 driven[robot.id] = f"{self.prefix}/{robot.name}/cmd"
         self._ids, self._driven, self._names = ids, driven, names
 

@@ -125,7 +125,7 @@ class Ros2Bridge(Federate):
                 raise ValueError(f"robot '{robot.name}': not a valid ROS name token, so no topic /{robot.name}/... "
                                  "can exist; rename it (letters, digits, '_', not starting with a digit)")
             self._names[robot.id] = robot.name
-            self._dims[robot.id] = dict(robot.config.get("dims", {}))
+            self._dims[robot.id] = robot.dims.plain()
             for kind, pubs in self._pubs.items():
                 msg_type, qos = kinds[kind]
                 pubs[robot.id] = self._ros.publisher(msg_type, f"/{robot.name}/{kind}", qos)
@@ -134,7 +134,7 @@ class Ros2Bridge(Federate):
             self._out["ground_truth"][robot.id] = m.new_odometry("map", f"{robot.name}/base_link")
             self._out["range"][robot.id] = m.new_range(f"{robot.name}/range_sensor", p.range_fov_rad, p.range_min_m,
                                                        p.range_max_m)
-            driven = robot.config.get("command_source", {}).get("federate") == self.name
+            driven = robot.driven_by(self.name)
             sized = {"length_m", "width_m", "rear_overhang_m"} <= self._dims[robot.id].keys()
             if self._marker_set is not None and sized:
                 self._marker_set.add(robot.id, robot.name, self._dims[robot.id], driven)
