@@ -7,31 +7,30 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from comms_models.itsg5 import access as ax
-from comms_models.itsg5 import model
+from comms_models.itsg5 import medium
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
-BUFFERS = {"_ti": ax.N_TI64, "_tf": ax.N_CONTENT, "_li": ax.N_LI64, "_lf": ax.N_LF64, "_tx_out": ax.N_TXO,
-           "_rx_out_i": ax.N_RXO_I, "_rx_out_f": ax.N_RXO_F}
+BUFFERS = {"ti": ax.N_TI64, "tf": ax.N_CONTENT, "li": ax.N_LI64, "lf": ax.N_LF64, "tx_out": ax.N_TXO,
+           "rx_out_i": ax.N_RXO_I, "rx_out_f": ax.N_RXO_F}
 
 
 def _run(tmp: Path, name: str, rows: int | None, monkeypatch: pytest.MonkeyPatch) -> str:
-    init = model.ItsG5Channel.__init__
+    init = medium.KernelBuffers.__init__
 
-    def sized(self: model.ItsG5Channel, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
+    def sized(self: medium.KernelBuffers) -> None:
+        init(self)
         if rows is not None:
             for attr, columns in BUFFERS.items():
                 setattr(self, attr, np.empty((rows, columns), getattr(self, attr).dtype))
 
-    monkeypatch.setattr(model.ItsG5Channel, "__init__", sized)
+    monkeypatch.setattr(medium.KernelBuffers, "__init__", sized)
     # 240 stations at 10 Hz within a few hundred metres: bursts of frames with equal start times, all in range
     scenario = load_scenario(REPO / "scenarios" / "platoon.yaml", [
         "channel.type=itsg5", "channel.trace=all", "vehicles.count=240", "platoon.size=8", "duration_s=1.0",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from comms_models.itsg5 import access as ax
-from comms_models.itsg5 import model
+from comms_models.itsg5 import medium
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 
@@ -39,24 +39,24 @@ def _run(tmp: Path, name: str, sets: list[str]) -> str:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_skipping_idle_steps_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
     calls = {"kernel": 0, "steps": 0}
-    advance, step = ax.advance, model.ItsG5Channel._advance_medium
+    advance, step = ax.advance, medium.Medium.advance
 
     def counted_advance(*args: object) -> int:
         calls["kernel"] += 1
         return advance(*args)
 
-    def counted_step(self: model.ItsG5Channel, t_ns: int, x: object, y: object) -> None:
+    def counted_step(self: medium.Medium, t_ns: int, x: object, y: object, on_window: object) -> bool:
         calls["steps"] += 1
-        step(self, t_ns, x, y)
+        return step(self, t_ns, x, y, on_window)
 
-    monkeypatch.setattr(model.ax, "advance", counted_advance)
-    monkeypatch.setattr(model.ItsG5Channel, "_advance_medium", counted_step)
+    monkeypatch.setattr(medium.ax, "advance", counted_advance)
+    monkeypatch.setattr(medium.Medium, "advance", counted_step)
     skipping = _run(tmp_path, "skipping", CASES[case])
     assert calls["kernel"] < 0.8 * calls["steps"], calls  # the skip is taken (most steps of a small platoon)
 
-    def every_step(self: model.ItsG5Channel, t_ns: int, x: object, y: object) -> None:
-        self._ctr[ax.C_NEXT] = 0  # as if something could always happen
-        step(self, t_ns, x, y)
+    def every_step(self: medium.Medium, t_ns: int, x: object, y: object, on_window: object) -> bool:
+        self.ctr[ax.C_NEXT] = 0  # as if something could always happen
+        return step(self, t_ns, x, y, on_window)
 
-    monkeypatch.setattr(model.ItsG5Channel, "_advance_medium", every_step)
+    monkeypatch.setattr(medium.Medium, "advance", every_step)
     assert _run(tmp_path, "every", CASES[case]) == skipping

@@ -318,7 +318,7 @@ def test_a_station_leaving_takes_its_queued_pms_with_it():
     # 25 Hz PMs without DCC keep a PM waiting behind a CAM now and then; station 1 leaves mid-run
     sim = Stations({"platooning_message": {"rate_hz": 25.0}, "dcc": {"mode": "off"}}, [40.0, 20.0, 0.0], v=20.0)
     t_ms = 0
-    while not sim.ch._si[1, ax.S_NEXT]:  # until station 1 has a frame waiting behind another
+    while not sim.ch.medium.si[1, ax.S_NEXT]:  # until station 1 has a frame waiting behind another
         sim.run(10, start_ms=t_ms)
         t_ms += 10
         assert t_ms < 3000
@@ -333,7 +333,7 @@ def test_a_station_leaving_takes_its_queued_pms_with_it():
     assert not ((trace["sender"] == 1) & (trace["event"] == "tx") & late).any()
     rx = {k: np.concatenate([d[k] for d in sim.rx[t_ms // 10 + 1:]]) for k in sim.rx[0]}
     assert set(rx["sender"].tolist()) == {0} and np.isfinite(rx["u_des"]).mean() > 0.9
-    assert not np.isin(sim.ch.pm_rx.keys >> 32, [1]).any() and not np.isin(sim.ch.pm_rx.keys & 0xFFFFFFFF, [1]).any()
+    assert not np.isin(sim.ch.pm.rx.keys >> 32, [1]).any() and not np.isin(sim.ch.pm.rx.keys & 0xFFFFFFFF, [1]).any()
 
 
 def test_the_leader_whose_acceleration_a_pm_relays():
