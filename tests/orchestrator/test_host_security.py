@@ -80,11 +80,11 @@ class Session:
 
 def _itsg5() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The V2X federate's parameters for the platoon with ITS-G5 (which writes v2x.pcap), and its robots."""
-    from dataclasses import asdict
+    from core.robots import robot_fields
 
     world = build_world(parse_scenario(PLATOON, overrides=["channel.type=itsg5"]))
     v2x = world.federates["v2x"]
-    return {"step_ns": v2x.step_ns, "channel": v2x.channel_config}, [asdict(r) for r in world.robots]
+    return {"step_ns": v2x.step_ns, "channel": v2x.channel_config}, [robot_fields(r) for r in world.robots]
 
 
 def _padded(n: int) -> bytes:
