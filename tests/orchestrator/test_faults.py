@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -38,11 +37,10 @@ def _readable(run_dir: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", ["Sleeper", "Spinner"])
+@pytest.mark.timeout(180)  # the hang guard: without the watchdog the step sleeps an hour, or spins for ever
 def test_a_hung_step_is_stopped_by_the_watchdog_naming_the_federate(tmp_path, kind):
     scenario = parse_scenario(PLATOON, overrides=_with(kind, at_s=0.5))
-    started = time.perf_counter()
     result = run_scenario(scenario, tmp_path, step_timeout_s=0.5)
-    assert time.perf_counter() - started < 15
     assert result.error is not None and result.error.federate == "bad"
     assert result.error.t_ns == 500_000_000 and "step_timeout_s = 0.5 s" in str(result.error)
     info = json.loads((tmp_path / "run.json").read_text())

@@ -23,6 +23,8 @@ from orchestrator.scenario.errors import ScenarioError
 from .mqtt_broker import Broker, make_certificates
 from .processes import free_port, stop
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 COMMANDER = REPO / "tests" / "orchestrator" / "mqtt_commander.py"
 FUZZER = REPO / "tests" / "orchestrator" / "mqtt_fuzzer.py"
@@ -261,12 +263,13 @@ def test_the_right_password_from_the_environment_logs_in_and_a_wrong_one_is_a_cl
         assert summary["connection"]["connects"] == 1 and summary["unsent"] == 0 and summary["published"] == 6 * 4
         monkeypatch.setenv("COOPSIM_MQTT_PASSWORD", "wrong")
         started = time.monotonic()
-        bad = run_scenario(scenario(0.5, _bare(server.port)), tmp_path / "bad")
+        bad = run_scenario(scenario(0.5, _bare(server.port, connect_timeout_s=120)), tmp_path / "bad")
         assert not bad.ok and bad.error.federate == "mqtt"
         message = str(bad.error)
         assert f"the MQTT broker at 127.0.0.1:{server.port} refused the bridge: Not authorized" in message
         assert "COOPSIM_MQTT_PASSWORD" in message and "wrong" not in message.replace("wrong_", "")
-        assert time.monotonic() - started < 5  # refused is final: no waiting for connect_timeout_s
+        # refused is final: no waiting out connect_timeout_s (a bound of half of it holds on any loaded machine)
+        assert time.monotonic() - started < 60
         monkeypatch.delenv("COOPSIM_MQTT_USERNAME")
         monkeypatch.delenv("COOPSIM_MQTT_PASSWORD")
         anonymous = run_scenario(scenario(0.5, _bare(server.port)), tmp_path / "anonymous")
@@ -358,7 +361,7 @@ def test_the_bridge_reconnects_after_the_broker_dies_and_comes_back(tmp_path):
             wait_for_clock(server.port, 2.5)
             server.kill()
             outage["down"] = time.monotonic()
-            time.sleep(2.0)
+            time.sleep(2.0)  # the outage's length: what the test does to the run, not a synchronisation
             server.start()
             outage["up"] = time.monotonic()
 
@@ -375,7 +378,11 @@ def test_the_bridge_reconnects_after_the_broker_dies_and_comes_back(tmp_path):
     summary = result.run_info["federates"]["mqtt"]
     connection = summary["connection"]
     assert connection["disconnects"] == 1 and connection["connects"] == 2
-    assert 1.0 < connection["disconnected_s"] < 4.0  # about the 2 s outage: reconnected within the backoff bound
+    # about the outage as the test timed it: reconnected within the backoff bound (0.5 s) after the broker came
+    # back, with room for a loaded machine to notice the loss and the return late (not a bound against a literal)
+    outage_s = outage["up"] - outage["down"]
+    assert 0.5 * outage_s < connection["disconnected_s"] < outage_s + 10 * params["reconnect_max_s"], (
+        connection["disconnected_s"], outage_s)
     assert summary["unsent"] > 0  # nothing was queued up while the broker was away
     # the commander saw the clock again after the restart, up to the end: publishing resumed
     sent = json.loads((tmp_path / "sent.json").read_text())

@@ -39,7 +39,9 @@ def test_run_directory_has_every_artifact(platoon_run):
         assert (out / name).is_file(), name
     run = json.loads((out / "run.json").read_text())
     assert run["seed"] == 42 and run["status"] == "ok" and len(run["digest"]) == 64
-    assert run["sim_time_s"] == 40.0 and run["steps"] == 4001 and run["real_time_factor"] > 1
+    assert run["sim_time_s"] == 40.0 and run["steps"] == 4001
+    # the speed-up as its definition gives it (how fast a machine runs is the benchmark's: bench/suite.py)
+    assert run["real_time_factor"] == pytest.approx(run["sim_time_s"] / run["wall_time_s"])
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 4 and "robot3" in html
     # the norms behind the string-stability plot, and the ratios are theirs

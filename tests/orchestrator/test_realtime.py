@@ -77,16 +77,22 @@ def test_a_paced_run_never_runs_ahead_of_the_wall_clock():
             took = time.perf_counter() - started
         assert result.ok
         # the last instant (t = 1 s) cannot start before 1 s / factor after the first one
-        assert took >= shortest, (factor, took)
+        assert took >= shortest, (factor, took)  # a lower bound: load only lengthens a run
         report = result.run_info["realtime"]
         assert report["factor"] == factor and report["instants"] == 101
-        assert report["lateness_s"]["max"] < 0.5  # loose: a loaded test machine; the benchmark measures it
+        # no instant can end later than the run lasted (how late a quiet machine runs is the benchmark's, not a
+        # test's: load makes it anything)
+        assert 0 <= report["lateness_s"]["max"] <= took, (report["lateness_s"], took)
 
 
-def test_an_unpaced_run_is_not_slowed(tmp_path):
+def test_an_unpaced_run_is_not_slowed(tmp_path, monkeypatch):
+    waits: list[int] = []
+    pace = RealtimePacer.wait
+    monkeypatch.setattr(RealtimePacer, "wait", lambda self, t_ns: (waits.append(t_ns), pace(self, t_ns))[1])
     result = run_scenario(parse_scenario(BASE), tmp_path)
     assert result.ok and "realtime" not in result.run_info
-    assert result.run_info["real_time_factor"] > 3  # pacing would hold it at 1
+    assert waits == []  # never held back to the wall clock (a paced run waits at every instant)
+    assert result.run_info["real_time_factor"] == pytest.approx(1.0 / result.run_info["wall_time_s"])  # 1 s run
 
 
 def test_a_run_that_cannot_keep_up_warns_and_notes_it(tmp_path, capsys):
