@@ -7,7 +7,7 @@ STAMP_RUN  := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 APT_PACKAGES := tshark mosquitto docker.io docker-compose debootstrap chromium
 
-.PHONY: demo test venv install install-test system-deps lint bench clean clean-numba wheelhouse docker-engine
+.PHONY: demo test test-fast test-under-load venv install install-test system-deps lint bench clean clean-numba wheelhouse docker-engine
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,18 @@ test: install-test
 	$(VENV)/bin/ruff check .
 	@docker/engine.sh start; COOPSIM_FULL_FUZZ=1 $(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
 	  docker/engine.sh stop; exit $$status
+
+# The unmarked tier, for iteration (under 3 minutes on 2 cores; the README's "Tests" section has the tiers)
+FAST := not slow and not external and not browser and not docker and not cold_compile
+test-fast: $(STAMP_TEST)
+	$(PY) -m pytest -q -p no:cacheprovider -m "$(FAST)"
+
+# `make test` with two CPU-bound processes beside it (the suite must not depend on an idle machine); the two are
+# started here and ended by their process ids, whatever the outcome
+test-under-load: install-test
+	@$(PY) -c 'while True: pass' & one=$$!; $(PY) -c 'while True: pass' & two=$$!; \
+	  echo "busy processes $$one $$two beside the suite"; \
+	  $(MAKE) --no-print-directory test; status=$$?; kill $$one $$two; exit $$status
 
 # The Docker tests' engine (tests/test_docker.py): docker.io, docker-compose and debootstrap installed when missing,
 # dockerd started when none answers (`make test` stops it again; docker/engine.sh stop by hand otherwise)

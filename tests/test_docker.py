@@ -28,6 +28,8 @@ from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
 from tests.orchestrator.processes import free_port, stop
 
+pytestmark = pytest.mark.docker  # needs a Docker engine
+
 REPO = Path(__file__).resolve().parents[1]
 DOCKER = REPO / "docker"
 HOSTS = ("physics", "v2x", "control")

@@ -53,6 +53,7 @@ def start(script: Path, *args: object) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.external  # a udp_multicast route on this host
 def test_an_ecu_process_drives_a_robot_along_a_speed_profile_in_lockstep(tmp_path):
     end, period = 5.0, 0.05
     with multicast_on_this_host() as port:
@@ -88,6 +89,7 @@ def test_an_ecu_process_drives_a_robot_along_a_speed_profile_in_lockstep(tmp_pat
     assert summary["tx_frames"] == 2 * 2 * steps  # two robots, two state frames each
 
 
+@pytest.mark.external  # a udp_multicast route on this host
 def test_a_fuzzer_flood_is_counted_by_reason_and_the_run_ends_ok(tmp_path):
     end, period = 4.0, 0.02
     with multicast_on_this_host() as port:

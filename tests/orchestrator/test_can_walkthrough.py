@@ -13,9 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from .can_net import GROUP, multicast_on_this_host
 from .processes import stop
+
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "bridges.md"

@@ -28,6 +28,8 @@ from orchestrator.batch.runner import Task, execute
 from orchestrator.scenario import parse_scenario
 from tests.orchestrator.processes import free_port, stop
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
 QUIET = ["--set", "duration_s=3", "--set", "outputs.plots=false", "--set", "outputs.report=false"]

@@ -15,6 +15,8 @@ import pytest
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 PERIOD = 0.1
 

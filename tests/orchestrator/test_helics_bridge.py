@@ -17,6 +17,8 @@ from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 from tests.orchestrator.processes import free_port, stop
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 

@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("helics", reason="the helics package is not installed (pip install 'coopsim[helics]')")
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 # loaded by path, so that bench/ does not go on sys.path ahead of the tests' own modules
 _SPEC = importlib.util.spec_from_file_location(
     "helics_peer_process", Path(__file__).resolve().parents[2] / "bench" / "helics_peer_process.py")

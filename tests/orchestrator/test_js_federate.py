@@ -21,6 +21,8 @@ from orchestrator.scenario import parse_scenario
 from tests.orchestrator.processes import listening
 from tests.orchestrator.test_command_sources import BASE
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 JS = Path(__file__).resolve().parent / "js_federate"
 PROTO = REPO / "federates" / "remote" / "proto" / "coopsim_federate_v1.proto"

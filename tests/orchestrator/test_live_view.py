@@ -139,6 +139,7 @@ def _trace_links(run_dir: Path, t_ns: int, window_ns: int) -> list[list[int]]:
 
 
 # -- the page in a real browser ---------------------------------------------------------------------------------
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (make system-deps)")
 def test_chromium_shows_the_running_robots_where_the_trace_has_them(tmp_path):
     scenario = tmp_path / "live4.yaml"

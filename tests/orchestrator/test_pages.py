@@ -21,7 +21,8 @@ from orchestrator.scenario import parse_scenario
 from .test_live_view import CHROMIUM, chromium
 from .test_resolved import REPO
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)")]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
 TWO_PLATOONS = ["duration_s=15", "vehicles.count=12", "platoon.size=6"]
 

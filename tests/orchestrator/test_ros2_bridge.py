@@ -25,6 +25,8 @@ from orchestrator.scenario import parse_scenario
 
 from .processes import stop
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 END_S = 2.0
 

@@ -20,6 +20,8 @@ from orchestrator.scenario import parse_scenario
 
 from .processes import stop
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "tests" / "orchestrator" / "ros2_driver.py"
 # the driver's constant time-gap law (tests/orchestrator/ros2_driver.py)

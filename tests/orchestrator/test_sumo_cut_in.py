@@ -26,6 +26,8 @@ from orchestrator.scenario.errors import ScenarioError
 
 from .test_sumo_federate import REAR_SHARE, run, trace, write_scenario
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 ROUTES = Path(__file__).parent / "sumo_cut_in" / "cut_in.rou.xml"
 CUTTER = 1_000_000  # robot id of SUMO's first (and only) vehicle
 FOLLOWER = 3  # car2, behind the gap

@@ -25,6 +25,8 @@ from federates.physics.presets import preset
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 NET = REPO / "scenarios" / "sumo" / "highway.net.xml"
 NET_OFFSET = (600.0, -1.6)  # the shipped net's <location netOffset>: SUMO x, y = local x, y + offset

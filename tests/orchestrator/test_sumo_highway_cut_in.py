@@ -23,6 +23,8 @@ import pytest
 
 pytest.importorskip("libsumo")
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "highway_sumo.yaml"
 TOLD_S = 5.0  # the scenario's lane_changes[0].t_s

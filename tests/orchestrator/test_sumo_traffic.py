@@ -22,6 +22,8 @@ pytest.importorskip("libsumo")
 sys.path.insert(0, str(REPO / "bench"))
 from bench_sumo import SCENARIO, routes  # the benchmark's scenario: one definition
 
+pytestmark = pytest.mark.external  # needs a service or tool beside Python (pyproject.toml's markers; README "Tests")
+
 SUMO_VEHICLES = 200
 
 

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .test_resolved import REPO
+
+pytestmark = pytest.mark.cold_compile  # compiles the kernels from an empty numba cache
 
 
 def _cache_files(cache: Path) -> set[str]:
