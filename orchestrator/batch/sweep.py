@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
 from .args import DEFAULT_METRICS
 from .criteria import DEFAULT, Criterion, excitation_note
-from .grid import Params, build_scenarios, check_params, grid_points, scenario_text
+from .grid import Params, Point, build_scenarios, check_params, grid_points, scenario_text
 from .outputs import write_sweep
 from .runner import Record, Task, by_point, execute, run_outputs
 
@@ -52,10 +53,53 @@ def sweep(
     interrupt leaves ``sweep.partial.json`` with the runs that finished. Returns what sweep.json holds."""
     text, source = scenario_text(scenario, source)
     params = [(str(p), list(v)) for p, v in params]
+    metrics = tuple(dict.fromkeys((*metrics, criterion.metric)))  # the deciding ratio is always in the table
+    plan = _plan(text, source, params, seeds, seed, overrides, stable_param)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = _tasks(plan, out, seeds, source)
+    records = _execute(tasks, plan.points, out, jobs, console, scheduler, shared_dir)
+    result_points, available = _point_results(plan.points, records, out, metrics, seeds is not None, tolerance,
+                                              criterion)
+    result: dict[str, Any] = {
+        "scenario": plan.base.name,
+        "source": source,
+        "seed": plan.base.seed,
+        "seeds": seeds or 1,
+        "overrides": list(overrides),
+        "grid": {p: v for p, v in params},
+        "metrics": list(metrics),
+        "aggregation": RULE + (f"; mean and sample std over {seeds} seeds" if seeds is not None else ""),
+        "ok": all(p["status"] == "ok" for p in result_points),
+        # metrics no run reported (a misspelt name), with the closest name the runs did report
+        "missing_metrics": {m: next(iter(difflib.get_close_matches(m, sorted(available), n=1)), None)
+                            for m in metrics if available and m not in available},
+        "points": result_points,
+        "min_stable": min_stable(result_points, plan.stable_param, tolerance, criterion) if plan.stable_param
+        else None,
+        "criterion": {"name": criterion.name, "metric": criterion.metric, "rule": criterion.describe(tolerance),
+                      "excitation": excitation_note(_leader_drive(plan.base), criterion)},
+    }
+    write_sweep(out, result)
+    return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A validated sweep: the base scenario, the grid's points and their scenarios, the parameter judged."""
+
+    base: Scenario
+    points: list[Point]
+    scenarios: list[Scenario]
+    stable_param: str | None
+
+
+def _plan(text: str, source: str, params: list[tuple[str, list[Any]]], seeds: int | None, seed: int | None,
+          overrides: Sequence[str], stable_param: str | None) -> _Plan:
+    """Validate the grid and every point before anything runs (ScenarioError on the first bad one)."""
     if not params:
         raise ScenarioError(source, [Problem("", "a sweep needs at least one --param path=v1,v2,...")])
     check_params(params, source)
-    metrics = tuple(dict.fromkeys((*metrics, criterion.metric)))  # the deciding ratio is always in the table
     if seeds is not None and seeds < 1:
         raise ScenarioError(source, [Problem("", f"--seeds must be at least 1, got {seeds}")])
     base = [*([f"seed={int(seed)}"] if seed is not None else []), *overrides]
@@ -67,16 +111,24 @@ def sweep(
     elif stable_param not in dict(params):
         raise ScenarioError(source, [Problem(stable_param, "--stable-param must be one of the swept paths: "
                                                            f"{', '.join(p for p, _ in params)}")])
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    replicated = seeds is not None
+    return _Plan(base_scenario, points, scenarios, stable_param)
+
+
+def _tasks(plan: _Plan, out: Path, seeds: int | None, source: str) -> list[Task]:
+    """One run per point and seed replicate, each in its own directory under ``out``."""
     tasks = []
-    for i, (sc, point) in enumerate(zip(scenarios, points, strict=True)):
+    for i, (sc, point) in enumerate(zip(plan.scenarios, plan.points, strict=True)):
         first = sc.seed  # a swept `seed` parameter wins over the scenario's
-        run_seeds = [first + k for k in range(seeds)] if replicated else [first]
+        run_seeds = [first + k for k in range(seeds)] if seeds is not None else [first]
         for k, s in enumerate(run_seeds):
-            run_dir = out / point.name / f"seed={s}" if replicated else out / point.name
+            run_dir = out / point.name / f"seed={s}" if seeds is not None else out / point.name
             tasks.append(Task(i, k, sc, run_dir, s, source))
+    return tasks
+
+
+def _execute(tasks: list[Task], points: list[Point], out: Path, jobs: int, console: Any, scheduler: str | None,
+             shared_dir: str | Path | None) -> list[Record]:
+    """Run the tasks (locally or on a cluster), telling ``console`` as each finishes."""
     finished = [0]
 
     def report(record: Record) -> None:
@@ -88,6 +140,12 @@ def sweep(
     records = execute(tasks, jobs, report, scheduler=scheduler, shared_dir=shared_dir,
                       partial=out / "sweep.partial.json", notify=notify)
     (out / "sweep.partial.json").unlink(missing_ok=True)  # an earlier interrupted sweep's record is stale now
+    return records
+
+
+def _point_results(points: list[Point], records: list[Record], out: Path, metrics: tuple[str, ...], replicated: bool,
+                   tolerance: float, criterion: Criterion) -> tuple[list[dict[str, Any]], set[str]]:
+    """Each point's entry (its runs summarised and aggregated) and the metric names the runs reported."""
     available: set[str] = set()
     result_points = []
     for point, runs in zip(points, by_point(records, len(points)), strict=True):
@@ -103,26 +161,7 @@ def sweep(
         aggregate_point(entry, runs, metrics, replicated, tolerance, criterion)
         entry["runs"] = runs
         result_points.append(entry)
-    result: dict[str, Any] = {
-        "scenario": base_scenario.name,
-        "source": source,
-        "seed": base_scenario.seed,
-        "seeds": seeds or 1,
-        "overrides": list(overrides),
-        "grid": {p: v for p, v in params},
-        "metrics": list(metrics),
-        "aggregation": RULE + (f"; mean and sample std over {seeds} seeds" if replicated else ""),
-        "ok": all(p["status"] == "ok" for p in result_points),
-        # metrics no run reported (a misspelt name), with the closest name the runs did report
-        "missing_metrics": {m: next(iter(difflib.get_close_matches(m, sorted(available), n=1)), None)
-                            for m in metrics if available and m not in available},
-        "points": result_points,
-        "min_stable": min_stable(result_points, stable_param, tolerance, criterion) if stable_param else None,
-        "criterion": {"name": criterion.name, "metric": criterion.metric, "rule": criterion.describe(tolerance),
-                      "excitation": excitation_note(_leader_drive(base_scenario), criterion)},
-    }
-    write_sweep(out, result)
-    return result
+    return result_points, available
 
 
 def _leader_drive(scenario: Scenario) -> dict[str, Any]:
