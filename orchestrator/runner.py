@@ -114,9 +114,44 @@ def run_scenario(
             workers.close()
 
 
+@dataclass
+class _Simulated:
+    """What the scheduler's run left: the world, how it ended and what the run control noted."""
+
+    world: Any
+    error: FederateError | None
+    interrupted: str | None
+    wall_s: float
+    notes: list[str]
+
+
 def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: str, step_timeout_s: float | None,
          extra_observers: Sequence[Any], workers: PlotWorkers | None) -> RunResult:
     """The run of ``run_scenario`` once its directory is written."""
+    sim = _simulate(scenario, out_dir, seed, progress, source, step_timeout_s, extra_observers)
+    if isinstance(sim, RunResult):
+        return sim
+    run_info = _run_info(scenario, out_dir, seed, sim)
+    result = RunResult(out_dir, run_info, error=sim.error, interrupted=sim.interrupted)
+    run_info["robot_names"] = {str(r.id): r.name for r in sim.world.robots}
+    now_ns = sim.world.scheduler.now_ns
+    try:
+        _write_run_outputs(scenario, out_dir, run_info, result, workers)
+    except OSError as exc:  # a full disk after the run: say so in run.json (if that still fits)
+        run_info["status"] = "failed"
+        result.error = FederateError("outputs", now_ns, exc)
+        run_info["error"] = {"federate": "outputs", "robot": None, "sim_time_s": now_ns / 1e9,
+                             "message": str(result.error)}
+    try:  # whole or not at all: a reader never finds a run.json cut short
+        write_atomic(out_dir / "run.json", json.dumps(json_safe(run_info), indent=2))
+    except OSError as exc:
+        result.run_json_error = exc
+    return result
+
+
+def _simulate(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: str,
+              step_timeout_s: float | None, extra_observers: Sequence[Any]) -> _Simulated | RunResult:
+    """Build the world and run the scheduler; a RunResult when a plug-in failed to build (nothing ran)."""
     error: FederateError | None = None
     interrupted: str | None = None
     t0 = time.perf_counter()
@@ -140,8 +175,13 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
             interrupted = control.stop_requested or "SIGINT"
         except (ContractError, SchedulerError) as exc:  # the federates as configured do not fit together
             raise ScenarioError(source, [Problem("federates", str(exc))]) from None
-    interrupted = interrupted or world.scheduler.interrupted
-    wall = time.perf_counter() - t0
+    return _Simulated(world, error, interrupted or world.scheduler.interrupted, time.perf_counter() - t0,
+                      list(control.notes))
+
+
+def _run_info(scenario: Scenario, out_dir: Path, seed: int, sim: _Simulated) -> dict[str, Any]:
+    """run.json's content before the outputs: what ran, how fast, how it ended, its outcomes and notes."""
+    world, error, interrupted, wall = sim.world, sim.error, sim.interrupted, sim.wall_s
     sim_s = world.scheduler.now_ns / 1e9
     stability = lateral_stability_notes(scenario, world.robots)
     run_info: dict[str, Any] = {
@@ -158,18 +198,11 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
         "wall_time_by_federate_s": world.scheduler.wall_by_federate,
         "platform": {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.platform()},
         "status": "failed" if error is not None else "interrupted" if interrupted else "ok",
-        "notes": [*stability, *scale_notes(scenario, world.robots), *control.notes],
+        "notes": [*stability, *scale_notes(scenario, world.robots), *sim.notes],
     }
     if interrupted:
         run_info["interrupted_by"] = interrupted
-    pacer = world.scheduler.pacer
-    if pacer is not None:
-        run_info["realtime"] = pacer.summary()
-        if pacer.late_instants:
-            run_info["notes"].append(
-                f"the run could not keep up with {pacer.factor:g}x real time: {pacer.late_instants} of "
-                f"{pacer.instants} instants finished more than {pacer.late_warning_s * 1e3:g} ms late (max "
-                f"{pacer.max_late_s * 1e3:.1f} ms, first at t = {pacer.first_late_s:.3f} s)")
+    _pacing_info(world.scheduler.pacer, run_info)
     physics = world.federates.get("physics")
     unmet = unmet_requests(world.federates)
     run_info["notes"] += unmet
@@ -187,44 +220,49 @@ def _run(scenario: Scenario, out_dir: Path, seed: int, progress: bool, source: s
     model_facts = _channel_model_facts(world.federates.get("v2x"))
     if model_facts:
         run_info["channel_model"] = model_facts
-    result = RunResult(out_dir, run_info, error=error, interrupted=interrupted)
-    run_info["robot_names"] = {str(r.id): r.name for r in world.robots}
-    try:
-        def digest() -> None:
-            try:
-                run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
-            except (pa.ArrowException, OSError) as exc:  # a failed run's trace that could not be completed
-                if result.ok:
-                    raise
-                run_info["notes"].append(f"no digest: a trace cannot be read ({exc})")
+    return run_info
 
-        # an interrupted run stops quickly: `coopsim metrics RUN_DIR` computes the rest later
-        if result.ok and (out_dir / "trace" / "vehicles.parquet").exists():
-            # SIGINT or SIGTERM while the outputs are written: the plots not drawn by then are named, not awaited,
-            # and the report and run.json are still written
-            with RunControl(None) as outputs_control:
-                result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
-                                               report=scenario.outputs.report, workers=workers, while_drawing=digest,
-                                               stop=lambda: outputs_control.stop_requested)
-            if outputs_control.stop_requested:
-                result.interrupted = run_info["interrupted_by"] = outputs_control.stop_requested
-                run_info["status"] = "interrupted"
-            elif scenario.outputs.mcap:
-                from .mcap_export.export import write_mcap
 
-                write_mcap(out_dir)
-        else:
-            digest()
-    except OSError as exc:  # a full disk after the run: say so in run.json (if that still fits)
-        run_info["status"] = "failed"
-        result.error = FederateError("outputs", world.scheduler.now_ns, exc)
-        run_info["error"] = {"federate": "outputs", "robot": None, "sim_time_s": world.scheduler.now_ns / 1e9,
-                             "message": str(result.error)}
-    try:  # whole or not at all: a reader never finds a run.json cut short
-        write_atomic(out_dir / "run.json", json.dumps(json_safe(run_info), indent=2))
-    except OSError as exc:
-        result.run_json_error = exc
-    return result
+def _pacing_info(pacer: RealtimePacer | None, run_info: dict[str, Any]) -> None:
+    """A real-time run's pacing summary, and a note when it could not keep up."""
+    if pacer is None:
+        return
+    run_info["realtime"] = pacer.summary()
+    if pacer.late_instants:
+        run_info["notes"].append(
+            f"the run could not keep up with {pacer.factor:g}x real time: {pacer.late_instants} of "
+            f"{pacer.instants} instants finished more than {pacer.late_warning_s * 1e3:g} ms late (max "
+            f"{pacer.max_late_s * 1e3:.1f} ms, first at t = {pacer.first_late_s:.3f} s)")
+
+
+def _write_run_outputs(scenario: Scenario, out_dir: Path, run_info: dict[str, Any], result: RunResult,
+                       workers: PlotWorkers | None) -> None:
+    """Metrics, plots, report and MCAP of a finished run, and the digest of its traces (while plots draw). An
+    interrupted or failed run gets only the digest: ``coopsim metrics RUN_DIR`` computes the rest later."""
+    def digest() -> None:
+        try:
+            run_info["digest"] = file_digest(out_dir, DIGEST_TRACES)
+        except (pa.ArrowException, OSError) as exc:  # a failed run's trace that could not be completed
+            if result.ok:
+                raise
+            run_info["notes"].append(f"no digest: a trace cannot be read ({exc})")
+
+    if not (result.ok and (out_dir / "trace" / "vehicles.parquet").exists()):
+        digest()
+        return
+    # SIGINT or SIGTERM while the outputs are written: the plots not drawn by then are named, not awaited, and the
+    # report and run.json are still written
+    with RunControl(None) as outputs_control:
+        result.metrics = write_outputs(RunData.load(out_dir), run_info, plots=scenario.outputs.plots,
+                                       report=scenario.outputs.report, workers=workers, while_drawing=digest,
+                                       stop=lambda: outputs_control.stop_requested)
+    if outputs_control.stop_requested:
+        result.interrupted = run_info["interrupted_by"] = outputs_control.stop_requested
+        run_info["status"] = "interrupted"
+    elif scenario.outputs.mcap:
+        from .mcap_export.export import write_mcap
+
+        write_mcap(out_dir)
 
 
 def federate_summaries(federates: dict[str, Any]) -> dict[str, Any]:
