@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 # nothing heavy at import: ``main`` catches an interrupt only once it runs, so everything slow to import (rich,
 # pydantic, numpy, numba) is imported inside it
-from .arg_types import non_negative, port, positive_factor, positive_gb, seed, step_timeout
+from .parser import build_parser
 from .terminal import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -41,109 +41,6 @@ if TYPE_CHECKING:
 
 THREADS_WAIT_S = 1.0
 """How long the ending command waits for threads a plug-in left running before it exits without them."""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="coopsim",
-        description="Co-simulation of cooperative driving: platoons, V2X (ETSI ITS-G5 CAM) and controllers.",
-    )
-    parser.add_argument("--no-plugins", action="store_true",
-                        help="built-ins only: no entry points, no 'package.module:Class' paths (for scenarios from "
-                             "an untrusted source; also COOPSIM_NO_PLUGINS=1)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def scenario_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("scenario", type=Path, help="scenario YAML file")
-        p.add_argument("--seed", type=seed, help="override the scenario seed (0 .. 2^32-1)")
-        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
-                       help="override a field, e.g. --set controller.time_gap_s=0.5 (repeatable)")
-
-    run = sub.add_parser("run", help="simulate a scenario and write a run directory")
-    scenario_args(run)
-    run.add_argument("--out", type=Path, help="run directory (default: runs/<scenario name>)")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--strict", action="store_true",
-                     help="exit with code 3 on a collision, a station that sent no CAM or a law past its stability "
-                          "bound (outputs.fail_on lists them one by one)")
-    run.add_argument("--realtime", type=positive_factor, metavar="X",
-                     help="pace simulation time to the wall clock at factor X (1 = real time; sets "
-                          "execution.realtime)")
-    run.add_argument("--step-timeout", type=step_timeout, metavar="S",
-                     help="the watchdog: fail the run when one federate's step takes longer than S seconds of wall "
-                          "time (sets execution.step_timeout_s; default 300)")
-    run.add_argument("--memory-budget-gb", type=positive_gb, metavar="GB",
-                     help="refuse a run whose estimated memory exceeds this (default: the available memory)")
-    run.add_argument("--force", action="store_true", help="run even when the estimated memory exceeds the budget")
-    run.add_argument("--live", type=port, nargs="?", const=8765, metavar="PORT",
-                     help="serve a live view of the run at http://127.0.0.1:PORT/ (default port 8765; 0: any free "
-                          "port, printed); needs coopsim[live]")
-    run.add_argument("--live-host", default="127.0.0.1", metavar="ADDR",
-                     help="address the live view binds (default: %(default)s); beyond loopback it needs "
-                          "COOPSIM_TOKEN")
-
-    cmp_ = sub.add_parser("compare", help="run one scenario per channel (or fidelity) on the same seed and compare")
-    scenario_args(cmp_)
-    variants = cmp_.add_mutually_exclusive_group()
-    variants.add_argument("--channels", help="comma-separated channel types (default: ideal,itsg5)")
-    variants.add_argument("--fidelity", help="comma-separated fidelities: theory (unicycles, ground truth, ideal "
-                          "channel) and/or full (dynamic vehicles, odometry, ITS-G5)")
-    cmp_.add_argument("--out", type=Path, help="output directory (default: runs/<scenario name>-compare)")
-    cmp_.add_argument("--jobs", type=non_negative, default=0, help="parallel processes (default: one per core)")
-    from orchestrator.batch.args import add_scheduler_argument
-
-    add_scheduler_argument(cmp_)
-    cmp_.add_argument("--quiet", action="store_true", help="no progress output")
-
-    val = sub.add_parser(
-        "validate", help="check a scenario without running it",
-        description="Check a scenario without running it. It imports coopsim's built-ins; an installed entry point "
-                    "the scenario names (that module only); a 'package.module:Class' path only after finding, "
-                    "without running anything, that the module's source defines Class at module level (then the "
-                    "module is imported so that Class's Params checks its parameters); with --no-plugins no entry "
-                    "point and no path (docs/extending.md, 'What coopsim validate imports').")
-    scenario_args(val)
-
-    sub.add_parser("schema", help="print the scenario JSON Schema (for editors)")
-
-    from .metrics_command import add_metrics_parser
-
-    add_metrics_parser(sub)
-
-    from orchestrator.mcap_export.command import add_mcap_parser
-
-    add_mcap_parser(sub)
-
-    from orchestrator.batch.args import add_sweep_parser
-
-    add_sweep_parser(sub)
-
-    from .can_dbc_command import add_can_dbc_parser
-
-    add_can_dbc_parser(sub)
-
-    vt = sub.add_parser("vehicle-test", help="handling tests of the dynamic model: plots and a metrics table")
-    vt.add_argument("kind", choices=("dlc", "constant-radius", "step-steer"),
-                    help="ISO 3888-1 double lane change, constant-radius ramp, or step steer")
-    vt.add_argument("--vehicle", default="g35_sedan", help="vehicle preset (default: %(default)s)")
-    vt.add_argument("--speed", type=float, default=20.0, help="test speed [m/s] (default: %(default)s)")
-    vt.add_argument("--tyre", default="linear,fiala,pacejka",
-                    help="comma-separated tyre models compared side by side (default: %(default)s)")
-    vt.add_argument("--out", type=Path, help="output directory (default: runs/vehicle-test-<kind>)")
-
-    host = sub.add_parser("host", help="serve federates over gRPC (and framed TCP) to an orchestrator elsewhere "
-                                       "(scenario 'federates:' entries with 'remote: host:port' or "
-                                       "'framed://host:port')")
-    from federates.remote.framing import add_framed_arguments
-    from federates.remote.options import add_host_arguments
-
-    add_host_arguments(host)
-    add_framed_arguments(host)
-
-    demo = sub.add_parser("demo", help="the platoon scenario with ideal vs ITS-G5 vs ITS-G5 with prediction, "
-                                       "report included")
-    demo.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: %(default)s)")
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -240,7 +137,7 @@ def _discard_closed_outputs() -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.no_plugins:  # through the environment, so batch workers and hosts started from here inherit it
         from core.registry import NO_PLUGINS_ENV
 
@@ -268,8 +165,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
-    from orchestrator.scenario import load_scenario
-
+    """Run the parsed subcommand; its exit code."""
     if args.command == "schema":
         from orchestrator.scenario.schema import scenario_schema
 
@@ -299,6 +195,13 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from orchestrator.batch import run_sweep_command
 
         return run_sweep_command(args, console)
+    return _scenario_command(args, console, err)
+
+
+def _scenario_command(args: argparse.Namespace, console: Console, err: Console) -> int:
+    """run, validate and compare: the scenario loaded with its overrides and its plan checked first."""
+    from orchestrator.scenario import load_scenario
+
     overrides = list(args.overrides)
     if getattr(args, "realtime", None) is not None:
         overrides.append(f"execution.realtime={args.realtime!r}")
@@ -311,48 +214,58 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     # what only a built world can tell (memory, start poses): the run's budget; validate uses the default
     check_plan(scenario, MemoryBudget(args.memory_budget_gb, args.force) if args.command == "run" else None)
     if args.command == "validate":
-        from orchestrator.build.world import expand_robots
-        from orchestrator.reporting.advisories import lateral_stability_notes
-        from orchestrator.scenario import Problem, ScenarioError
-
-        try:  # what only building the robots can tell: duplicate ids or names, overrides of unknown robots
-            robots = expand_robots(scenario)
-        except ValueError as exc:
-            raise ScenarioError(str(args.scenario), [Problem("vehicles", str(exc))]) from None
-        platoons = len({r.platoon for r in robots})
-        console.print(f"{args.scenario}: ok ({len(robots)} robots in {platoons} platoon{'s' if platoons > 1 else ''}, "
-                      f"{scenario.duration_s:g} s, channel {scenario.channel.type}, {_laws(robots)})")
-        from orchestrator.reporting.scale_notes import scale_notes
-
-        _print_notes([*lateral_stability_notes(scenario, robots), *scale_notes(scenario, robots)], console)
-        return EXIT_OK
+        return _validate(args, scenario, console)
     if args.command == "run":
         out = args.out or Path("runs") / scenario.name
         live = None if args.live is None else (args.live, args.live_host)
         return _run(scenario, out, args.seed, not args.quiet, str(args.scenario), console, err, args.strict, live)
     if args.command == "compare":
-        from orchestrator.batch import compare
-        from orchestrator.batch.dask_runner import ClusterError
-
-        out = args.out or Path("runs") / f"{scenario.name}-compare"
-        # every variant is built from the file and --set like `coopsim run` builds a scenario
-        common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario), "overrides": args.overrides,
-                  "console": None if args.quiet else err, "scheduler": args.scheduler,
-                  "shared_dir": args.shared_dir}
-        try:
-            if args.fidelity:
-                fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
-                result = compare(args.scenario, "fidelity", fidelities, out, **common)
-            else:
-                channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
-                result = compare(args.scenario, "channel", channels, out, **common)
-        except ClusterError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print_comparison(result, console)
-        console.print(f"report: {out / 'comparison.html'}")
-        return EXIT_OK if result["ok"] else EXIT_FAILED
+        return _compare(args, scenario, console, err)
     raise AssertionError(args.command)
+
+
+def _validate(args: argparse.Namespace, scenario: Any, console: Console) -> int:
+    """``coopsim validate`` once the scenario and its plan passed: build the robots, print a line and the notes."""
+    from orchestrator.build.world import expand_robots
+    from orchestrator.reporting.advisories import lateral_stability_notes
+    from orchestrator.scenario import Problem, ScenarioError
+
+    try:  # what only building the robots can tell: duplicate ids or names, overrides of unknown robots
+        robots = expand_robots(scenario)
+    except ValueError as exc:
+        raise ScenarioError(str(args.scenario), [Problem("vehicles", str(exc))]) from None
+    platoons = len({r.platoon for r in robots})
+    console.print(f"{args.scenario}: ok ({len(robots)} robots in {platoons} platoon{'s' if platoons > 1 else ''}, "
+                  f"{scenario.duration_s:g} s, channel {scenario.channel.type}, {_laws(robots)})")
+    from orchestrator.reporting.scale_notes import scale_notes
+
+    _print_notes([*lateral_stability_notes(scenario, robots), *scale_notes(scenario, robots)], console)
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace, scenario: Any, console: Console, err: Console) -> int:
+    """``coopsim compare``: one run per channel (or fidelity), the table printed, comparison.html written."""
+    from orchestrator.batch import compare
+    from orchestrator.batch.dask_runner import ClusterError
+
+    out = args.out or Path("runs") / f"{scenario.name}-compare"
+    # every variant is built from the file and --set like `coopsim run` builds a scenario
+    common = {"seed": args.seed, "jobs": args.jobs, "source": str(args.scenario), "overrides": args.overrides,
+              "console": None if args.quiet else err, "scheduler": args.scheduler,
+              "shared_dir": args.shared_dir}
+    try:
+        if args.fidelity:
+            fidelities = [f.strip() for f in args.fidelity.split(",") if f.strip()]
+            result = compare(args.scenario, "fidelity", fidelities, out, **common)
+        else:
+            channels = [c.strip() for c in (args.channels or "ideal,itsg5").split(",") if c.strip()]
+            result = compare(args.scenario, "channel", channels, out, **common)
+    except ClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print_comparison(result, console)
+    console.print(f"report: {out / 'comparison.html'}")
+    return EXIT_OK if result["ok"] else EXIT_FAILED
 
 
 def _print_notes(notes: Sequence[str], console: Console) -> None:
