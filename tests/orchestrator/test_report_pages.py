@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from core.robots import RobotSpec
-from orchestrator.batch.compare_report import chain, plot_overlay, plot_received_speed
+from orchestrator.batch.compare_data import chain
+from orchestrator.batch.compare_plots import plot_overlay, plot_received_speed
 from orchestrator.metrics import Series
 from orchestrator.reporting.plots import (
     ROBOT_COLORS,
@@ -132,10 +133,10 @@ def test_a_robot_has_one_colour_in_the_speeds_the_spacing_errors_and_the_charts(
 
 def test_the_comparison_gives_a_robot_its_run_colour_in_every_channel_and_the_channel_a_line_style(
         tmp_path, monkeypatch):
-    import orchestrator.batch.compare_report as cr
+    import orchestrator.batch.compare_plots as cp
 
     drawn: list[tuple[str, str, str]] = []
-    pyplot = cr._pyplot()
+    pyplot = cp._pyplot()
     close = pyplot.close
 
     def spy(fig):  # the figure as saved: every line with its panel, style and colour
