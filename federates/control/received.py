@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from controllers.columns import LazyColumns
+from core.rowtable import RowTable
 from core.timebase import NS_PER_S
 
 RX_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")
@@ -70,9 +71,11 @@ PEER_FIELDS = ("maneuver", "maneuver_peer", "platoon_id", "platoon_index", "x", 
 """The ``cam_rx`` columns a maneuver partner's message is read for (``Received(PEER_FIELDS)``)."""
 
 
-class Received:
+class Received(RowTable):
     """Newest received sample per robot row about one other robot; ``wanted`` holds that robot's id per row
     (-1: none). ``fields``: the ``cam_rx`` columns kept (``RX_FIELDS``: what a control law uses)."""
+
+    ROW_COLUMNS = ("wanted", "generated_ns")  # ``held`` is (fields, rows): kept beside them
 
     def __init__(self, fields: tuple[str, ...] = RX_FIELDS) -> None:
         self.fields = fields
@@ -116,15 +119,13 @@ class Received:
     def add(self, wanted: np.ndarray) -> None:
         """Rows for new robots at the end, each wanting samples from the robot id in ``wanted`` (-1: none)."""
         n = len(wanted)
-        self.wanted = np.concatenate([self.wanted, np.asarray(wanted, np.int64)])
-        self.generated_ns = np.concatenate([self.generated_ns, np.full(n, -1, np.int64)])
+        self.append_rows(wanted=np.asarray(wanted, np.int64), generated_ns=np.full(n, -1, np.int64))
         self.held = np.ascontiguousarray(np.hstack([self.held, np.full((len(self.fields), n), np.nan)]))
         self._views()
 
     def remove(self, keep: np.ndarray) -> None:
         """Keeps the rows where the mask ``keep`` is True."""
-        self.wanted = self.wanted[keep]
-        self.generated_ns = self.generated_ns[keep]
+        self.keep_rows(keep)
         self.held = np.ascontiguousarray(self.held[:, keep])
         self._views()
 

@@ -8,18 +8,21 @@ from typing import Any
 import numpy as np
 
 from controllers.columns import LazyColumns
+from core.rowtable import RowTable
 
 SENSOR_FIELDS = ("gap_m", "gap_rate_mps", "target_x", "target_y")
 """Columns of ``RangeSensing.measure``: gap [m] and its rate [m/s], sensed rear bumper ahead (x, y) [m]."""
 
 
-class RangeSensing:
+class RangeSensing(RowTable):
     """Turns range scans into the controller's sensor columns, per robot row.
 
     ``sensor_offset`` [m] per row: where the sensor sits (front bumper) ahead of the rear axle. A scan is placed
     in the world from the estimate at the step it arrives; the port holds the last scan between scans, and an
     old scan placed from a newer pose would be off by the distance driven since, so held scans give no position.
     """
+
+    ROW_COLUMNS = ("sensor_offset",)
 
     def __init__(self) -> None:
         self.sensor_offset = np.empty(0)
@@ -28,11 +31,11 @@ class RangeSensing:
 
     def add(self, sensor_offset: np.ndarray) -> None:
         """Rows for new robots at the end."""
-        self.sensor_offset = np.concatenate([self.sensor_offset, np.asarray(sensor_offset, float)])
+        self.append_rows(sensor_offset=np.asarray(sensor_offset, float))
 
     def remove(self, keep: np.ndarray) -> None:
         """Keeps the rows where the mask ``keep`` is True."""
-        self.sensor_offset = self.sensor_offset[keep]
+        self.keep_rows(keep)
 
     def measure(self, range_port: Mapping[str, np.ndarray] | None, est: Mapping[str, np.ndarray],
                 ids: np.ndarray) -> LazyColumns:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from core.rowtable import RowTable
 from core.timebase import seconds_to_ns
 
 SCREEN_S = 0.1
@@ -145,7 +146,7 @@ def _any_near(x, y, reach):  # pragma: no cover - compiled
     return False
 
 
-class ContactMonitor:
+class ContactMonitor(RowTable):
     """New contacts between vehicle bodies at each step, per robot row (``add``/``remove`` like the sensors).
 
     Screening keeps this nearly free: each robot's body lies in a circle of radius ``reach`` around its rear axle,
@@ -154,7 +155,10 @@ class ContactMonitor:
     exact test (oriented rectangles) runs every step. No contact is missed.
     """
 
+    ROW_COLUMNS = ("length", "width", "rear", "_reach", "_accel_max")
+
     def __init__(self) -> None:
+        # per robot: rows in spawn order (RowTable)
         self.length = np.empty(0)  # body length [m]
         self.width = np.empty(0)  # body width [m]
         self.rear = np.empty(0)  # rear overhang behind the rear axle [m]
@@ -169,18 +173,15 @@ class ContactMonitor:
         length = np.asarray(length_m, float)
         width = np.asarray(width_m, float)
         rear = np.asarray(rear_overhang_m, float)
-        self.length = np.concatenate([self.length, length])
-        self.width = np.concatenate([self.width, width])
-        self.rear = np.concatenate([self.rear, rear])
         # every corner lies within this distance of the rear axle: disjoint circles mean disjoint bodies
-        self._reach = np.concatenate([self._reach, np.hypot(np.maximum(length - rear, rear), 0.5 * width)])
-        self._accel_max = np.concatenate([self._accel_max, np.asarray(max_accel_mps2, float)])
+        self.append_rows(length=length, width=width, rear=rear,
+                         _reach=np.hypot(np.maximum(length - rear, rear), 0.5 * width),
+                         _accel_max=np.asarray(max_accel_mps2, float))
         self._clear_until_ns = -1
 
     def remove(self, keep: np.ndarray, alive_ids: Sequence[int]) -> None:
         """Keep the rows where ``keep`` is true; contacts of robots not in ``alive_ids`` are forgotten."""
-        self.length, self.width, self.rear = self.length[keep], self.width[keep], self.rear[keep]
-        self._reach, self._accel_max = self._reach[keep], self._accel_max[keep]
+        self.keep_rows(keep)
         alive = set(alive_ids)
         self._contacts = {p for p in self._contacts if p[0] in alive and p[1] in alive}
         self._clear_until_ns = -1

@@ -29,6 +29,7 @@ import numpy as np
 from controllers.conversions import steer_to_yaw_rate, yaw_rate_to_steer
 from core.ports import COMMAND_EVENTS
 from core.robots import RobotSpec, param_column, rows_of
+from core.rowtable import RowTable
 from core.spawn_columns import spec_column
 
 ACCEL_FROM_SPEED_TAU_S = 0.5
@@ -37,6 +38,8 @@ driven by acceleration)."""
 
 _POLICIES = ("brake", "hold", "fail")
 _FIELDS = ("speed", "accel", "steer", "yaw_rate")
+_LIMITS = (("wheelbase", "wheelbase_m"), ("max_steer", "max_steer_rad"), ("max_speed", "max_speed_mps"),
+           ("max_accel", "max_accel_mps2"), ("max_decel", "max_decel_mps2"))  # attribute, vehicle parameter
 _EVENT_CODE = {name: code for code, name in enumerate(COMMAND_EVENTS)}
 # an empty ``command_events`` table, shared: published values never change
 NO_EVENTS: dict[str, np.ndarray] = {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64),
@@ -52,8 +55,10 @@ class SilentSourceError(RuntimeError):
         self.robot = robot
 
 
-class CommandSources:
+class CommandSources(RowTable):
     """Per-row external command state of the physics federate (rows follow its roster)."""
+
+    ROW_COLUMNS = ("port", "timeout_ns", "policy", "last_ns", "silent", "speed_ref", *(attr for attr, _ in _LIMITS))
 
     def __init__(self, ports: Sequence[str], dt: float) -> None:
         self.ports = tuple(ports)
@@ -94,27 +99,19 @@ class CommandSources:
         else:  # the usual fleet: nobody outside commands (no per-robot work)
             port = np.full(len(robots), -1, np.int64)
             timeout = policy = np.zeros(len(robots), np.int64)
-        self.port = np.concatenate([self.port, port])
-        self.timeout_ns = np.concatenate([self.timeout_ns, timeout])
-        self.policy = np.concatenate([self.policy, policy])
-        self.last_ns = np.concatenate([self.last_ns, np.full(len(robots), t_ns, np.int64)])
-        self.silent = np.concatenate([self.silent, np.zeros(len(robots), bool)])
+        limits = {attr: param_column(params, key) for attr, key in _LIMITS}
+        self.append_rows(port=port, timeout_ns=timeout, policy=policy, last_ns=np.full(len(robots), t_ns, np.int64),
+                         silent=np.zeros(len(robots), bool), speed_ref=speed, **limits)
         initial = {"speed": speed, "accel": np.zeros(len(robots)), "steer": np.zeros(len(robots)),
                    "yaw_rate": np.zeros(len(robots))}
         for key in _FIELDS:
             self.cmd[key] = np.concatenate([self.cmd[key], initial[key]])
-        self.speed_ref = np.concatenate([self.speed_ref, speed])
-        for attr, key in (("wheelbase", "wheelbase_m"), ("max_steer", "max_steer_rad"), ("max_speed", "max_speed_mps"),
-                          ("max_accel", "max_accel_mps2"), ("max_decel", "max_decel_mps2")):
-            setattr(self, attr, np.concatenate([getattr(self, attr), param_column(params, key)]))
         self.names.extend(spec_column(robots, "name") if names is None else names)
         self._changed()
 
     def remove(self, keep: np.ndarray) -> None:
         """Drop the rows where ``keep`` is False."""
-        for attr in ("port", "timeout_ns", "policy", "last_ns", "silent", "speed_ref", "wheelbase", "max_steer",
-                     "max_speed", "max_accel", "max_decel"):
-            setattr(self, attr, getattr(self, attr)[keep])
+        self.keep_rows(keep)
         for key in _FIELDS:
             self.cmd[key] = self.cmd[key][keep]
         self.names = [n for n, k in zip(self.names, keep, strict=True) if k]
