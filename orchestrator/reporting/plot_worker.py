@@ -242,6 +242,8 @@ class PlotWorkers:
 # -- the worker's side -------------------------------------------------------------------------------------------
 _ALLOWED = {
     ("orchestrator.reporting.plots", "PlotJob"), ("core.robots", "RobotSpec"),
+    *(("core.robot_blocks", block) for block in ("VehicleBlock", "Dims", "InitialState", "ControllerSpec",
+                                                  "DriveSpec", "CommandSourceSpec")),  # a robot's typed blocks
     ("orchestrator.metrics.geometry", "Series"), ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
