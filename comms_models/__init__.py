@@ -9,6 +9,7 @@ COMMS_MODELS = Registry(
     {
         "ideal": "comms_models.ideal:IdealChannel",
         "itsg5": "comms_models.itsg5.model:ItsG5Channel",
+        "cv2x": "comms_models.cv2x.model:Cv2xChannel",
     },
     group="coopsim.channels",
     base="comms_models.base:CommsModel",

@@ -1,0 +1,155 @@
+"""What the C-V2X model reports: every transmission (with the resource it used and why it was chosen) and every
+reception of the traced links (with its loss cause), each station's CBR per window, and the run's counts.
+
+Rows have the columns of the ``v2x`` port and five more (``CV2X_COLUMNS``): the subframe, the first subchannel and
+the number of subchannels of the transmission, why its resource was (re)selected (``RESELECTIONS``: "none" when it
+used its reservation) and, on rx rows, the loss cause (``reception.LOSS_CAUSES``). The port's ``outcome`` stays
+comparable with the other channels: a loss to sensing (below the sensing threshold) or to propagation (the transport
+block failed at its SNR) is ``below_sensitivity``, a collision ``collision``, half-duplex ``half_duplex``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..base import OUTCOMES
+from .reception import COLLISION, HALF_DUPLEX, LOSS_CAUSES, PROPAGATION, RECEIVED, SENSING
+
+RESELECTIONS = ("none", "first", "counter", "size", "latency", "unused")
+"""Why a transmission's resource was selected anew: not at all (its reservation), the station's first packet, the
+reselection counter expired (and the keep draw said reselect), the packet did not fit the reservation, the
+reservation came too late for the packet's delay budget, or it had not been used for a second."""
+
+_TX, _RX = np.uint8(0), np.uint8(1)
+_OUTCOME_OF_CAUSE = np.zeros(len(LOSS_CAUSES), np.uint8)
+_OUTCOME_OF_CAUSE[[RECEIVED, HALF_DUPLEX, SENSING, PROPAGATION, COLLISION]] = [
+    OUTCOMES.index(name) for name in ("received", "half_duplex", "below_sensitivity", "below_sensitivity",
+                                      "collision")]
+V2X_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "rx_power_dbm", "outcome")
+CV2X_COLUMNS = ("subframe", "subchannel", "subchannels", "reselection", "loss")
+_DTYPES = dict(zip(V2X_COLUMNS + CV2X_COLUMNS, (np.int64, np.uint8, np.int64, np.int64, np.int64, np.float64,
+                                                np.float64, np.uint8, np.int64, np.int64, np.int64, np.uint8,
+                                                np.uint8), strict=True))
+
+
+def outcome_codes(cause: np.ndarray) -> np.ndarray:
+    """``v2x`` outcome codes (``comms_models.base.OUTCOMES``) of loss causes."""
+    return _OUTCOME_OF_CAUSE[cause]
+
+
+class Cv2xLog:
+    """Buffers rows until drained and keeps run-level counts."""
+
+    def __init__(self) -> None:
+        self.keep = True
+        self._records: list[dict[str, np.ndarray]] = []
+        self._load: list[dict[str, np.ndarray]] = []
+        self.sent = 0
+        self.replaced = 0
+        self.too_big = 0
+        self.reselections = dict.fromkeys(RESELECTIONS[1:], 0)
+        self.causes = dict.fromkeys(LOSS_CAUSES, 0)  # every link within the radius
+        self.interest_causes = dict.fromkeys(LOSS_CAUSES, 0)
+        self._cbr_sum, self._cbr_count, self._cbr_max = 0.0, 0, 0.0
+
+    def transmissions(self, sf: int, senders: np.ndarray, generated_ns: np.ndarray, x0: np.ndarray,
+                      length: np.ndarray, reselection: np.ndarray) -> None:
+        """Transmissions that started in subframe ``sf``, with their resources and reselection causes."""
+        k = len(senders)
+        self.sent += k
+        for code, count in zip(*np.unique(reselection, return_counts=True), strict=True):
+            if code:
+                self.reselections[RESELECTIONS[code]] += int(count)
+        if self.keep and k:
+            t = np.full(k, sf * 1_000_000, np.int64)
+            self._records.append({
+                "t_ns": t, "event": np.full(k, _TX), "sender": senders.copy(), "receiver": np.full(k, -1, np.int64),
+                "generated_ns": generated_ns.copy(), "latency_s": (t - generated_ns) / 1e9,
+                "rx_power_dbm": np.full(k, np.nan), "outcome": np.full(k, OUTCOMES.index("sent"), np.uint8),
+                "subframe": np.full(k, sf, np.int64), "subchannel": x0.copy(), "subchannels": length.copy(),
+                "reselection": reselection.astype(np.uint8), "loss": np.zeros(k, np.uint8)})
+
+    def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray, too_big: bool = False) -> None:
+        """Messages that never went on air: replaced by a newer one before their resource came, or too big for the
+        carrier (``too_big``). Logged as ``dcc_dropped``, as the ITS-G5 model logs a replaced CAM."""
+        k = len(senders)
+        if too_big:
+            self.too_big += k
+        else:
+            self.replaced += k
+        if self.keep and k:
+            self._records.append({
+                "t_ns": np.full(k, t_ns, np.int64), "event": np.full(k, _TX), "sender": senders.copy(),
+                "receiver": np.full(k, -1, np.int64), "generated_ns": np.asarray(generated_ns, np.int64).copy(),
+                "latency_s": np.full(k, np.nan), "rx_power_dbm": np.full(k, np.nan),
+                "outcome": np.full(k, OUTCOMES.index("dcc_dropped"), np.uint8),
+                "subframe": np.full(k, -1, np.int64), "subchannel": np.full(k, -1, np.int64),
+                "subchannels": np.zeros(k, np.int64), "reselection": np.zeros(k, np.uint8),
+                "loss": np.zeros(k, np.uint8)})
+
+    def receptions(self, cause: np.ndarray, interest: np.ndarray, record: np.ndarray, t_rx: np.ndarray,
+                   sender: np.ndarray, receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray,
+                   sf: int, x0: np.ndarray, length: np.ndarray) -> None:
+        """Reception attempts (every link) with their loss causes; the rows of mask ``record`` are logged."""
+        for scope, mask in ((self.causes, slice(None)), (self.interest_causes, interest)):
+            for code, count in enumerate(np.bincount(cause[mask], minlength=len(LOSS_CAUSES)).tolist()):
+                scope[LOSS_CAUSES[code]] += count
+        if not self.keep or not record.any():
+            return
+        c = cause[record]
+        k = len(c)
+        gen = generated_ns[record]
+        ok = c == RECEIVED
+        self._records.append({
+            "t_ns": t_rx[record], "event": np.full(k, _RX), "sender": sender[record], "receiver": receiver[record],
+            "generated_ns": gen, "latency_s": np.where(ok, (t_rx[record] - gen) / 1e9, np.nan),
+            "rx_power_dbm": power_dbm[record], "outcome": outcome_codes(c), "subframe": np.full(k, sf, np.int64),
+            "subchannel": x0[record], "subchannels": length[record], "reselection": np.zeros(k, np.uint8),
+            "loss": c.astype(np.uint8)})
+
+    def window(self, t_ns: int, stations: np.ndarray, cbr: np.ndarray) -> None:
+        """A closed CBR window: ``cbr`` per station, NaN where a station did not measure all of it."""
+        has = ~np.isnan(cbr)
+        measured = cbr[has]
+        if not len(measured):
+            return
+        if self.keep:
+            self._load.append({"t_ns": np.full(len(measured), t_ns, np.int64), "robot": stations[has].copy(),
+                               "cbr": measured})
+        self._cbr_sum += float(measured.sum())
+        self._cbr_count += len(measured)
+        self._cbr_max = max(self._cbr_max, float(measured.max()))
+
+    def drain_records(self) -> dict[str, np.ndarray]:
+        """Rows since the last call, ``v2x`` columns first, then ``CV2X_COLUMNS``."""
+        chunks, self._records = self._records, []
+        if not chunks:
+            return {name: np.empty(0, dt) for name, dt in _DTYPES.items()}
+        return {name: np.concatenate([c[name] for c in chunks]).astype(dt, copy=False) for name, dt in _DTYPES.items()}
+
+    def drain_load(self) -> dict[str, np.ndarray]:
+        """Each station's CBR per window since the last call."""
+        chunks, self._load = self._load, []
+        if not chunks:
+            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cbr": np.empty(0)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr")}
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for ``metrics()``: CBR mean and max, messages sent, replaced and too big, reselections by cause,
+        link outcomes by loss cause (all links within the radius, and the interest pairs) and the interest PDR."""
+        attempts = sum(self.interest_causes.values())
+        return {
+            "cbr_mean": self._cbr_sum / self._cbr_count if self._cbr_count else 0.0,
+            "cbr_max": self._cbr_max,
+            "cams_sent": self.sent,
+            "cams_dcc_dropped": self.replaced + self.too_big,
+            "cams_replaced": self.replaced,
+            "cams_too_big": self.too_big,
+            "reselections": dict(self.reselections),
+            "loss_causes": dict(self.causes),
+            "interest_loss_causes": dict(self.interest_causes),
+            "pdr_interest": self.interest_causes["none"] / attempts if attempts else math.nan,
+        }

@@ -1,0 +1,242 @@
+"""The C-V2X channel model: LTE-V2X PC5 sidelink, transmission mode 4 (autonomous, sensing-based semi-persistent
+scheduling), carrying the CAMs of the ETSI CA basic service.
+
+Per channel step (``step(t_ns, estimate, interest)``):
+
+1. The sidelink (``sidelink.Sidelink``) runs the 1 ms subframes since the previous step at this step's positions:
+   packets that reached the MAC use their station's reservation or select a new one (``sps``, from what the
+   station sensed: ``sensing``), due packets are transmitted, and every transmission is resolved at every station
+   within the cut-off radius (``reception``: half-duplex, sensing threshold, BLER at the SNR, BLER at the SINR).
+2. The CA basic service's rules (the ITS-G5 model's ``generation.CamGeneration``, etsi or fixed_rate) decide which
+   stations generate a CAM; it carries what the vehicle believes, quantised as the CAM codec would, and reaches the
+   MAC after the transmit processing delay. Its size is the CAM's UPER encoding plus headers and security (or
+   ``packet_bytes``), which fixes how many subchannels it needs (``tbs``).
+3. Receptions whose receive processing completes by ``t_ns`` are returned.
+
+No congestion control (CR limits) is modelled; the CBR is measured and reported (``channel_load``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.ports import V2X_LOG_FIELDS, port
+from core.rng import KeyedDraws, purpose_key, stream
+from core.robots import RobotSpec
+
+from ..base import CommsModel, Deliveries, Interest, empty_deliveries
+from ..itsg5.codec import CamCodec, build_cam
+from ..itsg5.generation import CamGeneration
+from ..itsg5.geo import LocalProjection
+from ..itsg5.quantise import quantise_si
+from .log import CV2X_COLUMNS, RESELECTIONS, Cv2xLog
+from .params import Cv2xParams
+from .propagation import SPEED_OF_LIGHT_MPS, Propagation
+from .reception import LOSS_CAUSES, RECEIVED
+from .sidelink import NS_PER_SF, Sidelink, Subframe
+
+CAM_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
+_CURVATURE_MIN_SPEED_MPS = 0.1  # below this, yaw_rate / v is meaningless: curvature sent as unavailable
+
+CV2X_LOG = port("v2x", {**V2X_LOG_FIELDS, "subframe": ("int64", "ms"), "subchannel": ("int64", "-"),
+                        "subchannels": ("int64", "-"), "reselection": ("uint8", "-", RESELECTIONS),
+                        "loss": ("uint8", "-", LOSS_CAUSES)}, index="event",
+                doc="every V2X transmission and reception with its outcome, and the sidelink resource, reselection "
+                    "and loss cause of each")
+"""The ``v2x`` port with the C-V2X columns (``log.CV2X_COLUMNS``), for a V2X federate that records a model's own
+log port (``log_port``)."""
+
+
+@cache
+def cam_sizes(station_type: int) -> dict[bool, int]:
+    """UPER size [byte] of a CAM without (False) and with (True) its low-frequency container (the ITS-G5 model's
+    codec, with neutral field values: the encoding's size does not depend on them)."""
+    codec = CamCodec()
+    fields = {"latitude": 0, "longitude": 0, "heading": 0, "speed": 0, "drive_direction": 0,
+              "longitudinal_acceleration": 0, "yaw_rate": 0, "curvature": 0, "curvature_calculation_mode": 0}
+    return {lf: len(codec.encode(build_cam(0, station_type, 0, fields, lf))) for lf in (False, True)}
+
+
+def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """``np.isin(values, sorted_keys)`` for sorted unique keys (a binary search, no hashing per call)."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(values), bool)
+    at = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
+    return sorted_keys[at] == values
+
+
+class Cv2xChannel(CommsModel):
+    """CAMs over an LTE-V2X mode 4 sidelink (see the module docstring)."""
+
+    Params: ClassVar[type[Cv2xParams]] = Cv2xParams
+    logs_every_transmission: ClassVar[bool] = True
+    log_port = CV2X_LOG
+
+    def __init__(self, params: Mapping[str, Any], seed: int, out_dir: Any = None) -> None:
+        super().__init__(params, seed, out_dir)
+        cfg = Cv2xParams.model_validate(dict(params))
+        self.cfg = cfg
+        self.log = Cv2xLog()
+        self.prop = Propagation(cfg.propagation, cfg.phy.carrier_ghz, cfg.phy.tx_power_dbm,
+                                purpose_key(seed, "cv2x", "shadowing"), purpose_key(seed, "cv2x", "fading"))
+        self.link = Sidelink(cfg, seed, self.prop, self.log)
+        self.generation = CamGeneration(cfg.generation)
+        self.projection = LocalProjection(cfg.origin_lat_deg, cfg.origin_lon_deg)
+        if cfg.packet_bytes is not None:
+            self.packet_bytes = {False: cfg.packet_bytes, True: cfg.packet_bytes}
+        else:  # the CAM's own size (the codec is compiled only then)
+            extra = cfg.headers_bytes + cfg.security_bytes
+            self.packet_bytes = {lf: n + extra for lf, n in cam_sizes(cfg.station_type).items()}
+        self.tx_latency_key = purpose_key(seed, "cv2x", "tx_latency")
+        self.rx_latency_key = purpose_key(seed, "cv2x", "rx_latency")
+        self.pending: Deliveries = empty_deliveries()
+        self._interest_keys = np.empty(0, np.int64)
+        self._interest_src: Interest | None = None
+        self._x = np.empty(0)
+        self._y = np.empty(0)
+
+    # -- stations ------------------------------------------------------------------------------------------------
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        """Append a station per robot; its CA service starts U[0, start_jitter_s) after its spawn time."""
+        if not robots:
+            return
+        jitter_s = self.cfg.generation.start_jitter_s
+        spawn_ns = np.asarray([spec.spawn_ns for spec in robots], np.int64)
+        offsets = np.asarray(
+            [round(stream(self.seed, "v2x", spec.id).uniform(0.0, jitter_s) * 1e9) if jitter_s > 0 else 0
+             for spec in robots], np.int64)
+        self.link.spawn(np.asarray([spec.id for spec in robots], np.int64), spawn_ns)
+        self.generation.spawn(spawn_ns + offsets)
+
+    def despawn(self, robot_ids: Sequence[int]) -> None:
+        """Remove stations; what they sent stays sensed, their waiting packets and receptions vanish."""
+        gone = np.isin(self.link.ids, np.asarray(list(robot_ids), np.int64))
+        if not gone.any():
+            return
+        removed = self.link.ids[gone]
+        self.link.despawn(~gone)
+        self.generation.despawn(~gone)
+        alive = ~np.isin(self.pending["receiver"], removed)
+        self.pending = {k: v[alive] for k, v in self.pending.items()}
+
+    # -- the step ------------------------------------------------------------------------------------------------
+    def step(self, t_ns: int, estimate: Mapping[str, np.ndarray], interest: Interest) -> Deliveries:
+        """Advance the sidelink to ``t_ns``; return the receptions completed in (previous step, t_ns]."""
+        ids = np.asarray(estimate["id"], np.int64)
+        if len(ids) != len(self.link.ids) or not np.array_equal(ids, self.link.ids):
+            raise ValueError(f"cv2x: estimate rows (ids {ids[:8].tolist()}...) do not match the spawned stations "
+                             f"({self.link.ids[:8].tolist()}...); spawn/despawn every robot before stepping")
+        t_ns = int(t_ns)
+        x = np.ascontiguousarray(estimate["x"], np.float64)
+        y = np.ascontiguousarray(estimate["y"], np.float64)
+        self._x, self._y = x, y
+        self._set_interest(interest)
+        self.link.advance(-(-t_ns // NS_PER_SF), x, y, self._received)
+        if len(ids):
+            self._generate(t_ns, estimate, x, y)
+        return self._release(t_ns)
+
+    def _set_interest(self, interest: Interest) -> None:
+        if interest is self._interest_src:
+            return
+        self._interest_src = interest
+        self._interest_keys = np.unique((np.asarray(interest.receivers, np.int64) << 32)
+                                        | np.asarray(interest.senders, np.int64))
+
+    def _generate(self, t_ns: int, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray) -> None:
+        yaw = np.asarray(estimate["yaw"], np.float64)
+        v = np.asarray(estimate["v"], np.float64)
+        t_dcc = np.zeros(len(x), np.int64)  # no congestion control: T_GenCam_DCC is T_GenCamMin
+        send, with_lf = self.generation.check(t_ns, x, y, yaw, v, t_dcc)
+        if not send.any():
+            return
+        rows = np.flatnonzero(send)
+        k = len(rows)
+        content = self._content(rows, estimate, x, y, yaw, v)
+        gen = np.full(k, t_ns, np.int64)
+        draws = KeyedDraws(self.tx_latency_key, self.link.ids[rows], None, gen)
+        arrival = t_ns + np.round(self.cfg.latency.tx_processing.draw(draws, k) * 1e9).astype(np.int64)
+        size = np.where(with_lf[rows], self.packet_bytes[True], self.packet_bytes[False])
+        self.link.queue(t_ns, rows, gen, arrival, size, content)
+
+    def _content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
+                 yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """What receivers decode of the CAMs of ``rows``: the SI values through WGS84 and the CAM's quantisation."""
+        lat, lon = self.projection.to_geodetic(x[rows], y[rows])
+        vv = v[rows]
+        yaw_rate = np.asarray(estimate["yaw_rate"], np.float64)[rows]
+        moving = np.abs(vv) >= _CURVATURE_MIN_SPEED_MPS
+        curvature = np.where(moving, yaw_rate / np.where(moving, vv, 1.0), np.nan)
+        q = quantise_si({"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows], "v": vv,
+                         "a": np.asarray(estimate["a"], np.float64)[rows], "yaw_rate": yaw_rate,
+                         "curvature": curvature})
+        qx, qy = self.projection.to_local(q["lat_deg"], q["lon_deg"])
+        return np.column_stack([qx, qy, q["yaw"], q["v"], q["a"], q["yaw_rate"]])
+
+    def _received(self, sub: Subframe) -> None:
+        """Log the links of a subframe and hold the deliveries among them."""
+        txs, links = sub.txs, sub.links
+        sender = txs.sender[links.tx]
+        receiver = self.link.ids[links.rx]
+        gen = sub.generated_ns[links.tx]
+        interest = _member((receiver << 32) | sender, self._interest_keys)
+        ok = links.cause == RECEIVED
+        n = len(sender)
+        delay = np.zeros(n, np.int64)
+        if ok.any():
+            draws = KeyedDraws(self.rx_latency_key, sender[ok], receiver[ok], gen[ok])
+            d = np.hypot(self._x[links.rx[ok]] - self._x[txs.row[links.tx[ok]]],
+                         self._y[links.rx[ok]] - self._y[txs.row[links.tx[ok]]])
+            delay[ok] = np.round(self.cfg.latency.rx_processing.draw(draws, int(ok.sum())) * 1e9
+                                 + d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
+        t_rx = (txs.sf + 1) * NS_PER_SF + delay
+        record = np.ones(n, bool) if self.cfg.trace == "all" else interest
+        self.log.receptions(links.cause, interest, record, t_rx, sender, receiver, gen, links.power_dbm, txs.sf,
+                            txs.x0[links.tx], txs.length[links.tx])
+        deliver = ok if self.cfg.deliver == "all" else ok & interest
+        if deliver.any():
+            new = {"receiver": receiver[deliver], "sender": sender[deliver], "generated_ns": gen[deliver],
+                   "received_ns": t_rx[deliver]}
+            for c, name in enumerate(CAM_CONTENT):
+                new[name] = sub.content[links.tx[deliver], c]
+            self.pending = {name: np.concatenate([self.pending[name], new[name]]) for name in self.pending}
+
+    def _release(self, t_ns: int) -> Deliveries:
+        pending = self.pending
+        due = pending["received_ns"] <= t_ns
+        if not due.any():
+            return empty_deliveries()
+        order = np.argsort(pending["received_ns"][due], kind="stable")
+        out = {name: col[due][order] for name, col in pending.items()}
+        self.pending = {name: col[~due] for name, col in pending.items()}
+        return out
+
+    # -- outputs ------------------------------------------------------------------------------------------------------
+    @property
+    def keep_log(self) -> bool:  # type: ignore[override]
+        """Whether the log keeps rows (``CommsModel.keep_log``); its counts are kept either way."""
+        return self.log.keep
+
+    @keep_log.setter
+    def keep_log(self, value: bool) -> None:
+        self.log.keep = value
+
+    def drain_records(self) -> dict[str, np.ndarray]:
+        """Every transmission (its resource and reselection cause) and the traced receptions (their loss cause)
+        since the last call: the ``v2x`` columns and ``log.CV2X_COLUMNS``."""
+        return self.log.drain_records()
+
+    def drain_load(self) -> dict[str, np.ndarray]:
+        """Each station's CBR per window since the last call."""
+        return self.log.drain_load()
+
+    def metrics(self) -> dict[str, Any]:
+        """The log's counts (``Cv2xLog.summary``), the message sizes and the resource grid."""
+        phy = self.cfg.phy
+        return {**self.log.summary(), "packet_bytes": {"hf": self.packet_bytes[False], "lf": self.packet_bytes[True]},
+                "subchannels": phy.n_subchannels, "subchannel_rbs": phy.subchannel_rbs, "mcs": phy.mcs,
+                "extra_log_columns": list(CV2X_COLUMNS)}

@@ -1,0 +1,239 @@
+"""The sidelink in subframes: each station's reservation and waiting packet, moved subframe by subframe.
+
+Per subframe k (only subframes in which something happens are visited):
+
+1. **Arrivals.** A packet that reached the MAC in k uses the station's reservation (its next occasion at or after
+   k) unless a reselection is due (TS 36.321 5.14.1.1): no reservation yet (``first``), the counter expired and the
+   keep draw said reselect (``counter``), the packet needs more subchannels than reserved (``size``), the next
+   occasion lies beyond the delay budget (``latency``), or the reservation went unused for a second (``unused``).
+   A reselection senses (``sensing.sense``), selects (``sps.select``) and draws a new counter uniformly in
+   [5, 15] (RRI >= 100 ms; [10, 30] at 50 ms, [25, 75] at 20 ms). A packet arriving while the previous one still
+   waits replaces it (the old one is logged as dropped).
+2. **Transmissions.** Every station whose packet is due in k transmits on its reservation; the receptions are
+   resolved (``reception.receive``) and the transmission enters the history the others sense. Then the counter
+   counts down; at zero the station keeps its reservation with probability ``p_keep`` (a new counter) or reselects
+   at its next packet.
+3. **Load.** Each station counts the subchannels it senses busy (S-RSSI above -94 dBm); every ``cbr_window_ms`` the
+   channel busy ratio closes (``Cv2xLog.window``).
+
+Every random number is keyed by its event (``core.rng.KeyedDraws``): the pick and the counter by (station, subframe),
+the keep draw likewise, each under its own purpose; so the same seed gives bit-identical runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.rng import KeyedDraws, purpose_key
+
+from .bler import sinr_shift_db
+from .history import PositionSnapshots, TxHistory
+from .log import RESELECTIONS, Cv2xLog
+from .params import Cv2xParams
+from .propagation import Propagation
+from .reception import Links, Transmissions, busy_subchannels, receive
+from .sensing import sense
+from .sps import PHASE_MS, select
+from .tbs import SCI_RBS, subchannels_needed
+
+NS_PER_SF = 1_000_000
+_NEVER = np.iinfo(np.int64).max
+_FIRST, _COUNTER, _SIZE, _LATENCY, _UNUSED = (RESELECTIONS.index(n) for n in
+                                              ("first", "counter", "size", "latency", "unused"))
+CONTENT_COLUMNS = 6  # x, y, yaw, v, a, yaw_rate of the message
+
+
+@dataclass
+class Subframe:
+    """What one transmitting subframe produced, for the channel to log and deliver."""
+
+    txs: Transmissions
+    links: Links
+    generated_ns: np.ndarray  # per transmission
+    content: np.ndarray  # (transmissions, CONTENT_COLUMNS)
+
+
+class Sidelink:
+    """Stations (rows in spawn order), their reservations and packets, and the subframe loop."""
+
+    _INT = ("res_sf", "res_x0", "res_len", "counter", "last_tx_sf", "pkt_gen_ns", "pkt_arr_sf", "pkt_len",
+            "pkt_tx_sf", "pkt_cause", "busy", "meas_since")
+
+    def __init__(self, cfg: Cv2xParams, seed: int, prop: Propagation, log: Cv2xLog, step_hint_ms: int = 10) -> None:
+        self.cfg, self.prop, self.log = cfg, prop, log
+        phy = cfg.phy
+        self.n_sub = phy.n_subchannels
+        self.noise_rb_mw = 10.0 ** (phy.noise_floor_dbm / 10.0) / phy.carrier_rbs
+        self.noise_sub_mw = self.noise_rb_mw * phy.subchannel_rbs
+        self.cbr_mw = 10.0 ** (cfg.cbr_threshold_dbm / 10.0)
+        lengths = np.arange(1, self.n_sub + 1)
+        self.shift_db = sinr_shift_db(phy.mcs, lengths * phy.subchannel_rbs - SCI_RBS)
+        self.noise_tb_mw = self.noise_rb_mw * (lengths * phy.subchannel_rbs - SCI_RBS)
+        self.keys = {name: purpose_key(seed, "cv2x", name) for name in ("pick", "tie", "counter", "keep", "bler")}
+        self.history = TxHistory()
+        depth = math.ceil((cfg.sps.sensing_window_ms + 2 * PHASE_MS) / max(step_hint_ms, 1)) + 2
+        self.snaps = PositionSnapshots(depth)
+        self.snap = -1
+        self.ids = np.empty(0, np.int64)
+        for name in self._INT:
+            setattr(self, name, np.empty(0, np.int64))
+        self.pkt_on = np.empty(0, bool)
+        self.reselect = np.empty(0, bool)
+        self.pkt_content = np.empty((0, CONTENT_COLUMNS))
+        self.sf = 0  # the next subframe to process
+        self.window_ms = cfg.cbr_window_ms
+        self.window_end = self.window_ms
+        self.tx_subframes = 0  # subframes with a transmission in the current CBR window
+
+    # -- stations ------------------------------------------------------------------------------------------------
+    def spawn(self, ids: np.ndarray, spawn_ns: np.ndarray) -> None:
+        """Append stations without reservation; each measures the load from its spawn."""
+        n = len(ids)
+        self.ids = np.concatenate([self.ids, ids])
+        init = {"res_sf": -1, "res_x0": 0, "res_len": 0, "counter": 0, "last_tx_sf": -(10**9), "pkt_gen_ns": 0,
+                "pkt_arr_sf": 0, "pkt_len": 0, "pkt_tx_sf": -1, "pkt_cause": 0, "busy": 0}
+        for name, value in init.items():
+            setattr(self, name, np.concatenate([getattr(self, name), np.full(n, value, np.int64)]))
+        since = -(-np.asarray(spawn_ns, np.int64) // NS_PER_SF)
+        self.meas_since = np.concatenate([self.meas_since, since])
+        self.pkt_on = np.concatenate([self.pkt_on, np.zeros(n, bool)])
+        self.reselect = np.concatenate([self.reselect, np.zeros(n, bool)])
+        self.pkt_content = np.concatenate([self.pkt_content, np.zeros((n, CONTENT_COLUMNS))])
+        self.snaps.spawn(n)
+
+    def despawn(self, keep: np.ndarray) -> None:
+        """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
+        for name in (*self._INT, "ids", "pkt_on", "reselect", "pkt_content"):
+            setattr(self, name, getattr(self, name)[keep])
+        self.snaps.despawn(keep)
+
+    # -- packets -------------------------------------------------------------------------------------------------
+    def queue(self, t_ns: int, rows: np.ndarray, generated_ns: np.ndarray, arrival_ns: np.ndarray,
+              size_bytes: np.ndarray, content: np.ndarray) -> None:
+        """Packets of ``rows`` reaching the MAC at ``arrival_ns`` (not before the next subframe to process)."""
+        waiting = rows[self.pkt_on[rows]]
+        if len(waiting):
+            self.log.dropped(t_ns, self.ids[waiting], self.pkt_gen_ns[waiting])
+        length = subchannels_needed(size_bytes, self.cfg.phy.mcs, self.cfg.phy.subchannel_rbs, self.n_sub)
+        big = length == 0
+        if big.any():
+            self.log.dropped(t_ns, self.ids[rows[big]], generated_ns[big], too_big=True)
+            self.pkt_on[rows[big]] = False
+        ok = ~big
+        r = rows[ok]
+        self.pkt_on[r] = True
+        self.pkt_gen_ns[r] = generated_ns[ok]
+        self.pkt_arr_sf[r] = np.maximum(-(-arrival_ns[ok] // NS_PER_SF), self.sf)
+        self.pkt_len[r] = length[ok]
+        self.pkt_tx_sf[r] = -1
+        self.pkt_content[r] = content[ok]
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+    def advance(self, end_sf: int, x: np.ndarray, y: np.ndarray, on_subframe: Callable[[Subframe], None]) -> None:
+        """Process subframes [self.sf, end_sf) at positions ``x, y`` (this step's), calling ``on_subframe`` for each
+        one with transmissions."""
+        self.snap = self.snaps.take(x, y)
+        while True:
+            pending = self.pkt_on
+            arr = np.where(pending & (self.pkt_tx_sf < 0), self.pkt_arr_sf, _NEVER)
+            due = np.where(pending & (self.pkt_tx_sf >= 0), self.pkt_tx_sf, _NEVER)
+            k = int(min(arr.min(initial=_NEVER), due.min(initial=_NEVER)))
+            while self.window_end <= min(k, end_sf):
+                self._close_window()
+            if k >= end_sf:
+                break
+            arriving = np.flatnonzero(arr == k)
+            if len(arriving):
+                self._decide(k, arriving)
+                due = np.where(self.pkt_on & (self.pkt_tx_sf >= 0), self.pkt_tx_sf, _NEVER)
+            sending = np.flatnonzero(due == k)
+            if len(sending):
+                on_subframe(self._transmit(k, sending, x, y))
+            self.sf = k + 1
+        self.sf = max(self.sf, end_sf)
+        self.history.prune(self.sf - self.cfg.sps.sensing_window_ms - PHASE_MS)
+
+    def _decide(self, n: int, rows: np.ndarray) -> None:
+        """Reservation or reselection for the packets of ``rows`` that arrived in subframe ``n``."""
+        sps = self.cfg.sps
+        rri = sps.rri_ms
+        has = self.res_sf[rows] >= 0
+        behind = has & (self.res_sf[rows] < n)
+        steps = -(-(n - self.res_sf[rows]) // rri)
+        self.res_sf[rows] = np.where(behind, self.res_sf[rows] + steps * rri, self.res_sf[rows])
+        budget = min(sps.t2_ms, sps.delay_budget_ms)
+        cause = np.zeros(len(rows), np.int64)
+        checks = ((n - self.last_tx_sf[rows] > sps.unused_reselect_ms, _UNUSED),
+                  (self.res_sf[rows] > n + budget, _LATENCY),
+                  (self.pkt_len[rows] > self.res_len[rows], _SIZE),
+                  (self.reselect[rows], _COUNTER),
+                  (~has, _FIRST))
+        for mask, code in checks:  # the last that applies names the cause
+            cause[mask] = code
+        keep = cause == 0
+        self.pkt_tx_sf[rows[keep]] = self.res_sf[rows[keep]]
+        self.pkt_cause[rows[keep]] = 0
+        for row, code in zip(rows[~keep].tolist(), cause[~keep].tolist(), strict=True):
+            self._reselect(n, row, code)
+
+    def _reselect(self, n: int, row: int, code: int) -> None:
+        sps, station = self.cfg.sps, int(self.ids[row])
+        length = int(self.pkt_len[row])
+        sensed = sense(self.history, self.snaps, self.prop, row, station, n, sps.sensing_window_ms, PHASE_MS,
+                       self.n_sub, self.cfg.phy.sensitivity_dbm)
+        ev = (np.array([station]), None, np.array([n]))
+        u = float(KeyedDraws(self.keys["pick"], *ev).random(1)[0])
+        window = min(sps.t2_ms, sps.delay_budget_ms) - sps.t1_ms + 1
+        cells = window * (self.n_sub - length + 1)
+        tie = KeyedDraws(self.keys["tie"], np.full(cells, station), np.arange(cells), np.full(cells, n)).random(cells)
+        choice = select(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, tie)
+        lo, hi = sps.counter_range
+        self.counter[row] = int(KeyedDraws(self.keys["counter"], *ev).integers(lo, hi + 1, 1)[0])
+        self.res_sf[row], self.res_x0[row], self.res_len[row] = choice.sf, choice.x0, length
+        self.reselect[row] = False
+        self.pkt_tx_sf[row] = choice.sf
+        self.pkt_cause[row] = code
+
+    def _transmit(self, k: int, rows: np.ndarray, x: np.ndarray, y: np.ndarray) -> Subframe:
+        sps = self.cfg.sps
+        length = self.res_len[rows]
+        txs = Transmissions(sf=k, sender=self.ids[rows], row=rows, x0=self.res_x0[rows], length=length,
+                            noise_mw=self.noise_tb_mw[length - 1], shift_db=self.shift_db[length - 1])
+        links = receive(txs, self.ids, x, y, self.prop, self.cfg.phy.sensitivity_dbm, self.keys["bler"])
+        self.history.add(k, txs.sender, txs.x0, length, np.full(len(rows), sps.rri_ms), self.snap, x[rows], y[rows])
+        out = Subframe(txs=txs, links=links, generated_ns=self.pkt_gen_ns[rows].copy(),
+                       content=self.pkt_content[rows].copy())
+        self.log.transmissions(k, txs.sender, out.generated_ns, txs.x0, length, self.pkt_cause[rows])
+        # load: the subchannels each station senses busy in this subframe
+        self.busy += busy_subchannels(txs, links.rx_power_mw, self.n_sub, self.noise_sub_mw, self.cbr_mw)
+        self.tx_subframes += 1
+        # the reservation moves on; the counter counts this transmission
+        self.pkt_on[rows] = False
+        self.pkt_tx_sf[rows] = -1
+        self.last_tx_sf[rows] = k
+        self.res_sf[rows] = k + sps.rri_ms
+        self.counter[rows] -= 1
+        expired = rows[self.counter[rows] <= 0]
+        if len(expired):
+            ev = (self.ids[expired], None, np.full(len(expired), k, np.int64))
+            keeps = KeyedDraws(self.keys["keep"], *ev).random(len(expired)) < sps.p_keep
+            lo, hi = sps.counter_range
+            fresh = KeyedDraws(self.keys["counter"], *ev).integers(lo, hi + 1, len(expired))
+            self.counter[expired] = np.where(keeps, fresh, 0)
+            self.reselect[expired] = ~keeps
+        return out
+
+    def _close_window(self) -> None:
+        """The CBR window ending at ``window_end`` closes (NaN for stations that joined within it)."""
+        start = self.window_end - self.window_ms
+        idle_busy = self.n_sub * (self.window_ms - self.tx_subframes) if self.noise_sub_mw > self.cbr_mw else 0
+        cbr = (self.busy + idle_busy) / (self.window_ms * self.n_sub)
+        cbr = np.where(self.meas_since <= start, cbr, np.nan)
+        self.log.window(self.window_end * NS_PER_SF, self.ids, cbr)
+        self.busy[:] = 0
+        self.tx_subframes = 0
+        self.window_end += self.window_ms
