@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from .follower import FollowerView, start_chain
 from .geometry import l2_norm, path_projection, path_with_tail
-from .links import LinkIndex, interest_outcomes, link_figures
+from .links import channel_busy, link_figures, v2x_log
 from .registry import follower_metric, run_metric
 from .roles import PHASES, platoon_names
 from .rundata import RunData
@@ -161,12 +162,10 @@ def link(f: FollowerView) -> dict[str, Any] | None:
     stretch in which the follower followed one predecessor (``links``) and over all of them. A CAM counts toward a
     link when it was generated while that link existed (``roles.py``): frames of a robot that is no longer the
     predecessor, or not yet, are not the link's."""
-    if "links" not in f.run.cache:
-        v2x = f.run.trace("v2x")
-        f.run.cache["links"] = None if v2x is None else LinkIndex(v2x)
-    links = f.run.cache["links"]
-    if links is None:
+    log = v2x_log(f.run)
+    if log is None:
         return None
+    links = log.links
     names = {r.id: r.name for r in f.run.robots}
     stretches = []
     for pred, start, end in run_roles(f.run).link_windows(f.robot.id):
@@ -265,29 +264,21 @@ def summary(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[st
 def channel(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """Channel busy ratio over every station and DCC window (``trace/channel_load.parquet``), CAMs sent and dropped
     by DCC, and the outcomes and PDR of the receptions the applications read (predecessor and leader links)."""
-    load, v2x = run.trace("channel_load"), run.trace("v2x")
-    if load is None or v2x is None:
+    busy = channel_busy(run) if os.path.lexists(run.path("v2x")) else None
+    log = v2x_log(run) if busy is not None else None
+    if busy is None or log is None:
         return None
-    cbr, t_ns = np.asarray(load["cbr"]), np.asarray(load["t_ns"])
-    total = 0.0
-    for window in np.split(cbr, np.flatnonzero(np.diff(t_ns)) + 1):  # summed per window, as stations report
-        total += float(window.sum()) if len(window) else 0.0
-    pms = 0
-    if "message" in v2x and (np.asarray(v2x["message"]) != "cam").any():  # the CAM figures; platooning messages apart
-        pm = np.asarray(v2x["message"]) == "pm"
-        pms = int(np.count_nonzero(pm & (np.asarray(v2x["event"]) == "tx") & (np.asarray(v2x["outcome"]) == "sent")))
-        v2x = {k: np.asarray(v)[~pm] for k, v in v2x.items()}
-    event, outcome = v2x["event"], v2x["outcome"]
-    counts = interest_outcomes(v2x, run_roles(run))
+    total, count, largest = busy
+    counts = log.interest
     attempts = sum(counts.values())
     return {
-        "cbr_mean": total / len(cbr) if len(cbr) else 0.0,
-        "cbr_max": float(cbr.max()) if len(cbr) else 0.0,
-        "cams_sent": int(np.count_nonzero((event == "tx") & (outcome == "sent"))),
-        "cams_dcc_dropped": int(np.count_nonzero(outcome == "dcc_dropped")),
+        "cbr_mean": total / count if count else 0.0,
+        "cbr_max": largest if count else 0.0,
+        "cams_sent": log.cams_sent,
+        "cams_dcc_dropped": log.cams_dcc_dropped,
         "interest_outcomes": counts,
         "pdr_interest": counts["received"] / attempts if attempts else None,
-        **({"pms_sent": pms} if pms else {}),
+        **({"pms_sent": log.pms_sent} if log.pms_sent else {}),
     }
 
 

@@ -1,12 +1,20 @@
 """Per-link figures from ``trace/v2x.parquet``: CAMs sent and received on a directed link within a window, and
-the reception outcomes on the links the applications read (``roles.py``'s intervals)."""
+the reception outcomes on the links the applications read (``roles.py``'s intervals).
+
+The trace is never held whole (it grows with simulated time): ``v2x_log`` reads it a row group at a time and keeps
+what these figures need, the sent CAMs' senders and generation times and the reception rows, in plain arrays."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .rundata import RunData
 
 RX_OUTCOMES = ("received", "below_sensitivity", "collision", "half_duplex")
 """Reception outcomes of ``trace/v2x.parquet`` (``comms_models.base.OUTCOMES`` without the tx ones)."""
@@ -18,23 +26,27 @@ class LinkIndex:
     than a pass over every row."""
 
     def __init__(self, v2x: Mapping[str, np.ndarray]) -> None:
+        """From ``trace/v2x.parquet`` columns (all of its rows)."""
         if "message" in v2x and (np.asarray(v2x["message"]) != "cam").any():  # CAM links: platooning messages apart
             cams = np.asarray(v2x["message"]) == "cam"
             v2x = {k: np.asarray(v)[cams] for k, v in v2x.items()}
         event, outcome = v2x["event"], v2x["outcome"]
         is_tx = event == "tx"
         sent = is_tx & (outcome == "sent")
-        tx_sender, tx_t = np.asarray(v2x["sender"])[sent], np.asarray(v2x["generated_ns"])[sent]
+        ok = np.flatnonzero(~is_tx & (outcome == "received"))
+        self._arrange(np.asarray(v2x["sender"])[sent], np.asarray(v2x["generated_ns"])[sent],
+                      {k: np.asarray(v2x[k])[ok] for k in ("sender", "receiver", "generated_ns", "latency_s", "t_ns")})
+
+    def _arrange(self, tx_sender: np.ndarray, tx_t: np.ndarray, received: Mapping[str, np.ndarray]) -> None:
+        """Sorts the sent CAMs (sender, generation time) and the received rows (in trace order) for lookups."""
         tx_order = np.lexsort((tx_t, tx_sender))
         self._tx_sender, self._tx_t = tx_sender[tx_order], tx_t[tx_order]  # by sender, then time
-        ok = np.flatnonzero(~is_tx & (outcome == "received"))
-        sender, receiver = np.asarray(v2x["sender"])[ok], np.asarray(v2x["receiver"])[ok]
-        generated = np.asarray(v2x["generated_ns"])[ok]
+        sender, receiver, generated = received["sender"], received["receiver"], received["generated_ns"]
         order = np.lexsort((generated, receiver, sender))  # per link, by generation time
         self._pairs = np.column_stack([sender[order], receiver[order]])
         self._generated = generated[order]
-        self._latency = np.asarray(v2x["latency_s"])[ok][order]
-        self._t_ns = np.asarray(v2x["t_ns"])[ok][order]
+        self._latency = received["latency_s"][order]
+        self._t_ns = received["t_ns"][order]
 
     def metrics(self, receiver: int, sender: int,
                 window_ns: tuple[int, int | None] = (0, None)) -> dict[str, Any]:
@@ -73,6 +85,101 @@ class LinkIndex:
         first = int(np.searchsorted(times, start, side="left"))
         last = len(times) if end is None else int(np.searchsorted(times, end, side="left"))
         return max(last - first, 0)
+
+
+@dataclass
+class V2xLog:
+    """What the link and channel metrics need of ``trace/v2x.parquet``: the counts of the channel block (platooning
+    messages apart) and the per-link index of the CAMs."""
+
+    cams_sent: int
+    cams_dcc_dropped: int
+    pms_sent: int
+    interest: dict[str, int]  # ``interest_outcomes``
+    links: LinkIndex
+
+
+V2X_COLUMNS = ("t_ns", "event", "sender", "receiver", "generated_ns", "latency_s", "outcome", "message")
+"""The columns of ``trace/v2x.parquet`` the link and channel metrics read."""
+
+
+def v2x_log(run: RunData) -> V2xLog | None:
+    """The run's ``V2xLog`` (None without a V2X trace), read once per run a row group at a time. Of the rows only
+    what the figures use is kept: the sent CAMs' senders and times, and the reception rows until their outcomes on
+    the links of interest are counted; then only the link index stays. The figures are those of the whole trace
+    read at once (``LinkIndex(columns)``, the same rows in the same order)."""
+    if "v2x_log" in run.cache:
+        return run.cache["v2x_log"]  # type: ignore[no-any-return]
+    from .transitions import run_roles
+
+    counts = {"sent": 0, "dcc_dropped": 0, "pm": 0}
+    tx: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def keep(group: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Counts this row group's transmissions and keeps its other rows (platooning messages apart)."""
+        event, outcome = group["event"], group["outcome"]
+        message = group.get("message")
+        pm = np.zeros(len(event), bool) if message is None else message == "pm"
+        is_tx, sent = event == "tx", outcome == "sent"
+        counts["pm"] += int(np.count_nonzero(pm & is_tx & sent))
+        counts["sent"] += int(np.count_nonzero(~pm & is_tx & sent))
+        counts["dcc_dropped"] += int(np.count_nonzero(~pm & (outcome == "dcc_dropped")))
+        cam_sent = is_tx & sent & (True if message is None else message == "cam")
+        tx.append((group["sender"][cam_sent], group["generated_ns"][cam_sent]))
+        return ~pm & ~is_tx
+
+    rows = run.scan("v2x", V2X_COLUMNS, keep)
+    log = None
+    if rows is not None:
+        message = rows.pop("message", None)
+        rx = np.flatnonzero(rows["event"] == "rx")
+        interest = interest_outcomes({k: rows[k][rx] for k in ("event", "sender", "receiver", "generated_ns",
+                                                                 "outcome")}, run_roles(run))
+        del rx
+        cam = slice(None) if message is None else message == "cam"
+        ok = np.flatnonzero(rows["outcome"][cam] == "received")
+        received = {k: rows[k][cam][ok] for k in ("sender", "receiver", "generated_ns", "latency_s", "t_ns")}
+        del rows, message, ok
+        links = LinkIndex.__new__(LinkIndex)
+        links._arrange(np.concatenate([t[0] for t in tx]) if tx else np.empty(0, np.int64),
+                       np.concatenate([t[1] for t in tx]) if tx else np.empty(0, np.int64), received)
+        log = V2xLog(counts["sent"], counts["dcc_dropped"], counts["pm"], interest, links)
+    run.cache["v2x_log"] = log
+    return log
+
+
+def channel_busy(run: RunData) -> tuple[float, int, float] | None:
+    """The channel busy ratios of ``trace/channel_load.parquet`` (None without it): their sum, taken window by
+    window (rows of one DCC window are adjacent and summed together, as the stations report them), their number and
+    their largest value. Read a row group at a time; a window cut by a row group's end is carried into the next."""
+    from ..recording.trace_schema import check_values, open_trace, read_group
+
+    path = run.path("channel_load")
+    if not os.path.lexists(path):
+        return None
+    parquet = open_trace(path)
+    total, count, largest = 0.0, 0, None
+    carry_t, carry_cbr = np.empty(0, np.int64), np.empty(0)
+    row0 = 0
+    for group in range(parquet.num_row_groups):
+        table = read_group(parquet, path, group, ["t_ns", "cbr"])
+        check_values(path, {c: table.column(c) for c in ("t_ns", "cbr")}, "channel_load", row0)
+        row0 += table.num_rows
+        t_ns = np.r_[carry_t, table.column("t_ns").to_numpy()]
+        cbr = np.r_[carry_cbr, table.column("cbr").to_numpy()]
+        if not len(cbr):
+            continue
+        count += table.num_rows
+        top = float(cbr.max())
+        largest = top if largest is None else float(np.max([largest, top]))  # NaN spreads as in one max
+        windows = np.split(cbr, np.flatnonzero(np.diff(t_ns)) + 1)
+        for window in windows[:-1]:
+            total += float(window.sum())
+        carry_cbr = windows[-1]
+        carry_t = t_ns[len(t_ns) - len(carry_cbr):]
+    if len(carry_cbr):
+        total += float(carry_cbr.sum())
+    return total, count, 0.0 if largest is None else largest
 
 
 def _search(pairs: np.ndarray, key: np.ndarray, side: str) -> int:

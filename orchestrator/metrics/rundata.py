@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,9 @@ class RunData:
 
     The vehicles trace is never loaded whole: ``series`` reads the rows of chosen robots in one streaming pass over
     its row groups (projected to the columns asked for, optionally thinned), so memory stays bounded however long
-    the run was. Other traces are read whole on first use (``trace``) and kept.
+    the run was. Other traces are read whole on first use (``trace``) and kept; those that grow with simulated time
+    (``v2x``, ``channel_load``, ``cam_triggers``) are read through ``scan`` instead: chosen columns and rows, a row
+    group at a time, nothing kept.
     """
 
     out_dir: Path
@@ -68,6 +70,34 @@ class RunData:
         if name not in self._traces:
             self._traces[name] = read_traces(self.out_dir, [name]).get(name)
         return self._traces[name]
+
+    def scan(self, name: str, columns: Sequence[str],
+             keep: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None) -> Columns | None:
+        """``columns`` (those the trace has) of the rows of ``trace/<name>.parquet`` that ``keep`` selects (a boolean
+        mask over one row group's columns; default all), strings as object arrays; None when the run did not write
+        it. Read a row group at a time and not cached: what is held is what is returned."""
+        path = self.path(name)
+        if not os.path.lexists(path):
+            return None
+        parquet = open_trace(path)
+        names = parquet.schema_arrow.names
+        cols = [c for c in dict.fromkeys(columns) if c in names]
+        parts = []
+        row0 = 0
+        for group in range(parquet.num_row_groups):
+            table = read_group(parquet, path, group, cols)
+            check_values(path, {c: table.column(c) for c in cols}, name, row0)
+            row0 += table.num_rows
+            data = {c: _column(table.column(c)) for c in cols}
+            if keep is not None:
+                rows = np.flatnonzero(keep(data))
+                data = {c: values[rows] for c, values in data.items()}
+            parts.append(data)
+        pa.default_memory_pool().release_unused()
+        if not parts:
+            empty = parquet.schema_arrow.empty_table()
+            return {c: _column(empty.column(c)) for c in cols}
+        return {c: np.concatenate([p[c] for p in parts]) for c in cols}
 
     def vehicle_rows(self) -> int:
         """Rows of the vehicles trace (from its footer; 0 without one)."""

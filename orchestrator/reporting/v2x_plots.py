@@ -51,7 +51,10 @@ def plot_v2x(run: RunData, out_dir: Path) -> list[Path]:
 def v2x_plot_jobs(run: RunData) -> list[PlotJob]:
     """The V2X figures of a run with a radio channel (none otherwise), with the data each draws: everything read
     from the run directory and the radio's analytic curve are computed here, so drawing needs only matplotlib."""
-    v2x = run.trace("v2x")
+    # the receptions only, a row group at a time and not kept: the whole log grows with simulated time
+    v2x = run.scan("v2x", ("event", "sender", "receiver", "generated_ns", "outcome", "latency_s", "t_ns",
+                           "rx_power_dbm"),
+                   lambda g: (g["event"] == "rx") | np.isfinite(np.asarray(g["rx_power_dbm"], np.float64)))
     if not has_radio(v2x):
         return []
     assert v2x is not None
@@ -63,13 +66,13 @@ def v2x_plot_jobs(run: RunData) -> list[PlotJob]:
     series = run.series(np.unique(np.r_[sender, receiver]).tolist(), ("x", "y", "pred_age_s"), stride)
     bins = pdr_by_distance(_distances(series, sender, receiver, generated), received)
     t_rx = np.asarray(v2x["t_ns"])[rx][received]
-    load = load_windows(run.trace("channel_load"))
+    load = load_windows(run.scan("channel_load", ("t_ns", "cbr", "dcc_t_off_s")))
     jobs = [PlotJob("v2x_pdr_distance.png", "v2x_pdr", {"bins": bins, "analytic": _analytic(run, bins[0])}),
             PlotJob("v2x_latency.png", "v2x_latency",
                     {"latency_s": np.asarray(v2x["latency_s"])[rx][received], "sender": sender[received],
                      "receiver": receiver[received], "t_ns": t_rx}),
             PlotJob("v2x_over_time.png", "v2x_over_time", {**_ages(run.robots, series), "load": load})]
-    triggers = _columns(run.trace("cam_triggers"), ("t_ns", "cause"))
+    triggers = _columns(run.scan("cam_triggers", ("t_ns", "cause")), ("t_ns", "cause"))
     if triggers is not None and len(triggers.get("t_ns", ())):
         jobs.append(PlotJob("v2x_generation.png", "v2x_generation", {"triggers": triggers, "load": load}))
     return jobs
