@@ -72,6 +72,7 @@ def compute_metrics(run: RunData) -> tuple[dict[str, Any], dict[str, dict[str, n
                 entry.update(metric.compute(view) or {})
         followers[view.robot.name] = entry
         series[view.robot.name] = _plot_series(view)
+        del view  # a follower's series go before the next follower's are built, not after
     out: dict[str, Any] = {"followers": followers}
     out["roles"] = roles_json(run)
     for metric in metrics:

@@ -18,7 +18,7 @@ import numpy as np
 from core.robot_blocks import Dims
 from core.robots import RobotSpec
 
-from ..recording.limits import PASS_BUDGET_BYTES, SERIES_COLUMNS
+from ..recording.limits import FOLLOWER_WORK, PASS_BUDGET_BYTES, SERIES_COLUMNS
 from .geometry import Series, l2_norm, path_with_tail, signed_path_distance
 from .roles import NONE, STEADY, Roles
 from .rundata import RunData, law_of_block
@@ -113,7 +113,8 @@ def follower_views(run: RunData, entries: dict[int, dict[str, Any]]) -> Iterator
     the views are processed in order.
 
     Views come pass by pass: each pass loads whole groups of robots that follow one another at some time, up to
-    ``PASS_BUDGET_BYTES`` of samples, so memory does not grow with the length of the run."""
+    ``PASS_BUDGET_BYTES`` with the work on one follower (``FOLLOWER_WORK``), so memory does not grow with the length
+    of the run."""
     roles = run_roles(run)
     for robots in _passes(run, roles):  # a pass's series live only in its _views: one pass in memory at a time
         yield from _views(run, roles, robots, run.series([r.id for r in robots], SERIES_COLUMNS), entries)
@@ -124,10 +125,11 @@ def _passes(run: RunData, roles: Roles) -> Iterator[list[RobotSpec]]:
     groups = [[by_id[rid] for rid in group if rid in by_id] for group in roles.groups()]
     in_table = set(roles.robot.tolist())
     groups += [[r] for r in run.robots if r.id not in in_table]
-    per_robot = run.vehicle_rows() / max(len(run.robots), 1) * len(SERIES_COLUMNS) * 8
+    per_robot = run.vehicle_rows() / max(len(run.robots), 1) * (len(SERIES_COLUMNS) + 1) * 8  # with the times
+    budget = PASS_BUDGET_BYTES - FOLLOWER_WORK * per_robot  # one follower's work beside the pass's series
     batch: list[RobotSpec] = []
     for members in sorted(groups, key=lambda g: min(r.id for r in g) if g else 0):
-        if batch and (len(batch) + len(members)) * per_robot > PASS_BUDGET_BYTES:
+        if batch and (len(batch) + len(members)) * per_robot > budget:
             yield batch
             batch = []
         batch += members
@@ -180,46 +182,61 @@ def _views(run: RunData, roles: Roles, robots: list[RobotSpec], series: dict[int
     for robot in _ordered(robots, mains):
         if robot.id not in series:
             continue
-        main = mains[robot.id]
-        role = replace(robot, predecessor=main["predecessor"],
-                       leader=None if main["leader"] == NONE else main["leader"],
-                       platoon=main["platoon"], position_in_platoon=max(main["position"], 0))
-        full = series[robot.id]
-        at = roles.at(robot.id, full.t_ns)
-        pieces = [_piece(run, by_id, robot, full, series[p], p, rows, _law(run, robot, at["platoon"][rows]))
-                  for p in np.unique(at["predecessor"]) if p != NONE and p in series
-                  for rows in [np.flatnonzero(at["predecessor"] == p)]]
-        pieces = [p for p in pieces if p is not None]
-        if not pieces:
-            continue
-        rows = np.concatenate([p["rows"] for p in pieces])
-        order = np.argsort(rows, kind="stable")
-        cat = {k: np.concatenate([p[k] for p in pieces])[order]
-               for k in ("rows", "pred_rows_t", "axle_gap", "bumper_gap", "error", "lateral", "pred_id")}
-        cat["pred"] = {c: np.concatenate([p["pred"][c] for p in pieces])[order] for c in pieces[0]["pred"]}
-        steady = ~settling(at["phase"][cat["rows"]] != STEADY, cat["rows"], cat["error"], cat["axle_gap"])
-        me_rows = cat["rows"][steady]
-        me = Series(full.t_ns[me_rows], {name: values[me_rows] for name, values in full.cols.items()})
-        pred = Series(me.t_ns, {c: v[steady] for c, v in cat["pred"].items()})
-        n = len(me_rows)
-        step = np.diff(me_rows) != 1
-        segment = np.cumsum(np.r_[False, step | (np.diff(cat["pred_id"][steady]) != 0)])
-        leader = role.leader
-        leader_rows = np.flatnonzero(at["leader"][me_rows] == (NONE if leader is None else leader))
-        error_series = cat["error"][steady]
-        axle_gap = cat["axle_gap"][steady]
-        tail = float(np.max(axle_gap)) + 1.0 if n else 1.0
-        trans = ~steady
-        note_window_errors(run, roles, robot.name, full.t_ns[cat["rows"]], cat["error"])
-        yield FollowerView(
-            run, role, me, pred, np.arange(n), np.arange(n), robot.dims,
-            by_id[role.predecessor].dims if role.predecessor in by_id else robot.dims,
-            axle_gap, cat["bumper_gap"][steady], error_series, error_series[np.isfinite(error_series)],
-            cat["lateral"][steady], tail, norms, entries,
-            series.get(leader) if leader is not None else None, segment, leader_rows,
-            full.t_ns[cat["rows"][trans]], cat["bumper_gap"][trans], cat["error"][trans],
-            at["phase"][cat["rows"][trans]], cat["pred_id"][trans], cat["pred_id"][steady],
-        )
+        # built in a function of its own: what building it took (pieces, the role at every sample) is gone before
+        # the metrics run on it, so a follower costs its view's series and no more
+        view = _view(run, roles, by_id, robot, mains[robot.id], series, norms, entries)
+        if view is not None:
+            yield view
+        del view  # not held while the next one is built
+
+
+def _view(run: RunData, roles: Roles, by_id: Mapping[int, RobotSpec], robot: RobotSpec, main: Mapping[str, int],
+          series: dict[int, Series], norms: dict[int, RobotNorms], entries: dict[int, dict[str, Any]]
+          ) -> FollowerView | None:
+    """One follower's view (``FollowerView``), None when it never follows a robot of the pass."""
+    role = replace(robot, predecessor=main["predecessor"],
+                   leader=None if main["leader"] == NONE else main["leader"],
+                   platoon=main["platoon"], position_in_platoon=max(main["position"], 0))
+    full = series[robot.id]
+    at = roles.at(robot.id, full.t_ns)
+    pieces = [_piece(run, by_id, robot, full, series[p], p, rows, _law(run, robot, at["platoon"][rows]))
+              for p in np.unique(at["predecessor"]) if p != NONE and p in series
+              for rows in [np.flatnonzero(at["predecessor"] == p)]]
+    pieces = [p for p in pieces if p is not None]
+    if not pieces:
+        return None
+    rows = np.concatenate([p["rows"] for p in pieces])
+    order = np.argsort(rows, kind="stable")
+    cat = {k: np.concatenate([p[k] for p in pieces])[order]
+           for k in ("rows", "pred_rows_t", "axle_gap", "bumper_gap", "error", "lateral", "pred_id")}
+    cat["pred"] = {c: np.concatenate([p["pred"][c] for p in pieces])[order] for c in pieces[0]["pred"]}
+    del pieces, rows, order
+    phase = at["phase"][cat["rows"]]
+    leader_at = at["leader"][cat["rows"]]
+    del at
+    steady = ~settling(phase != STEADY, cat["rows"], cat["error"], cat["axle_gap"])
+    me_rows = cat["rows"][steady]
+    me = Series(full.t_ns[me_rows], {name: values[me_rows] for name, values in full.cols.items()})
+    pred = Series(me.t_ns, {c: v[steady] for c, v in cat.pop("pred").items()})
+    n = len(me_rows)
+    step = np.diff(me_rows) != 1
+    segment = np.cumsum(np.r_[False, step | (np.diff(cat["pred_id"][steady]) != 0)])
+    leader = role.leader
+    leader_rows = np.flatnonzero(leader_at[steady] == (NONE if leader is None else leader))
+    error_series = cat["error"][steady]
+    axle_gap = cat["axle_gap"][steady]
+    tail = float(np.max(axle_gap)) + 1.0 if n else 1.0
+    trans = ~steady
+    note_window_errors(run, roles, robot.name, full.t_ns[cat["rows"]], cat["error"])
+    return FollowerView(
+        run, role, me, pred, np.arange(n), np.arange(n), robot.dims,
+        by_id[role.predecessor].dims if role.predecessor in by_id else robot.dims,
+        axle_gap, cat["bumper_gap"][steady], error_series, error_series[np.isfinite(error_series)],
+        cat["lateral"][steady], tail, norms, entries,
+        series.get(leader) if leader is not None else None, segment, leader_rows,
+        full.t_ns[cat["rows"][trans]], cat["bumper_gap"][trans], cat["error"][trans],
+        phase[trans], cat["pred_id"][trans], cat["pred_id"][steady],
+    )
 
 
 def _law(run: RunData, robot: RobotSpec, platoons: np.ndarray) -> Any:

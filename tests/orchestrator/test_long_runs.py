@@ -99,3 +99,35 @@ def test_the_channel_load_figures_get_one_row_per_window(tmp_path):
     assert np.array_equal(sent["t_ns"], windows)
     first = load["cbr"][load["t_ns"] == windows[0]]
     assert sent["cbr_mean"][0] == first.mean() and sent["cbr_max"][0] == first.max()
+
+
+def _metrics_peak(tmp_path: Path, duration_s: float, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Bytes the metrics of a run of 32 robots in pairs over ITS-G5 hold at most beyond what was held before them
+    (Python's and numpy's allocations), with a pass budget of 2.5 MiB instead of 256 MiB: the run is a small soak."""
+    import tracemalloc
+
+    from orchestrator.metrics import RunData, compute_metrics, follower
+    from orchestrator.runner import run_scenario
+
+    overrides = [f"duration_s={duration_s}", "vehicles.count=32", "platoon.size=2", "channel.type=itsg5",
+                 "outputs.plots=false", "outputs.report=false"]
+    out = tmp_path / f"run{duration_s:g}"
+    assert run_scenario(parse_scenario(PLATOON, overrides=overrides), out).ok
+    monkeypatch.setattr(follower, "PASS_BUDGET_BYTES", int(2.5 * 2**20))
+    run = RunData.load(out)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        compute_metrics(run)
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_post_processing_memory_does_not_grow_with_simulated_time(tmp_path, monkeypatch):
+    """A small soak: four times the simulated time, about the same peak in the metrics. Each pass takes the work on
+    one follower (as long as the run: its view, the pieces it is built from) from its budget, the pieces are gone
+    before the metrics run, and the V2X and channel-load traces are read a row group at a time, not held whole.
+    Before that the longer run needed 1.5 times the memory."""
+    short, long = (_metrics_peak(tmp_path, d, monkeypatch) for d in (10.0, 40.0))
+    assert long < 1.25 * short, (short, long)
