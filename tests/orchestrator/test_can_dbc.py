@@ -74,7 +74,7 @@ def test_the_generated_dbc_decodes_every_frame_a_run_sent(scenario: Path, tmp_pa
               if f.arbitration_id == 0x207]
     assert len(speeds) == 21 and all(s == pytest.approx(1.0, abs=0.011) for s in speeds)
     # the shipped file alone (no mask) knows none of these ids: the reason the generated one exists
-    shipped = cantools.database.load_file(str(REPO / "federates" / "can_bridge" / "coopsim.dbc"))
+    shipped = cantools.database.load_file(str(REPO / "federates" / "can" / "coopsim.dbc"))
     with pytest.raises(KeyError):
         shipped.get_message_by_frame_id(frames[0].arbitration_id)
 

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from core.robots import RobotSpec
-from orchestrator import plot_worker, runner
+from orchestrator import runner
 from orchestrator.metrics import RunData, Series
+from orchestrator.reporting import plot_worker
 from orchestrator.reporting.plot_worker import PlotWorkers
 from orchestrator.reporting.plots import PlotJob
 from orchestrator.runner import run_scenario, write_outputs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from orchestrator import terminal
+from orchestrator.cli import terminal
 from orchestrator.reporting.outcomes import OUTCOMES
 
 README = Path(__file__).resolve().parents[2] / "README.md"

@@ -14,8 +14,9 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from orchestrator import cli, progress
+from orchestrator.cli import main as cli
 from orchestrator.cli.terminal import EXIT_BROKEN_PIPE, print_summary
+from orchestrator.reporting import progress
 from orchestrator.reporting.console import realtime_factor_text
 
 
