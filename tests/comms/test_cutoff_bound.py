@@ -73,6 +73,7 @@ def _run(cutoff_dbm: float, n: int = 300, spacing_m: float = 20.0, duration_ms: 
     return links, {int(i): float(v) for i, v in zip(ids, x, strict=True)}
 
 
+@pytest.mark.slow  # two 6 km runs of the full channel: about a minute and a half
 def test_a_run_changes_only_within_the_bound() -> None:
     """Tolerance: every per-distance PDR (250 m bins) and every receiver's share of changed outcomes within the
     radius differs by at most ``P_BOUND`` plus three binomial standard deviations of the bin (or receiver) size."""

@@ -307,6 +307,7 @@ def test_mutated_scenarios_end_valid_or_as_bad_input_in_process(tmp_path: Path) 
     assert within_bound(slowest[0])
 
 
+@pytest.mark.slow  # 24 interpreters started: the in-process corpus above is the fast one
 def test_mutated_scenarios_through_the_console_script(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("coopsim")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "orchestrator.cli"]

@@ -14,7 +14,6 @@ import pytest
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
-from tests.orchestrator.processes import coopsim_host
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDER = "tests.orchestrator.command_plugins:SpeedCommander"
@@ -85,9 +84,8 @@ def test_without_the_driver_the_same_robot_ignores_the_federate(tmp_path):
     assert np.allclose(v, 1.0)
 
 
-def test_a_grpc_hosted_federate_drives_a_robot(tmp_path):
-    with coopsim_host("tests.orchestrator") as address:
-        result = run_scenario(parse_scenario(scenario(remote=address)), tmp_path / "remote")
+def test_a_grpc_hosted_federate_drives_a_robot(tmp_path, host):
+    result = run_scenario(parse_scenario(scenario(remote=host)), tmp_path / "remote")
     assert result.ok, result.error
     follows_the_step_profile(tmp_path / "remote")
     local = run_scenario(parse_scenario(scenario()), tmp_path / "local")

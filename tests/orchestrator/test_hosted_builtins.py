@@ -7,7 +7,6 @@ from pathlib import Path
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from tests.orchestrator.processes import coopsim_host
 from tests.orchestrator.test_outcomes import CRASH as OUTCOMES_CRASH
 
 # the outcomes test's crash (a cruise-controlled follower at twice the leader's speed hits it at about 4 s), over
@@ -17,11 +16,11 @@ CRASH = (OUTCOMES_CRASH.replace("duration_s: 6.0", "duration_s: 5.0")
                   "channel: {type: itsg5}\noutputs: {plots: false, report: false}"))
 
 
-def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path):
+def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path, builtin_hosts: dict[str, str]):
     local = run_scenario(parse_scenario(CRASH), tmp_path / "local")
-    with coopsim_host("physics") as physics, coopsim_host("v2x") as v2x, coopsim_host("control") as control:
-        remote = f"execution.remote={{physics: '{physics}', v2x: '{v2x}', control: '{control}'}}"
-        hosted = run_scenario(parse_scenario(CRASH, overrides=[remote]), tmp_path / "hosted")
+    physics, v2x, control = (builtin_hosts[kind] for kind in ("physics", "v2x", "control"))
+    remote = f"execution.remote={{physics: '{physics}', v2x: '{v2x}', control: '{control}'}}"
+    hosted = run_scenario(parse_scenario(CRASH, overrides=[remote]), tmp_path / "hosted")
     assert local.run_info["status"] == "collided" == hosted.run_info["status"]
     assert hosted.run_info["digest"] == local.run_info["digest"]
     outcomes = local.run_info["outcomes"]
@@ -30,7 +29,7 @@ def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path
     assert hosted.run_info["outcomes"] == outcomes
 
 
-def test_a_hosted_control_federate_gets_the_maneuver_plan(tmp_path: Path):
+def test_a_hosted_control_federate_gets_the_maneuver_plan(tmp_path: Path, builtin_hosts: dict[str, str]):
     """The plan's mappings are keyed by platoon id (integers); they cross as strings and are read back as ids."""
     from orchestrator.scenario import load_scenario
 
@@ -38,9 +37,8 @@ def test_a_hosted_control_federate_gets_the_maneuver_plan(tmp_path: Path):
     short = ["duration_s=6", "outputs.plots=false", "outputs.report=false",
              "maneuvers=[{at_s: 1, type: join, robot: j_tail, platoon: p1}]"]
     local = run_scenario(load_scenario(source, short), tmp_path / "local")
-    with coopsim_host("control") as control, coopsim_host("v2x") as v2x:
-        remote = f"execution.remote={{control: '{control}', v2x: '{v2x}'}}"
-        hosted = run_scenario(load_scenario(source, [*short, remote]), tmp_path / "hosted")
+    remote = f"execution.remote={{control: '{builtin_hosts['control']}', v2x: '{builtin_hosts['v2x']}'}}"
+    hosted = run_scenario(load_scenario(source, [*short, remote]), tmp_path / "hosted")
     assert local.ok and hosted.ok, hosted.error
     assert hosted.run_info["digest"] == local.run_info["digest"]
     import pyarrow.parquet as pq

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ import pytest
 from orchestrator.metrics import METRICS, RunData, compute_metrics, metrics_json, read_traces
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
-from tests.orchestrator.processes import coopsim_host
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
@@ -38,13 +36,6 @@ def _coopsim(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "orchestrator.cli", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def host() -> Iterator[str]:
-    """``coopsim host --allow tests.orchestrator`` on a free loopback port; its address."""
-    with coopsim_host("tests.orchestrator") as address:
-        yield address
 
 
 # -- recording -------------------------------------------------------------------------------------------------

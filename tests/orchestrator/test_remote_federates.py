@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,18 +11,10 @@ import pytest
 from federates.remote.codec import CodecError, decode_map, decode_port, encode_map, encode_port, pb
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, parse_scenario
-from tests.orchestrator.processes import coopsim_host
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
 QUIET = ["outputs.plots=false", "outputs.report=false", "duration_s=3"]
-
-
-@pytest.fixture(scope="module")
-def host() -> Iterator[str]:
-    """``coopsim host --allow tests.orchestrator`` on a free loopback port; its address."""
-    with coopsim_host("tests.orchestrator") as address:
-        yield address
 
 
 def federates(sink: Path, remote: str | None, **probe: object) -> str:

@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
-from tests.orchestrator.processes import coopsim_host
 from tests.orchestrator.remote_plugins import GUEST_ID
 from tests.orchestrator.test_command_sources import BASE
 
@@ -29,9 +28,8 @@ def guest(out: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.asarray(t["t_s"])[mine], np.asarray(t["v"])[mine], np.asarray(t["y"])[mine]
 
 
-def test_a_hosted_federate_spawns_drives_and_despawns_a_robot(tmp_path):
-    with coopsim_host("tests.orchestrator") as address:
-        remote = run_scenario(parse_scenario(scenario(address)), tmp_path / "remote")
+def test_a_hosted_federate_spawns_drives_and_despawns_a_robot(tmp_path, host):
+    remote = run_scenario(parse_scenario(scenario(host)), tmp_path / "remote")
     assert remote.ok, remote.error
     t, v, y = guest(tmp_path / "remote")
     # asked for during the step at 1.0 s: spawned at the next instant; asked to go at 3.0 s: last seen then
