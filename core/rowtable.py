@@ -29,3 +29,9 @@ class RowTable:
         """Keep the rows where the mask ``keep`` is True (the others' robots left), in their order."""
         for name in self.ROW_COLUMNS:
             setattr(self, name, getattr(self, name)[keep])
+
+    def drop_rows(self, rows: np.ndarray) -> None:
+        """Remove the rows at the indices ``rows``; the others keep their order."""
+        keep = np.ones(len(getattr(self, self.ROW_COLUMNS[0])), bool)
+        keep[np.asarray(rows, np.int64)] = False
+        self.keep_rows(keep)

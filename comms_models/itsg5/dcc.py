@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.rowtable import RowTable
+
 from .params import DccParams
 
 REACTIVE_TABLES: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
@@ -23,8 +25,10 @@ REACTIVE_TABLES: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 STATE_NAMES = ("relaxed", "active_1", "active_2", "active_3", "restrictive")
 
 
-class Dcc:
+class Dcc(RowTable):
     """Per-station DCC state (rows in spawn order). ``update`` is called once per closed CBR window."""
+
+    ROW_COLUMNS = ("state", "delta", "cbr", "_cbr_sum", "_cbr_count")
 
     def __init__(self, params: DccParams) -> None:
         self.params = params
@@ -48,16 +52,12 @@ class Dcc:
 
     def spawn(self, n: int) -> None:
         """Append ``n`` stations, starting relaxed."""
-        self.state = np.concatenate([self.state, np.zeros(n, np.int64)])
-        self.delta = np.concatenate([self.delta, np.full(n, self.params.limeric.delta_max)])
-        self.cbr = np.concatenate([self.cbr, np.full(n, np.nan)])
-        self._cbr_sum = np.concatenate([self._cbr_sum, np.zeros(n)])
-        self._cbr_count = np.concatenate([self._cbr_count, np.zeros(n, np.int64)])
+        self.append_rows(state=np.zeros(n, np.int64), delta=np.full(n, self.params.limeric.delta_max),
+                         cbr=np.full(n, np.nan), _cbr_sum=np.zeros(n), _cbr_count=np.zeros(n, np.int64))
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep only the rows where ``keep`` is True."""
-        for name in ("state", "delta", "cbr", "_cbr_sum", "_cbr_count"):
-            setattr(self, name, getattr(self, name)[keep])
+        self.keep_rows(keep)
 
     def update(self, cbr: np.ndarray) -> None:
         """Take one window's CBR per station (NaN: not measured, state kept)."""

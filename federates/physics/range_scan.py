@@ -16,6 +16,7 @@ from numba import njit
 
 from controllers.columns import LazyColumns
 from core.rng import KeyedNormal
+from core.rowtable import RowTable
 
 
 @njit(cache=True)
@@ -161,7 +162,7 @@ def path_curvature(yaw_rate: np.ndarray | None, v: np.ndarray, min_speed_mps: fl
     return np.where(v > min_speed_mps, np.asarray(yaw_rate, float) / np.maximum(v, min_speed_mps), 0.0)
 
 
-class RangeSensor:
+class RangeSensor(RowTable):
     """Forward range sensor (radar/lidar-like) towards the nearest vehicle ahead.
 
     The sensor sits ``front_offset_m`` ahead of the rear axle (front bumper); the target point of another vehicle is
@@ -178,6 +179,8 @@ class RangeSensor:
     One compiled call scans all robots, with a broad phase that scales to thousands of them (cheap enough to run
     every step of a small platoon).
     """
+
+    ROW_COLUMNS = ("front_offset_m", "rear_offset_m", "corridor_m", "locked_id")
 
     def __init__(self, rng: np.random.Generator, max_range_m: float = 50.0, fov_rad: float = 1.0,
                  range_noise_std_m: float = 0.1, range_rate_noise_std_mps: float = 0.05,
@@ -204,17 +207,12 @@ class RangeSensor:
             corridor = np.full(front.shape, float(self.corridor_half_width_m))
         else:
             corridor = np.full(front.shape, np.inf) if width_m is None else np.asarray(width_m, float)
-        self.front_offset_m = np.concatenate([self.front_offset_m, front])
-        self.rear_offset_m = np.concatenate([self.rear_offset_m, np.asarray(rear_offset_m, float)])
-        self.corridor_m = np.concatenate([self.corridor_m, corridor])
-        self.locked_id = np.concatenate([self.locked_id, np.full(front.shape, -1, np.int64)])
+        self.append_rows(front_offset_m=front, rear_offset_m=np.asarray(rear_offset_m, float), corridor_m=corridor,
+                         locked_id=np.full(front.shape, -1, np.int64))
 
     def remove(self, rows: np.ndarray) -> None:
         """Delete robots at ``rows``."""
-        self.front_offset_m = np.delete(self.front_offset_m, rows)
-        self.rear_offset_m = np.delete(self.rear_offset_m, rows)
-        self.corridor_m = np.delete(self.corridor_m, rows)
-        self.locked_id = np.delete(self.locked_id, rows)
+        self.drop_rows(rows)
 
     def measure(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
                 noise: bool = True, yaw_rate: np.ndarray | None = None,

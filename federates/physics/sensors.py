@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from core.rowtable import RowTable
+
 
 def _per_robot(n: int, rngs: Sequence[np.random.Generator] | None, fallback: np.random.Generator,
                std: float, size: int = 1) -> np.ndarray:
@@ -50,7 +52,7 @@ def _odometry_kernel(x, y, yaw, dl, dr, scale, noise, noise_rel, noise_abs, trac
         dth_out[i] = dth
 
 
-class DeadReckoning:
+class DeadReckoning(RowTable):
     """Rear-wheel odometry (slip included, from ``DynamicSingleTrack.wheel_odometry()``) with noise and scale-factor
     errors, integrated to a pose that drifts.
 
@@ -58,6 +60,8 @@ class DeadReckoning:
     by ``ds = (d_l + d_r)/2`` and turns by ``(d_r - d_l)/track`` (``heading_source="wheels"``) or by the given IMU
     yaw rate times ``dt`` (``"imu"``).
     """
+
+    ROW_COLUMNS = ("_track", "_scale", "x", "y", "yaw", "speed", "yaw_rate", "distance", "ds", "dth")
 
     def __init__(self, rng: np.random.Generator, noise_rel: float = 0.01, noise_abs_m: float = 0.0,
                  scale_error_std: float = 0.0, heading_source: str = "wheels") -> None:
@@ -80,22 +84,14 @@ class DeadReckoning:
             rngs: Sequence[np.random.Generator] | None = None) -> None:
         """Append robots with their rear track [m] and initial pose (usually the true one)."""
         n = len(x)
-        self._track = np.concatenate([self._track, np.broadcast_to(np.asarray(track_m, float), (n,))])
-        self._scale = np.vstack([self._scale, _per_robot(n, rngs, self.rng, self.scale_error_std, 2)])
-        for name, arr in (("x", x), ("y", y), ("yaw", yaw)):
-            setattr(self, name, np.concatenate([getattr(self, name), np.asarray(arr, float)]))
-        self.speed = np.concatenate([self.speed, np.zeros(n)])
-        self.yaw_rate = np.concatenate([self.yaw_rate, np.zeros(n)])
-        self.distance = np.concatenate([self.distance, np.zeros(n)])
-        self.ds = np.concatenate([self.ds, np.zeros(n)])
-        self.dth = np.concatenate([self.dth, np.zeros(n)])
+        self.append_rows(_track=np.broadcast_to(np.asarray(track_m, float), (n,)),
+                         _scale=_per_robot(n, rngs, self.rng, self.scale_error_std, 2),
+                         x=np.asarray(x, float), y=np.asarray(y, float), yaw=np.asarray(yaw, float),
+                         speed=np.zeros(n), yaw_rate=np.zeros(n), distance=np.zeros(n), ds=np.zeros(n), dth=np.zeros(n))
 
     def remove(self, rows: np.ndarray) -> None:
         """Delete robots at ``rows``."""
-        self._track = np.delete(self._track, rows)
-        self._scale = np.delete(self._scale, rows, axis=0)
-        for name in ("x", "y", "yaw", "speed", "yaw_rate", "distance", "ds", "dth"):
-            setattr(self, name, np.delete(getattr(self, name), rows))
+        self.drop_rows(rows)
 
     def step(self, dist_rl: np.ndarray, dist_rr: np.ndarray, dt: float,
              yaw_rate_meas: np.ndarray | None = None) -> None:
@@ -121,8 +117,10 @@ class DeadReckoning:
         return {"x": self.x, "y": self.y, "yaw": self.yaw}
 
 
-class Imu:
+class Imu(RowTable):
     """Yaw-rate gyro (and optional body accelerations) with white noise and a constant per-robot bias."""
+
+    ROW_COLUMNS = ("bias",)
 
     def __init__(self, rng: np.random.Generator, yaw_rate_noise_std: float = 0.005, yaw_rate_bias_std: float = 0.0,
                  accel_noise_std: float = 0.05) -> None:
@@ -134,11 +132,11 @@ class Imu:
 
     def add(self, n: int, rngs: Sequence[np.random.Generator] | None = None) -> None:
         """Append ``n`` robots, drawing their gyro biases."""
-        self.bias = np.concatenate([self.bias, _per_robot(n, rngs, self.rng, self.yaw_rate_bias_std)[:, 0]])
+        self.append_rows(bias=_per_robot(n, rngs, self.rng, self.yaw_rate_bias_std)[:, 0])
 
     def remove(self, rows: np.ndarray) -> None:
         """Delete robots at ``rows``."""
-        self.bias = np.delete(self.bias, rows)
+        self.drop_rows(rows)
 
     def measure(self, yaw_rate: np.ndarray, ax: np.ndarray | None = None,
                 ay: np.ndarray | None = None) -> dict[str, np.ndarray]:
@@ -250,7 +248,7 @@ def _ekf_update(x, y, yaw, P, zx, zy, zyaw, valid, r_pos, r_yaw):  # pragma: no 
                 p[r, c] = T2[r, c] + T[r, 0] * K[c, 0] + T[r, 1] * K[c, 1] + T[r, 2] * K[c, 2]
 
 
-class PoseFusion:
+class PoseFusion(RowTable):
     """Extended Kalman filter over ``[x, y, yaw]`` per robot: odometry predicts, GNSS corrects.
 
     Prediction uses the odometric increments ``(ds, dth)`` of ``DeadReckoning`` (or any source) with noise growing
@@ -258,6 +256,8 @@ class PoseFusion:
     ``x, y, yaw`` where ``valid``. Thrun, Burgard, Fox, *Probabilistic Robotics*, table 3.3 (EKF) and sec. 5.4
     (odometry motion model).
     """
+
+    ROW_COLUMNS = ("x", "y", "yaw", "P")
 
     def __init__(self, odo_noise_rel: float = 0.02, yaw_noise_per_m: float = 0.01, gnss_pos_std_m: float = 0.5,
                  gnss_yaw_std_rad: float = 0.05, initial_pos_std_m: float = 0.1,
@@ -274,16 +274,13 @@ class PoseFusion:
     def add(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray) -> None:
         """Append robots with their initial pose estimate."""
         n = len(x)
-        for name, arr in (("x", x), ("y", y), ("yaw", yaw)):
-            setattr(self, name, np.concatenate([getattr(self, name), np.asarray(arr, float)]))
         p0 = np.diag([self.initial_pos_std_m**2, self.initial_pos_std_m**2, self.initial_yaw_std_rad**2])
-        self.P = np.concatenate([self.P, np.broadcast_to(p0, (n, 3, 3))]).copy()
+        self.append_rows(x=np.asarray(x, float), y=np.asarray(y, float), yaw=np.asarray(yaw, float),
+                         P=np.broadcast_to(p0, (n, 3, 3)))
 
     def remove(self, rows: np.ndarray) -> None:
         """Delete robots at ``rows``."""
-        for name in ("x", "y", "yaw"):
-            setattr(self, name, np.delete(getattr(self, name), rows))
-        self.P = np.delete(self.P, rows, axis=0)
+        self.drop_rows(rows)
 
     def predict(self, ds: np.ndarray, dth: np.ndarray) -> None:
         """Odometry step: ``ds`` [m] driven, ``dth`` [rad] turned."""
