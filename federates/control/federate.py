@@ -43,6 +43,7 @@ from core.ports import (
 )
 from core.robot_blocks import ControllerSpec
 from core.robots import RobotSpec, rows_of
+from core.rowtable import RowTable
 from core.spawn_columns import block_column, optional_ids, shared_blocks, spec_column, vehicle_params
 from core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 from federates.control.diagnostics import control_diagnostics, with_gaps
@@ -73,8 +74,10 @@ class _Group:
     ids: np.ndarray
 
 
-class ControlFederate(Federate):
+class ControlFederate(RowTable, Federate):
     """Runs drivers and control pipelines every ``period_ns`` and publishes ``commands`` for all robots."""
+
+    ROW_COLUMNS = (*_ROW_ARRAYS, "_kmax")
 
     def __init__(self, name: str, period_ns: int, maneuvers: Mapping[str, Any] | None = None) -> None:
         super().__init__(name)
@@ -141,8 +144,8 @@ class ControlFederate(Federate):
         for name, fill in (("_yaw_rate_cmd", 0.0), ("_accel_cmd", 0.0), ("_stop", False), ("_desired_gap", np.nan),
                            ("_degraded", False)):
             new[name] = np.full(len(robots), fill)
-        for name, dtype in _ROW_ARRAYS.items():
-            setattr(self, name, np.concatenate([getattr(self, name), np.asarray(new[name], dtype)]))
+        self.append_rows(**{name: np.asarray(new[name], dtype) for name, dtype in _ROW_ARRAYS.items()},
+                         _kmax=np.tan(new["_max_steer"]) / new["_wheelbase"])
         dims = spec_column(robots, "dims")
         length, rear = block_column(dims, "length_m"), block_column(dims, "rear_overhang_m")
         self._sensing.add(length - rear)  # the range sensor sits on the front bumper
@@ -168,7 +171,6 @@ class ControlFederate(Federate):
         self._checked_ids = None
         self._pred.add(optional_ids(predecessors))
         self._leader.add(optional_ids(spec_column(robots, "leader")))
-        self._kmax = np.concatenate([self._kmax, np.tan(new["_max_steer"]) / new["_wheelbase"]])
         if self._maneuvers is not None:
             self._maneuvers.spawn(robots, external.tolist())
         self._reindex()
@@ -187,12 +189,10 @@ class ControlFederate(Federate):
         self._drivers.remove(gone)
         self._ids = self._ids[keep]
         self._checked_ids = None
-        for name in _ROW_ARRAYS:
-            setattr(self, name, getattr(self, name)[keep])
+        self.keep_rows(keep)
         self._sensing.remove(keep)
         self._pred.remove(keep)
         self._leader.remove(keep)
-        self._kmax = self._kmax[keep]
         if self._maneuvers is not None:
             self._maneuvers.despawn(keep)
         self._reindex()
