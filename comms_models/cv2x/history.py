@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-TX_INT_COLUMNS = ("sf", "sender", "x0", "length", "rri", "snap")
+TX_INT_COLUMNS = ("sf", "sender", "slot", "x0", "length", "rri", "snap")
 TX_FLOAT_COLUMNS = ("sx", "sy")
 
 
@@ -20,14 +20,15 @@ class TxHistory:
         self.start = 0  # first live row
         self.end = 0  # one past the last row
 
-    def add(self, sf: int, sender: np.ndarray, x0: np.ndarray, length: np.ndarray, rri: np.ndarray, snap: int,
-            sx: np.ndarray, sy: np.ndarray) -> None:
-        """Transmissions of subframe ``sf`` (not earlier than any added before)."""
+    def add(self, sf: int, sender: np.ndarray, slot: np.ndarray, x0: np.ndarray, length: np.ndarray, rri: np.ndarray,
+            snap: int, sx: np.ndarray, sy: np.ndarray) -> None:
+        """Transmissions of subframe ``sf`` (not earlier than any added before); ``slot`` numbers each sender among
+        every station the channel ever had."""
         k = len(sender)
         if self.end + k > len(self.ints):
             self._make_room(k)
         rows = slice(self.end, self.end + k)
-        self.ints[rows] = np.column_stack([np.full(k, sf), sender, x0, length, rri, np.full(k, snap)])
+        self.ints[rows] = np.column_stack([np.full(k, sf), sender, slot, x0, length, rri, np.full(k, snap)])
         self.floats[rows] = np.column_stack([sx, sy])
         self.end += k
 
@@ -55,22 +56,39 @@ class TxHistory:
 
 
 class PositionSnapshots:
-    """The stations' positions at the last ``depth`` channel steps, one column per current station row: a snapshot
-    is found by its serial number while it is kept. Stations that joined later have NaN in older snapshots."""
+    """The stations' positions at the channel steps of the last ``keep_ns``, one column per current station row: a
+    snapshot is found by its serial number (slot ``serial % depth``) while it is kept; the ring grows when steps are
+    short. Stations that joined later have NaN in older snapshots."""
 
-    def __init__(self, depth: int) -> None:
+    def __init__(self, keep_ns: int, depth: int = 128) -> None:
+        self.keep_ns = keep_ns
         self.depth = depth
         self.x = np.full((depth, 0), np.nan)
         self.y = np.full((depth, 0), np.nan)
+        self.t_ns = np.full(depth, np.iinfo(np.int64).min, np.int64)  # time of the snapshot in each slot
         self.serial = -1  # serial of the newest snapshot
 
-    def take(self, x: np.ndarray, y: np.ndarray) -> int:
-        """Record this step's positions; returns the snapshot's serial."""
+    def take(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> int:
+        """Record the positions at ``t_ns``; returns the snapshot's serial."""
+        if self.t_ns[(self.serial + 1) % self.depth] > t_ns - self.keep_ns:
+            self._grow()  # the oldest snapshot is still needed
         self.serial += 1
         slot = self.serial % self.depth
-        self.x[slot] = x
-        self.y[slot] = y
+        self.x[slot], self.y[slot], self.t_ns[slot] = x, y, t_ns
         return self.serial
+
+    def _grow(self) -> None:
+        old = self.depth
+        self.depth = 2 * old
+        serials = np.arange(self.serial - old + 1, self.serial + 1)
+        src, dst = serials % old, serials % self.depth
+        for name, fill in (("x", np.nan), ("y", np.nan)):
+            table = np.full((self.depth, getattr(self, name).shape[1]), fill)
+            table[dst] = getattr(self, name)[src]
+            setattr(self, name, table)
+        t = np.full(self.depth, np.iinfo(np.int64).min, np.int64)
+        t[dst] = self.t_ns[src]
+        self.t_ns = t
 
     def spawn(self, n: int) -> None:
         """Columns for ``n`` new stations (unknown positions in the kept snapshots)."""
@@ -80,9 +98,3 @@ class PositionSnapshots:
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the columns of mask ``keep``."""
         self.x, self.y = self.x[:, keep], self.y[:, keep]
-
-    def at(self, serials: np.ndarray, row: int) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of station ``row`` in the snapshots ``serials`` (NaN where no longer kept)."""
-        slots = np.asarray(serials, np.int64) % self.depth
-        kept = np.asarray(serials) > self.serial - self.depth
-        return np.where(kept, self.x[slots, row], np.nan), np.where(kept, self.y[slots, row], np.nan)

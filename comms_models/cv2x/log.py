@@ -47,6 +47,7 @@ class Cv2xLog:
         self.keep = True
         self._records: list[dict[str, np.ndarray]] = []
         self._load: list[dict[str, np.ndarray]] = []
+        self._triggers: list[dict[str, np.ndarray]] = []
         self.sent = 0
         self.replaced = 0
         self.too_big = 0
@@ -122,6 +123,19 @@ class Cv2xLog:
         self._cbr_sum += float(measured.sum())
         self._cbr_count += len(measured)
         self._cbr_max = max(self._cbr_max, float(measured.max()))
+
+    def triggers(self, t_ns: int, stations: np.ndarray, cause: np.ndarray) -> None:
+        """CAMs generated at ``t_ns`` and why (codes into ``core.ports.CAM_TRIGGERS``)."""
+        if self.keep and len(stations):
+            self._triggers.append({"t_ns": np.full(len(stations), t_ns, np.int64), "robot": stations.copy(),
+                                   "cause": cause.astype(np.uint8)})
+
+    def drain_triggers(self) -> dict[str, np.ndarray]:
+        """The generated CAMs since the last call, with their trigger."""
+        chunks, self._triggers = self._triggers, []
+        if not chunks:
+            return {"t_ns": np.empty(0, np.int64), "robot": np.empty(0, np.int64), "cause": np.empty(0, np.uint8)}
+        return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cause")}
 
     def drain_records(self) -> dict[str, np.ndarray]:
         """Rows since the last call, ``v2x`` columns first, then ``CV2X_COLUMNS``."""

@@ -155,6 +155,7 @@ class Cv2xChannel(CommsModel):
         if not send.any():
             return
         rows = np.flatnonzero(send)
+        self.log.triggers(t_ns, self.link.ids[rows], self.generation.last_condition[rows])
         k = len(rows)
         content = self._content(rows, estimate, x, y, yaw, v)
         gen = np.full(k, t_ns, np.int64)
@@ -233,6 +234,10 @@ class Cv2xChannel(CommsModel):
     def drain_load(self) -> dict[str, np.ndarray]:
         """Each station's CBR per window since the last call."""
         return self.log.drain_load()
+
+    def drain_triggers(self) -> dict[str, np.ndarray]:
+        """Each CAM generated since the last call and the rule that triggered it."""
+        return self.log.drain_triggers()
 
     def metrics(self) -> dict[str, Any]:
         """The log's counts (``Cv2xLog.summary``), the message sizes and the resource grid."""

@@ -18,14 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.rng import KeyedDraws
-
-from .bler import bler
+from . import kernels as kn
+from .bler import R1_160284_BLER, R1_160284_SINR_DB
 from .propagation import Propagation
 
 LOSS_CAUSES = ("none", "half_duplex", "sensing", "propagation", "collision")
 """Codes of a link's loss cause (``none``: received)."""
-RECEIVED, HALF_DUPLEX, SENSING, PROPAGATION, COLLISION = range(5)
+RECEIVED, HALF_DUPLEX, SENSING, PROPAGATION, COLLISION = (kn.RECEIVED, kn.HALF_DUPLEX, kn.SENSING, kn.PROPAGATION,
+                                                          kn.COLLISION)
+BLER_X = np.ascontiguousarray(R1_160284_SINR_DB)
+BLER_Y = np.ascontiguousarray(R1_160284_BLER)
 
 
 @dataclass(frozen=True)
@@ -53,48 +55,17 @@ class Links:
 
 
 def receive(txs: Transmissions, ids: np.ndarray, x: np.ndarray, y: np.ndarray, prop: Propagation,
-            sensitivity_dbm: float, bler_key: np.uint64) -> Links:
-    """Outcomes of ``txs`` at the stations ``ids`` at positions ``x, y`` (see the module docstring)."""
+            sensitivity_dbm: float, bler_key: np.uint64, n_subchannels: int, noise_sub_mw: float, cbr_mw: float,
+            busy: np.ndarray) -> Links:
+    """Outcomes of ``txs`` at the stations ``ids`` at positions ``x, y`` (see the module docstring); ``busy`` gains
+    the subchannels each station senses busy in this subframe (S-RSSI, noise included, above ``cbr_mw``; its own
+    transmission's subchannels count busy)."""
     n_tx, n = len(txs.sender), len(ids)
-    d = np.hypot(x[None, :] - x[txs.row][:, None], y[None, :] - y[txs.row][:, None])
-    inside = d <= prop.radius_m
-    inside[np.arange(n_tx), txs.row] = False
-    t_idx, r_idx = np.nonzero(inside)
-    sf = np.full(len(t_idx), txs.sf, np.int64)
-    power = prop.rx_dbm(d[t_idx, r_idx], txs.sender[t_idx], ids[r_idx], sf)
-    mw = np.zeros((n_tx, n))
-    mw[t_idx, r_idx] = 10.0 ** (power / 10.0)
-    # interference on transmission t from t': its power times the share of its subchannels overlapping t's
-    lo = np.maximum(txs.x0[:, None], txs.x0[None, :])
-    hi = np.minimum((txs.x0 + txs.length)[:, None], (txs.x0 + txs.length)[None, :])
-    share = np.maximum(hi - lo, 0) / txs.length[None, :]
-    np.fill_diagonal(share, 0.0)
-    interference = (share @ mw)[t_idx, r_idx]
-    noise = txs.noise_mw[t_idx]
-    signal = 10.0 ** (power / 10.0)
-    u = KeyedDraws(bler_key, txs.sender[t_idx], ids[r_idx], sf).random(len(t_idx))
-    shift = txs.shift_db[t_idx]
-    lost_snr = u < bler(10.0 * np.log10(signal / noise), shift)
-    lost_sinr = u < bler(10.0 * np.log10(signal / (noise + interference)), shift)
-    transmitting = np.zeros(n, bool)
-    transmitting[txs.row] = True
-    cause = np.full(len(t_idx), RECEIVED, np.int64)
-    cause[lost_sinr] = COLLISION
-    cause[lost_snr] = PROPAGATION
-    cause[power < sensitivity_dbm] = SENSING
-    cause[transmitting[r_idx]] = HALF_DUPLEX
-    return Links(tx=t_idx, rx=r_idx, power_dbm=power, cause=cause, rx_power_mw=mw)
-
-
-def busy_subchannels(txs: Transmissions, rx_power_mw: np.ndarray, n_subchannels: int, noise_sub_mw: float,
-                     threshold_mw: float) -> np.ndarray:
-    """Per station, how many subchannels of this subframe it senses busy: S-RSSI (each transmission's power spread
-    over its subchannels, plus the noise) above ``threshold_mw``; its own transmission's subchannels count busy."""
-    occ = np.zeros((len(txs.sender), n_subchannels))
-    for k in range(int(txs.length.max(initial=0))):
-        has = k < txs.length
-        occ[np.flatnonzero(has), txs.x0[has] + k] = 1.0
-    rssi = (rx_power_mw / txs.length[:, None]).T @ occ + noise_sub_mw  # (stations, subchannels)
-    busy = rssi > threshold_mw
-    busy[txs.row] |= occ > 0
-    return busy.sum(axis=1)
+    mw = np.empty((n_tx, n))
+    cap = n_tx * n
+    out_t, out_r = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    out_p, out_cause = np.empty(cap), np.empty(cap, np.int64)
+    k = kn.receive_subframe(txs.row, txs.sender, txs.x0, txs.length, txs.noise_mw, txs.shift_db, txs.sf, x, y, ids,
+                            prop.radius_m**2, *prop.kernel_args(), sensitivity_dbm, np.uint64(bler_key), BLER_X,
+                            BLER_Y, n_subchannels, noise_sub_mw, cbr_mw, mw, out_t, out_r, out_p, out_cause, busy)
+    return Links(tx=out_t[:k], rx=out_r[:k], power_dbm=out_p[:k], cause=out_cause[:k], rx_power_mw=mw)

@@ -1,9 +1,10 @@
 """What one station sensed over its sensing window (TS 36.213 14.1.1.6), reconstructed from the transmission history
-with the powers its receptions had (``propagation.Propagation.rx_dbm``, keyed by sender, receiver and subframe):
+with the powers its receptions had (``kernels.sense_window``: the same keyed draws, sender and receiver positions of
+the channel step of each transmission):
 
 - the subframes in which it transmitted itself (it could not sense them: half-duplex);
 - the last SCI it decoded from each other station (its subframe, subchannels, reservation interval and the
-  received power), the reservations the selection excludes;
+  received power): the reservations the selection excludes;
 - the S-RSSI of every subchannel averaged over the window's reservation periods, folded onto one period (the
   candidates' ranking metric).
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels as kn
 from .history import PositionSnapshots, TxHistory
 from .propagation import Propagation
 
@@ -32,38 +34,21 @@ class Sensed:
 
 
 def sense(history: TxHistory, snaps: PositionSnapshots, prop: Propagation, row: int, station: int, n: int,
-          window_ms: int, period_ms: int, n_subchannels: int, sensitivity_dbm: float) -> Sensed:
+          window_ms: int, period_ms: int, n_subchannels: int, sensitivity_dbm: float, n_slots: int) -> Sensed:
     """What station ``station`` (row ``row``) sensed in subframes [n - window_ms, n - 1]; the S-RSSI is folded
-    modulo ``period_ms``."""
+    modulo ``period_ms``; ``n_slots`` bounds the history's sender slots."""
     ints, floats = history.window(n - window_ms, n)
-    sf, sender, x0, length, rri, snap = (ints[:, k] for k in range(6))
-    mine = sender == station
-    own_sf = np.unique(sf[mine])
-    heard = ~mine & ~np.isin(sf, own_sf)  # half-duplex: nothing is sensed while transmitting
-    rx, ry = snaps.at(snap[heard], row)
-    d = np.hypot(floats[heard, 0] - rx, floats[heard, 1] - ry)
-    near = d <= prop.radius_m  # False for NaN (the station was not there yet)
-    idx = np.flatnonzero(heard)[near]
-    power = prop.rx_dbm(d[near], sender[idx], np.full(len(idx), station, np.int64), sf[idx])
-    # S-RSSI: each transmission's power spread evenly over its subchannels, summed per (phase, subchannel)
-    share = 10.0 ** (power / 10.0) / length[idx]
-    reps = length[idx]
-    cell = np.repeat((sf[idx] % period_ms) * n_subchannels + x0[idx], reps) + _ramp(reps)
-    rssi = np.bincount(cell, weights=np.repeat(share, reps), minlength=period_ms * n_subchannels)
-    rssi = rssi.reshape(period_ms, n_subchannels) * (period_ms / window_ms)
-    # the last decoded SCI of each other station (rows are in subframe order: the last occurrence is the newest)
-    ok = power >= sensitivity_dbm
-    dec = idx[ok]
-    last = len(dec) - 1 - np.unique(sender[dec][::-1], return_index=True)[1]
-    pick = dec[last]
-    return Sensed(own_sf=own_sf, res_sf=sf[pick], res_x0=x0[pick], res_len=length[pick], res_rri=rri[pick],
-                  res_power_dbm=power[ok][last], rssi_mw=rssi)
-
-
-def _ramp(reps: np.ndarray) -> np.ndarray:
-    """0, 1, ..., r - 1 for each r of ``reps``, concatenated."""
-    total = int(reps.sum())
-    if total == 0:
-        return np.empty(0, np.int64)
-    starts = np.repeat(np.cumsum(reps) - reps, reps)
-    return np.arange(total, dtype=np.int64) - starts
+    col = {name: np.ascontiguousarray(ints[:, k]) for k, name in enumerate(("sf", "sender", "slot", "x0", "length",
+                                                                            "rri", "snap"))}
+    own = np.zeros(window_ms, bool)
+    rssi = np.zeros((period_ms, n_subchannels))
+    pick = np.empty(n_slots, np.int64)
+    pick_p = np.empty(n_slots)
+    m = kn.sense_window(col["sf"], col["sender"], col["slot"], col["x0"], col["length"], col["snap"],
+                        np.ascontiguousarray(floats[:, 0]), np.ascontiguousarray(floats[:, 1]), snaps.x, snaps.y,
+                        snaps.serial, row, station, n - window_ms, window_ms, period_ms, prop.radius_m**2,
+                        *prop.kernel_args(), sensitivity_dbm, n_slots, own, rssi, pick, pick_p)
+    at = pick[:m]
+    return Sensed(own_sf=n - window_ms + np.flatnonzero(own), res_sf=col["sf"][at], res_x0=col["x0"][at],
+                  res_len=col["length"][at], res_rri=col["rri"][at], res_power_dbm=pick_p[:m].copy(),
+                  rssi_mw=rssi * (period_ms / window_ms))

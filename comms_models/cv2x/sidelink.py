@@ -2,27 +2,27 @@
 
 Per subframe k (only subframes in which something happens are visited):
 
-1. **Arrivals.** A packet that reached the MAC in k uses the station's reservation (its next occasion at or after
-   k) unless a reselection is due (TS 36.321 5.14.1.1): no reservation yet (``first``), the counter expired and the
-   keep draw said reselect (``counter``), the packet needs more subchannels than reserved (``size``), the next
-   occasion lies beyond the delay budget (``latency``), or the reservation went unused for a second (``unused``).
-   A reselection senses (``sensing.sense``), selects (``sps.select``) and draws a new counter uniformly in
-   [5, 15] (RRI >= 100 ms; [10, 30] at 50 ms, [25, 75] at 20 ms). A packet arriving while the previous one still
-   waits replaces it (the old one is logged as dropped).
-2. **Transmissions.** Every station whose packet is due in k transmits on its reservation; the receptions are
+1. **Transmissions.** Every station whose packet is due in k transmits on its reservation; the receptions are
    resolved (``reception.receive``) and the transmission enters the history the others sense. Then the counter
    counts down; at zero the station keeps its reservation with probability ``p_keep`` (a new counter) or reselects
    at its next packet.
+2. **Arrivals.** A packet that reaches the MAC in k (too late for a transmission in k) uses the station's
+   reservation, its next occasion after k, unless a reselection is due (TS 36.321 5.14.1.1): no reservation yet
+   (``first``), the counter expired and the keep draw said reselect (``counter``), the packet needs more
+   subchannels than reserved (``size``), the next occasion lies beyond the delay budget (``latency``), or the
+   reservation went unused for a second (``unused``). A reselection senses (``sensing.sense``), selects
+   (``sps.select``) and draws a new counter uniformly in [5, 15] (RRI >= 100 ms; [10, 30] at 50 ms, [25, 75] at
+   20 ms). A packet arriving while the previous one still waits replaces it (the old one is logged as dropped).
 3. **Load.** Each station counts the subchannels it senses busy (S-RSSI above -94 dBm); every ``cbr_window_ms`` the
    channel busy ratio closes (``Cv2xLog.window``).
 
-Every random number is keyed by its event (``core.rng.KeyedDraws``): the pick and the counter by (station, subframe),
-the keep draw likewise, each under its own purpose; so the same seed gives bit-identical runs.
+Every random number is keyed by its event (``core.rng.KeyedDraws``): the pick, the order of equal candidates and the
+counter by (station, subframe), the keep draw likewise, each under its own purpose; so the same seed gives
+bit-identical runs.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,7 +35,7 @@ from .history import PositionSnapshots, TxHistory
 from .log import RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import Propagation
-from .reception import Links, Transmissions, busy_subchannels, receive
+from .reception import Links, Transmissions, receive
 from .sensing import sense
 from .sps import PHASE_MS, select
 from .tbs import SCI_RBS, subchannels_needed
@@ -60,10 +60,10 @@ class Subframe:
 class Sidelink:
     """Stations (rows in spawn order), their reservations and packets, and the subframe loop."""
 
-    _INT = ("res_sf", "res_x0", "res_len", "counter", "last_tx_sf", "pkt_gen_ns", "pkt_arr_sf", "pkt_len",
-            "pkt_tx_sf", "pkt_cause", "busy", "meas_since")
+    _INT = ("slot", "res_sf", "res_x0", "res_len", "counter", "last_tx_sf", "pkt_gen_ns", "pkt_len", "pkt_tx_sf",
+            "pkt_cause", "carry", "inc_gen_ns", "inc_arr_sf", "inc_len", "busy", "meas_since")
 
-    def __init__(self, cfg: Cv2xParams, seed: int, prop: Propagation, log: Cv2xLog, step_hint_ms: int = 10) -> None:
+    def __init__(self, cfg: Cv2xParams, seed: int, prop: Propagation, log: Cv2xLog) -> None:
         self.cfg, self.prop, self.log = cfg, prop, log
         phy = cfg.phy
         self.n_sub = phy.n_subchannels
@@ -75,15 +75,18 @@ class Sidelink:
         self.noise_tb_mw = self.noise_rb_mw * (lengths * phy.subchannel_rbs - SCI_RBS)
         self.keys = {name: purpose_key(seed, "cv2x", name) for name in ("pick", "tie", "counter", "keep", "bler")}
         self.history = TxHistory()
-        depth = math.ceil((cfg.sps.sensing_window_ms + 2 * PHASE_MS) / max(step_hint_ms, 1)) + 2
-        self.snaps = PositionSnapshots(depth)
+        # positions as far back as the sensing window reaches, and a step more
+        self.snaps = PositionSnapshots((cfg.sps.sensing_window_ms + 2 * PHASE_MS) * NS_PER_SF)
         self.snap = -1
         self.ids = np.empty(0, np.int64)
+        self.slots = 0  # stations ever spawned: each has its own slot in the history
         for name in self._INT:
             setattr(self, name, np.empty(0, np.int64))
-        self.pkt_on = np.empty(0, bool)
+        self.pkt_on = np.empty(0, bool)  # a packet at the MAC, waiting for its resource
+        self.inc_on = np.empty(0, bool)  # a packet in transmit processing, not at the MAC yet
         self.reselect = np.empty(0, bool)
         self.pkt_content = np.empty((0, CONTENT_COLUMNS))
+        self.inc_content = np.empty((0, CONTENT_COLUMNS))
         self.sf = 0  # the next subframe to process
         self.window_ms = cfg.cbr_window_ms
         self.window_end = self.window_ms
@@ -94,76 +97,91 @@ class Sidelink:
         """Append stations without reservation; each measures the load from its spawn."""
         n = len(ids)
         self.ids = np.concatenate([self.ids, ids])
+        self.slot = np.concatenate([self.slot, self.slots + np.arange(n, dtype=np.int64)])
+        self.slots += n
         init = {"res_sf": -1, "res_x0": 0, "res_len": 0, "counter": 0, "last_tx_sf": -(10**9), "pkt_gen_ns": 0,
-                "pkt_arr_sf": 0, "pkt_len": 0, "pkt_tx_sf": -1, "pkt_cause": 0, "busy": 0}
+                "pkt_len": 0, "pkt_tx_sf": -1, "pkt_cause": 0, "carry": 0, "inc_gen_ns": 0, "inc_arr_sf": 0,
+                "inc_len": 0, "busy": 0}
         for name, value in init.items():
             setattr(self, name, np.concatenate([getattr(self, name), np.full(n, value, np.int64)]))
         since = -(-np.asarray(spawn_ns, np.int64) // NS_PER_SF)
         self.meas_since = np.concatenate([self.meas_since, since])
-        self.pkt_on = np.concatenate([self.pkt_on, np.zeros(n, bool)])
-        self.reselect = np.concatenate([self.reselect, np.zeros(n, bool)])
-        self.pkt_content = np.concatenate([self.pkt_content, np.zeros((n, CONTENT_COLUMNS))])
+        for name in ("pkt_on", "inc_on", "reselect"):
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n, bool)]))
+        for name in ("pkt_content", "inc_content"):
+            setattr(self, name, np.concatenate([getattr(self, name), np.zeros((n, CONTENT_COLUMNS))]))
         self.snaps.spawn(n)
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
-        for name in (*self._INT, "ids", "pkt_on", "reselect", "pkt_content"):
+        for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content"):
             setattr(self, name, getattr(self, name)[keep])
         self.snaps.despawn(keep)
 
     # -- packets -------------------------------------------------------------------------------------------------
     def queue(self, t_ns: int, rows: np.ndarray, generated_ns: np.ndarray, arrival_ns: np.ndarray,
               size_bytes: np.ndarray, content: np.ndarray) -> None:
-        """Packets of ``rows`` reaching the MAC at ``arrival_ns`` (not before the next subframe to process)."""
-        waiting = rows[self.pkt_on[rows]]
-        if len(waiting):
-            self.log.dropped(t_ns, self.ids[waiting], self.pkt_gen_ns[waiting])
+        """Packets of ``rows`` reaching the MAC at ``arrival_ns`` (not before the next subframe to process). One
+        still in processing is replaced at once, one at the MAC when the new one arrives (logged as dropped)."""
         length = subchannels_needed(size_bytes, self.cfg.phy.mcs, self.cfg.phy.subchannel_rbs, self.n_sub)
         big = length == 0
         if big.any():
             self.log.dropped(t_ns, self.ids[rows[big]], generated_ns[big], too_big=True)
-            self.pkt_on[rows[big]] = False
-        ok = ~big
-        r = rows[ok]
-        self.pkt_on[r] = True
-        self.pkt_gen_ns[r] = generated_ns[ok]
-        self.pkt_arr_sf[r] = np.maximum(-(-arrival_ns[ok] // NS_PER_SF), self.sf)
-        self.pkt_len[r] = length[ok]
-        self.pkt_tx_sf[r] = -1
-        self.pkt_content[r] = content[ok]
+        r = rows[~big]
+        overtaken = r[self.inc_on[r]]
+        if len(overtaken):
+            self.log.dropped(t_ns, self.ids[overtaken], self.inc_gen_ns[overtaken])
+        self.inc_on[r] = True
+        self.inc_gen_ns[r] = generated_ns[~big]
+        self.inc_arr_sf[r] = np.maximum(-(-arrival_ns[~big] // NS_PER_SF), self.sf)
+        self.inc_len[r] = length[~big]
+        self.inc_content[r] = content[~big]
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def advance(self, end_sf: int, x: np.ndarray, y: np.ndarray, on_subframe: Callable[[Subframe], None]) -> None:
         """Process subframes [self.sf, end_sf) at positions ``x, y`` (this step's), calling ``on_subframe`` for each
         one with transmissions."""
-        self.snap = self.snaps.take(x, y)
+        self.snap = self.snaps.take(end_sf * NS_PER_SF, x, y)
         while True:
-            pending = self.pkt_on
-            arr = np.where(pending & (self.pkt_tx_sf < 0), self.pkt_arr_sf, _NEVER)
-            due = np.where(pending & (self.pkt_tx_sf >= 0), self.pkt_tx_sf, _NEVER)
+            arr = np.where(self.inc_on, self.inc_arr_sf, _NEVER)
+            due = np.where(self.pkt_on, self.pkt_tx_sf, _NEVER)
             k = int(min(arr.min(initial=_NEVER), due.min(initial=_NEVER)))
             while self.window_end <= min(k, end_sf):
                 self._close_window()
             if k >= end_sf:
                 break
+            sending = np.flatnonzero(due == k)
+            if len(sending):  # first: a packet arriving in k is too late for a transmission in k
+                on_subframe(self._transmit(k, sending, x, y))
             arriving = np.flatnonzero(arr == k)
             if len(arriving):
+                self._arrive(k, arriving)
                 self._decide(k, arriving)
-                due = np.where(self.pkt_on & (self.pkt_tx_sf >= 0), self.pkt_tx_sf, _NEVER)
-            sending = np.flatnonzero(due == k)
-            if len(sending):
-                on_subframe(self._transmit(k, sending, x, y))
             self.sf = k + 1
         self.sf = max(self.sf, end_sf)
         self.history.prune(self.sf - self.cfg.sps.sensing_window_ms - PHASE_MS)
+
+    def _arrive(self, n: int, rows: np.ndarray) -> None:
+        """The packets in processing of ``rows`` reach the MAC in subframe ``n``, replacing any still waiting."""
+        waiting = rows[self.pkt_on[rows]]
+        if len(waiting):
+            self.log.dropped(n * NS_PER_SF, self.ids[waiting], self.pkt_gen_ns[waiting])
+            # a reservation selected for the replaced packet is first used by this one: it reports why
+            self.carry[waiting] = self.pkt_cause[waiting]
+        self.pkt_on[rows] = True
+        self.inc_on[rows] = False
+        self.pkt_gen_ns[rows] = self.inc_gen_ns[rows]
+        self.pkt_len[rows] = self.inc_len[rows]
+        self.pkt_content[rows] = self.inc_content[rows]
+        self.pkt_tx_sf[rows] = -1
 
     def _decide(self, n: int, rows: np.ndarray) -> None:
         """Reservation or reselection for the packets of ``rows`` that arrived in subframe ``n``."""
         sps = self.cfg.sps
         rri = sps.rri_ms
         has = self.res_sf[rows] >= 0
-        behind = has & (self.res_sf[rows] < n)
-        steps = -(-(n - self.res_sf[rows]) // rri)
+        behind = has & (self.res_sf[rows] <= n)  # the next usable occasion is after n
+        steps = -(-(n + 1 - self.res_sf[rows]) // rri)
         self.res_sf[rows] = np.where(behind, self.res_sf[rows] + steps * rri, self.res_sf[rows])
         budget = min(sps.t2_ms, sps.delay_budget_ms)
         cause = np.zeros(len(rows), np.int64)
@@ -176,7 +194,8 @@ class Sidelink:
             cause[mask] = code
         keep = cause == 0
         self.pkt_tx_sf[rows[keep]] = self.res_sf[rows[keep]]
-        self.pkt_cause[rows[keep]] = 0
+        self.pkt_cause[rows[keep]] = self.carry[rows[keep]]
+        self.carry[rows] = 0
         for row, code in zip(rows[~keep].tolist(), cause[~keep].tolist(), strict=True):
             self._reselect(n, row, code)
 
@@ -184,7 +203,7 @@ class Sidelink:
         sps, station = self.cfg.sps, int(self.ids[row])
         length = int(self.pkt_len[row])
         sensed = sense(self.history, self.snaps, self.prop, row, station, n, sps.sensing_window_ms, PHASE_MS,
-                       self.n_sub, self.cfg.phy.sensitivity_dbm)
+                       self.n_sub, self.cfg.phy.sensitivity_dbm, self.slots)
         ev = (np.array([station]), None, np.array([n]))
         u = float(KeyedDraws(self.keys["pick"], *ev).random(1)[0])
         window = min(sps.t2_ms, sps.delay_budget_ms) - sps.t1_ms + 1
@@ -195,6 +214,7 @@ class Sidelink:
         self.counter[row] = int(KeyedDraws(self.keys["counter"], *ev).integers(lo, hi + 1, 1)[0])
         self.res_sf[row], self.res_x0[row], self.res_len[row] = choice.sf, choice.x0, length
         self.reselect[row] = False
+        self.last_tx_sf[row] = max(int(self.last_tx_sf[row]), n)  # a new reservation counts as used now
         self.pkt_tx_sf[row] = choice.sf
         self.pkt_cause[row] = code
 
@@ -203,14 +223,14 @@ class Sidelink:
         length = self.res_len[rows]
         txs = Transmissions(sf=k, sender=self.ids[rows], row=rows, x0=self.res_x0[rows], length=length,
                             noise_mw=self.noise_tb_mw[length - 1], shift_db=self.shift_db[length - 1])
-        links = receive(txs, self.ids, x, y, self.prop, self.cfg.phy.sensitivity_dbm, self.keys["bler"])
-        self.history.add(k, txs.sender, txs.x0, length, np.full(len(rows), sps.rri_ms), self.snap, x[rows], y[rows])
+        links = receive(txs, self.ids, x, y, self.prop, self.cfg.phy.sensitivity_dbm, self.keys["bler"], self.n_sub,
+                        self.noise_sub_mw, self.cbr_mw, self.busy)
+        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length, np.full(len(rows), sps.rri_ms), self.snap,
+                         x[rows], y[rows])
         out = Subframe(txs=txs, links=links, generated_ns=self.pkt_gen_ns[rows].copy(),
                        content=self.pkt_content[rows].copy())
         self.log.transmissions(k, txs.sender, out.generated_ns, txs.x0, length, self.pkt_cause[rows])
-        # load: the subchannels each station senses busy in this subframe
-        self.busy += busy_subchannels(txs, links.rx_power_mw, self.n_sub, self.noise_sub_mw, self.cbr_mw)
-        self.tx_subframes += 1
+        self.tx_subframes += 1  # (``receive`` counted the busy subchannels)
         # the reservation moves on; the counter counts this transmission
         self.pkt_on[rows] = False
         self.pkt_tx_sf[rows] = -1

@@ -72,7 +72,8 @@ class V2XFederate(Federate):
         if self.record:
             models_load = type(self.model).drain_load is not CommsModel.drain_load
             self._triggers = type(self.model).drain_triggers is not CommsModel.drain_triggers
-            outputs = (cam_rx, V2X_LOG, *((CHANNEL_LOAD,) if models_load else ()),
+            log_port = getattr(self.model, "log_port", V2X_LOG)  # a model may log more columns (cv2x: resources)
+            outputs = (cam_rx, log_port, *((CHANNEL_LOAD,) if models_load else ()),
                        *((CAM_TRIGGER_PORT,) if self._triggers else ()))
         inputs: tuple = (Input("estimate", fields=ESTIMATE.fields),
                          Input("commands", delayed=True, optional=True, fields=fields_of(COMMANDS, ["accel"])))

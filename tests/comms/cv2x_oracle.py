@@ -73,7 +73,7 @@ def _mean_bler_given_shift(prop: Propagation, d: float, setup: Setup, shifts_db:
     for each noise-plus-interference level c [dBm] of ``shifts_db`` (the integrand of eqs. 13 and 17)."""
     mu = setup.tx_power_dbm - float(prop.path_loss_db(np.array([d]))[0])
     sigma = float(prop.shadowing_sigma_db(np.array([d]))[0])
-    s = np.arange(setup.sensing_dbm, mu + 8.0 * sigma + 30.0, 0.02)
+    s = np.arange(setup.sensing_dbm, mu + 8.0 * sigma + 30.0, 0.05)
     pdf = np.exp(-0.5 * ((s - mu) / sigma) ** 2)
     if pdf.sum() == 0.0:
         return np.zeros_like(shifts_db)

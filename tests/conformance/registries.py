@@ -22,7 +22,7 @@ from . import doubles
 
 REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "controllers": (CONTROLLERS, ("acc", "cacc_fallback", "cruise", "ela_cacc", "path_cacc", "ploeg_cacc")),
-    "channels": (COMMS_MODELS, ("ideal", "itsg5")),
+    "channels": (COMMS_MODELS, ("cv2x", "ideal", "itsg5")),
     "vehicle_models": (VEHICLE_MODELS, ("dynamic", "kinematic", "unicycle")),
     "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
                                    "weave")),
