@@ -12,7 +12,7 @@ Profiles are a registry (``controllers.LEADER_PROFILES``, entry-point group ``co
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,7 +42,8 @@ class ShapeParams(ControllerParams):
 
 class ProfileParams(ShapeParams):
     """``leader.params`` as a driver configuration carries them: the built-in shape parameters, plus the keys of a
-    plug-in profile's own ``Params`` (kept, not checked: the selected profile validates them, see ``PROFILES``)."""
+    plug-in profile's own ``Params`` (kept, not checked: the selected profile validates them, see
+    ``profile_params``)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -173,24 +174,3 @@ def profile_inputs(name: str, params: BaseModel | Mapping[str, Any] | None, t: n
     cls = LEADER_PROFILES.get(name)
     return cls(profile_params(name, params)).inputs(np.asarray(t, dtype=np.float64))
 
-
-class _ProfileFunctions(Mapping[str, Profile]):
-    """``PROFILES[name](t, params)``: the registry seen as the name -> function table it replaced (the form the
-    control federate calls); built-ins, entry points and ``package.module:Class`` paths alike."""
-
-    def __getitem__(self, name: str) -> Profile:
-        LEADER_PROFILES.get(name)  # an unknown name raises here (a KeyError listing the valid ones)
-        return lambda t, params: profile_inputs(name, params, t)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(LEADER_PROFILES.names())
-
-    def __len__(self) -> int:
-        return len(LEADER_PROFILES.names())
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and name in LEADER_PROFILES
-
-
-PROFILES: Mapping[str, Profile] = _ProfileFunctions()
-"""Every selectable profile by name, as a function ``(t, params) -> (v, w, a)``."""

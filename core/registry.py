@@ -85,14 +85,17 @@ class Registry:
     """Maps a scenario name (``itsg5``, ``ela_cacc`` ...) to a class, imported on first use.
 
     ``group`` is the entry-point group read for installed plug-ins; ``base`` (a ``"module:Class"`` string, resolved
-    lazily so the registry module imports nothing) is the class every entry must derive from.
+    lazily so the registry module imports nothing) is the class every entry must derive from. ``path_form`` is
+    how error messages spell a plug-in path (``package.module:NAME`` for a registry of data, not classes).
     """
 
-    def __init__(self, kind: str, entries: dict[str, str], group: str | None = None, base: str | None = None) -> None:
+    def __init__(self, kind: str, entries: dict[str, str], group: str | None = None, base: str | None = None,
+                 path_form: str = "package.module:Class") -> None:
         self.kind = kind
         self.group = group
         self._entries = dict(entries)
         self._base = base
+        self.path_form = path_form
 
     # -- names ----------------------------------------------------------------------------------------------
     def builtin_names(self) -> list[str]:
@@ -109,7 +112,7 @@ class Registry:
     def copy(self) -> Registry:
         """An independent registry with the same entries, group and base (to try a change without touching this
         one)."""
-        return Registry(self.kind, self._entries, self.group, self._base)
+        return Registry(self.kind, self._entries, self.group, self._base, self.path_form)
 
     def register(self, name: str, target: str) -> None:
         """Add an entry ``name -> "package.module:Attribute"``."""
@@ -152,7 +155,7 @@ class Registry:
         if not plugins_allowed():
             return (f"unknown {self.kind} '{name}'{hint}; plug-ins are off (--no-plugins, {NO_PLUGINS_ENV}): "
                     f"allowed: {', '.join(names)}")
-        return f"unknown {self.kind} '{name}'{hint}; allowed: {', '.join(names)} or a 'package.module:Class' path"
+        return f"unknown {self.kind} '{name}'{hint}; allowed: {', '.join(names)} or a '{self.path_form}' path"
 
     # -- lookup ---------------------------------------------------------------------------------------------
     def get(self, name: str) -> Any:

@@ -9,7 +9,11 @@ multiplied by the axle load.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
+
+from .registry import Registry
 
 _G = 9.81  # [m/s^2]
 
@@ -52,139 +56,154 @@ _CAR_M, _CAR_A, _CAR_B, _CAR_MU = 1500.0, 1.2, 1.5, 1.0
 _CAR_FZF, _CAR_FZR = _axle_loads(_CAR_M, _CAR_A, _CAR_B)
 _CAR_CF, _CAR_CR = 90_000.0, 110_000.0
 
-PRESETS: dict[str, dict[str, Any]] = {
-    # AuNa 1:10 race car (AuNa framework robot description).
-    "auna_rc_1to10": {
-        "wheelbase_m": 0.32,
-        "track_m": 0.211,
-        "length_m": 0.49,
-        "width_m": 0.18,
-        "rear_overhang_m": 0.085,  # rear bumper behind the rear axle; body centred on the wheelbase
-        "mass_kg": 3.5,
-        "wheel_radius_m": 0.05,
-        "max_steer_rad": 0.6458,
-        "max_steer_rate_radps": 6.0,  # chosen: hobby servo ~0.1 s per 60 deg
-        "max_speed_mps": 3.0,
-        "max_accel_mps2": 3.0,
-        "max_decel_mps2": 6.0,
-        "mu": 0.9,
-        # dynamic single track (chosen, docs/vehicles.md)
-        "cg_to_front_m": _AUNA_A,
-        "yaw_inertia_kgm2": 0.0414,
-        "cg_height_m": 0.07,
-        "cornering_stiffness_front_npr": round(_AUNA_CF, 2),
-        "cornering_stiffness_rear_npr": round(_AUNA_CR, 2),
-        "pacejka_lat_front": _pacejka_from_stiffness(_AUNA_CF, _AUNA_FZF, 0.9),
-        "pacejka_lat_rear": _pacejka_from_stiffness(_AUNA_CR, _AUNA_FZR, 0.9),
-        "long_stiffness_per_load": 10.0,
-        "tyre_model": "fiala",
-        "steer_tau_s": 0.0,
-        "accel_tau_s": 0.1,
-        "drive_split_rear": 0.5,
-        "rolling_resistance": 0.02,
-        "drag_area_m2": 0.01,
-        "speed_gain_1ps": 2.0,
-    },
-    # MIT RACECAR 1:10 with the Pacejka tables fitted on a figure eight (4 wheels, 13.7 N each).
-    "mit_racecar_1to10": {
-        "wheelbase_m": _MIT_L,
-        "track_m": 0.25,
-        "length_m": 0.55,
-        "width_m": 0.30,
-        "rear_overhang_m": 0.1125,
-        "mass_kg": _MIT_M,
-        "wheel_radius_m": 0.05,
-        "max_steer_rad": 0.34,
-        "max_steer_rate_radps": 6.0,
-        "max_speed_mps": 5.0,
-        "max_accel_mps2": 4.0,
-        "max_decel_mps2": 8.0,
-        "mu": _MIT_LAT[2],
-        "cg_to_front_m": _MIT_L / 2.0,
-        "yaw_inertia_kgm2": 0.068,
-        "cg_height_m": 0.08,
-        "cornering_stiffness_front_npr": round(_MIT_C, 2),
-        "cornering_stiffness_rear_npr": round(_MIT_C, 2),
-        "pacejka_lat_front": _MIT_LAT,
-        "pacejka_lat_rear": _MIT_LAT,
-        "pacejka_long": _MIT_LONG,
-        "tyre_model": "pacejka",
-        "accel_tau_s": 0.1,
-        "drive_split_rear": 0.5,
-        "rolling_resistance": 0.02,
-        "drag_area_m2": 0.015,
-        "speed_gain_1ps": 2.0,
-    },
-    # Infiniti G35 sedan of the handling comparison paper.
-    "g35_sedan": {
-        "wheelbase_m": _G35_A + _G35_B,
-        "track_m": 1.5062,
-        "length_m": 4.74,
-        "width_m": 1.815,
-        "rear_overhang_m": 0.95,
-        "mass_kg": _G35_M,
-        "wheel_radius_m": 0.33,
-        "max_steer_rad": 0.6,
-        "max_steer_rate_radps": 1.0,
-        "max_speed_mps": 60.0,
-        "max_accel_mps2": 3.0,
-        "max_decel_mps2": 9.0,
-        "mu": _G35_MU,
-        "cg_to_front_m": _G35_A,
-        "yaw_inertia_kgm2": 2698.9,
-        "cg_height_m": 0.55,
-        "cornering_stiffness_front_npr": _G35_CF,
-        "cornering_stiffness_rear_npr": _G35_CR,
-        "pacejka_lat_front": _pacejka_from_stiffness(_G35_CF, _G35_FZF, _G35_MU),
-        "pacejka_lat_rear": _pacejka_from_stiffness(_G35_CR, _G35_FZR, _G35_MU),
-        "long_stiffness_per_load": 20.0,
-        "tyre_model": "fiala",
-        "accel_tau_s": 0.3,
-        "max_drive_force_n": 6000.0,
-        "max_power_w": 210_000.0,
-        "drive_split_rear": 1.0,
-        "rolling_resistance": 0.012,
-        "drag_area_m2": 0.66,
-        "speed_gain_1ps": 0.8,
-    },
-    # Generic passenger car (Plexe-like limits).
-    "passenger_car": {
-        "wheelbase_m": 2.7,
-        "track_m": 1.6,
-        "length_m": 4.5,
-        "width_m": 1.8,
-        "rear_overhang_m": 0.9,
-        "mass_kg": 1500.0,
-        "wheel_radius_m": 0.31,
-        "max_steer_rad": 0.6,
-        "max_steer_rate_radps": 1.0,
-        "max_speed_mps": 55.0,
-        "max_accel_mps2": 2.5,
-        "max_decel_mps2": 9.0,
-        "mu": 1.0,
-        "cg_to_front_m": _CAR_A,
-        "yaw_inertia_kgm2": 2500.0,
-        "cg_height_m": 0.55,
-        "cornering_stiffness_front_npr": _CAR_CF,
-        "cornering_stiffness_rear_npr": _CAR_CR,
-        "pacejka_lat_front": _pacejka_from_stiffness(_CAR_CF, _CAR_FZF, _CAR_MU),
-        "pacejka_lat_rear": _pacejka_from_stiffness(_CAR_CR, _CAR_FZR, _CAR_MU),
-        "long_stiffness_per_load": 20.0,
-        "tyre_model": "fiala",
-        "accel_tau_s": 0.5,  # Plexe's default engine lag
-        "max_drive_force_n": 6000.0,
-        "max_power_w": 110_000.0,
-        "drive_split_rear": 0.0,  # front-wheel drive
-        "rolling_resistance": 0.012,
-        "drag_area_m2": 0.7,
-        "speed_gain_1ps": 0.5,
-    },
-}
+# AuNa 1:10 race car (AuNa framework robot description).
+AUNA_RC_1TO10: Mapping[str, Any] = MappingProxyType({
+    "wheelbase_m": 0.32,
+    "track_m": 0.211,
+    "length_m": 0.49,
+    "width_m": 0.18,
+    "rear_overhang_m": 0.085,  # rear bumper behind the rear axle; body centred on the wheelbase
+    "mass_kg": 3.5,
+    "wheel_radius_m": 0.05,
+    "max_steer_rad": 0.6458,
+    "max_steer_rate_radps": 6.0,  # chosen: hobby servo ~0.1 s per 60 deg
+    "max_speed_mps": 3.0,
+    "max_accel_mps2": 3.0,
+    "max_decel_mps2": 6.0,
+    "mu": 0.9,
+    # dynamic single track (chosen, docs/vehicles.md)
+    "cg_to_front_m": _AUNA_A,
+    "yaw_inertia_kgm2": 0.0414,
+    "cg_height_m": 0.07,
+    "cornering_stiffness_front_npr": round(_AUNA_CF, 2),
+    "cornering_stiffness_rear_npr": round(_AUNA_CR, 2),
+    "pacejka_lat_front": _pacejka_from_stiffness(_AUNA_CF, _AUNA_FZF, 0.9),
+    "pacejka_lat_rear": _pacejka_from_stiffness(_AUNA_CR, _AUNA_FZR, 0.9),
+    "long_stiffness_per_load": 10.0,
+    "tyre_model": "fiala",
+    "steer_tau_s": 0.0,
+    "accel_tau_s": 0.1,
+    "drive_split_rear": 0.5,
+    "rolling_resistance": 0.02,
+    "drag_area_m2": 0.01,
+    "speed_gain_1ps": 2.0,
+})
+
+# MIT RACECAR 1:10 with the Pacejka tables fitted on a figure eight (4 wheels, 13.7 N each).
+MIT_RACECAR_1TO10: Mapping[str, Any] = MappingProxyType({
+    "wheelbase_m": _MIT_L,
+    "track_m": 0.25,
+    "length_m": 0.55,
+    "width_m": 0.30,
+    "rear_overhang_m": 0.1125,
+    "mass_kg": _MIT_M,
+    "wheel_radius_m": 0.05,
+    "max_steer_rad": 0.34,
+    "max_steer_rate_radps": 6.0,
+    "max_speed_mps": 5.0,
+    "max_accel_mps2": 4.0,
+    "max_decel_mps2": 8.0,
+    "mu": _MIT_LAT[2],
+    "cg_to_front_m": _MIT_L / 2.0,
+    "yaw_inertia_kgm2": 0.068,
+    "cg_height_m": 0.08,
+    "cornering_stiffness_front_npr": round(_MIT_C, 2),
+    "cornering_stiffness_rear_npr": round(_MIT_C, 2),
+    "pacejka_lat_front": _MIT_LAT,
+    "pacejka_lat_rear": _MIT_LAT,
+    "pacejka_long": _MIT_LONG,
+    "tyre_model": "pacejka",
+    "accel_tau_s": 0.1,
+    "drive_split_rear": 0.5,
+    "rolling_resistance": 0.02,
+    "drag_area_m2": 0.015,
+    "speed_gain_1ps": 2.0,
+})
+
+# Infiniti G35 sedan of the handling comparison paper.
+G35_SEDAN: Mapping[str, Any] = MappingProxyType({
+    "wheelbase_m": _G35_A + _G35_B,
+    "track_m": 1.5062,
+    "length_m": 4.74,
+    "width_m": 1.815,
+    "rear_overhang_m": 0.95,
+    "mass_kg": _G35_M,
+    "wheel_radius_m": 0.33,
+    "max_steer_rad": 0.6,
+    "max_steer_rate_radps": 1.0,
+    "max_speed_mps": 60.0,
+    "max_accel_mps2": 3.0,
+    "max_decel_mps2": 9.0,
+    "mu": _G35_MU,
+    "cg_to_front_m": _G35_A,
+    "yaw_inertia_kgm2": 2698.9,
+    "cg_height_m": 0.55,
+    "cornering_stiffness_front_npr": _G35_CF,
+    "cornering_stiffness_rear_npr": _G35_CR,
+    "pacejka_lat_front": _pacejka_from_stiffness(_G35_CF, _G35_FZF, _G35_MU),
+    "pacejka_lat_rear": _pacejka_from_stiffness(_G35_CR, _G35_FZR, _G35_MU),
+    "long_stiffness_per_load": 20.0,
+    "tyre_model": "fiala",
+    "accel_tau_s": 0.3,
+    "max_drive_force_n": 6000.0,
+    "max_power_w": 210_000.0,
+    "drive_split_rear": 1.0,
+    "rolling_resistance": 0.012,
+    "drag_area_m2": 0.66,
+    "speed_gain_1ps": 0.8,
+})
+
+# Generic passenger car (Plexe-like limits).
+PASSENGER_CAR: Mapping[str, Any] = MappingProxyType({
+    "wheelbase_m": 2.7,
+    "track_m": 1.6,
+    "length_m": 4.5,
+    "width_m": 1.8,
+    "rear_overhang_m": 0.9,
+    "mass_kg": 1500.0,
+    "wheel_radius_m": 0.31,
+    "max_steer_rad": 0.6,
+    "max_steer_rate_radps": 1.0,
+    "max_speed_mps": 55.0,
+    "max_accel_mps2": 2.5,
+    "max_decel_mps2": 9.0,
+    "mu": 1.0,
+    "cg_to_front_m": _CAR_A,
+    "yaw_inertia_kgm2": 2500.0,
+    "cg_height_m": 0.55,
+    "cornering_stiffness_front_npr": _CAR_CF,
+    "cornering_stiffness_rear_npr": _CAR_CR,
+    "pacejka_lat_front": _pacejka_from_stiffness(_CAR_CF, _CAR_FZF, _CAR_MU),
+    "pacejka_lat_rear": _pacejka_from_stiffness(_CAR_CR, _CAR_FZR, _CAR_MU),
+    "long_stiffness_per_load": 20.0,
+    "tyre_model": "fiala",
+    "accel_tau_s": 0.5,  # Plexe's default engine lag
+    "max_drive_force_n": 6000.0,
+    "max_power_w": 110_000.0,
+    "drive_split_rear": 0.0,  # front-wheel drive
+    "rolling_resistance": 0.012,
+    "drag_area_m2": 0.7,
+    "speed_gain_1ps": 0.5,
+})
+
+PRESETS = Registry(
+    "vehicle preset",
+    {"auna_rc_1to10": f"{__name__}:AUNA_RC_1TO10",
+     "mit_racecar_1to10": f"{__name__}:MIT_RACECAR_1TO10",
+     "g35_sedan": f"{__name__}:G35_SEDAN",
+     "passenger_car": f"{__name__}:PASSENGER_CAR"},
+    group="coopsim.vehicle_presets",
+    path_form="package.module:NAME",
+)
+"""Vehicle presets by name: the built-ins above, installed ``coopsim.vehicle_presets`` entry points and
+``package.module:NAME`` paths, each a mapping of vehicle parameters (read-only: ``preset`` gives a copy)."""
 
 
 def preset(name: str) -> dict[str, Any]:
-    """A copy of a preset's parameters; unknown names list the valid ones."""
-    try:
-        return dict(PRESETS[name])
-    except KeyError:
-        raise KeyError(f"unknown vehicle preset '{name}'; allowed: {', '.join(sorted(PRESETS))}") from None
+    """A copy of a preset's parameters; an unknown name raises ``KeyError`` listing the valid ones, a plug-in that
+    is no mapping ``ValueError``."""
+    params = PRESETS.get(name)
+    if not isinstance(params, Mapping):
+        raise ValueError(f"vehicle preset '{name}' is not a mapping of vehicle parameters (it is a "
+                         f"{type(params).__name__})")
+    return dict(params)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from controllers.profiles import PROFILES, ProfileParams
+from controllers.profiles import ProfileParams, profile_inputs
 from controllers.pure_pursuit import WaypointDriver, WaypointDriverParams
 from core.robot_blocks import DriveSpec
 from core.robots import RobotSpec, rows_of, shared_rows
@@ -84,9 +84,8 @@ class Drivers:
         """Key of the precomputed (v, w, a) table of a profile driver."""
         key = json.dumps({"profile": driver.profile, "params": driver.params}, sort_keys=True)
         if key not in self._tables:
-            profile = PROFILES[driver.profile]
             ticks = np.arange(self._last_tick + 1, dtype=np.int64) * self.period_ns
-            v, w, a = profile(ticks / NS_PER_S, ProfileParams(**driver.params))
+            v, w, a = profile_inputs(driver.profile, ProfileParams(**driver.params), ticks / NS_PER_S)
             self._tables[key] = np.stack([v, w, a])
         return key
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from core.vehicle_presets import PRESETS, preset  # noqa: F401 - re-exported: the presets stay importable from here
+from core.vehicle_presets import PRESETS, preset  # the presets stay importable from here
 
 _INF = float("inf")
 
@@ -87,23 +87,22 @@ def parameter_problems(params: dict[str, Any]) -> list[str]:
     from core.registry import is_plugin_path
 
     from .models.dynamic import PARAM_DEFAULTS
-    from .models.tyres import TYRE_MODELS
+    from .models.tyres import TYRE_MODELS, resolve_tyre
 
-    choices = {"tyre_model": sorted(TYRE_MODELS),
+    builtin_tyres = TYRE_MODELS.builtin_names()
+    choices = {"tyre_model": builtin_tyres,
                "input_mode": ["speed_steer", "accel_steer", "speed_yaw_rate"]}
     problems_first = []
     tyre = params.get("tyre_model")
-    from .models.tyres import TYRE_REGISTRY, resolve_tyre
-
-    if isinstance(tyre, str) and tyre not in TYRE_MODELS and (tyre in TYRE_REGISTRY or is_plugin_path(tyre)):
+    if isinstance(tyre, str) and tyre not in builtin_tyres and (tyre in TYRE_MODELS or is_plugin_path(tyre)):
         # a plug-in: an installed entry point or a package.module:Class
         try:
             resolve_tyre(tyre)
             choices["tyre_model"] = [tyre]
         except (KeyError, ValueError) as exc:
             choices["tyre_model"] = [tyre]  # reported here, once
-            problems_first.append(f"tyre_model: {exc}; built-ins: {', '.join(sorted(TYRE_MODELS))}")
-    known = set(PARAM_DEFAULTS) | set(choices) | {k for preset_params in PRESETS.values() for k in preset_params}
+            problems_first.append(f"tyre_model: {exc}; built-ins: {', '.join(builtin_tyres)}")
+    known = set(PARAM_DEFAULTS) | set(choices) | {k for name in PRESETS.builtin_names() for k in preset(name)}
     problems = problems_first
     names = sorted(known)
     unknown = [key for key in params if key not in known]

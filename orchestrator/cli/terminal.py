@@ -99,11 +99,11 @@ def vehicle_test(args: argparse.Namespace, console: Console) -> int:
 
     tyres = [t.strip() for t in args.tyre.split(",") if t.strip()]
     problems = []
-    if args.vehicle not in PRESETS:
-        problems.append(f"--vehicle: unknown preset '{args.vehicle}'; allowed: {', '.join(sorted(PRESETS))}")
+    if args.vehicle not in PRESETS.builtin_names():
+        problems.append(f"--vehicle: unknown preset '{args.vehicle}'; allowed: {', '.join(PRESETS.builtin_names())}")
     for tyre in tyres:
-        if tyre not in TYRE_MODELS:
-            problems.append(f"--tyre: unknown tyre model '{tyre}'; allowed: {', '.join(TYRE_MODELS)}")
+        if tyre not in TYRE_MODELS.builtin_names():
+            problems.append(f"--tyre: unknown tyre model '{tyre}'; allowed: {', '.join(TYRE_MODELS.builtin_names())}")
     if not args.speed > 0:
         problems.append(f"--speed: must be positive, got {args.speed}")
     if problems:

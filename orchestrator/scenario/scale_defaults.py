@@ -34,12 +34,15 @@ def _vehicles(data: Any) -> Iterator[dict[str, Any]]:
 
 def longest_vehicle_m(scenario_data: dict[str, Any]) -> float:
     """The longest vehicle of a scenario (as ``model_dump`` gives it); 0 when it names none."""
-    from federates.physics.presets import PRESETS
+    from federates.physics.presets import preset as preset_of
 
     lengths = []
     for vehicle in _vehicles(scenario_data):
         params = vehicle.get("params") or {}
-        preset = PRESETS.get(vehicle["preset"], {})
+        try:
+            preset = preset_of(vehicle["preset"])
+        except (KeyError, ValueError):  # reported by the scenario checks
+            preset = {}
         length = params.get("length_m", preset.get("length_m"))
         if isinstance(length, int | float):
             lengths.append(float(length))

@@ -50,11 +50,11 @@ class Vehicle(Strict):
     @field_validator("preset")
     @classmethod
     def _known_preset(cls, value: str) -> str:
-        from federates.physics.presets import PRESETS
+        from core.registry import is_stand_in
+        from federates.physics.presets import PRESETS, preset
 
-        if value not in PRESETS:
-            raise ValueError(f"unknown vehicle preset '{value}'{_did_you_mean(value, PRESETS)}; allowed: "
-                             f"{', '.join(sorted(PRESETS))}")
+        if not is_stand_in(PRESETS.resolve(value)):  # unknown names: ValueError listing the allowed ones
+            preset(value)  # a plug-in preset must be a mapping (ValueError)
         return value
 
     @field_validator("model")

@@ -104,8 +104,8 @@ def build(vehicle: str, tyres: list[str], dt: float, speed_mps: float, overrides
     params = preset(vehicle)
     params.update(overrides or {})
     for t in tyres:
-        if t not in TYRE_MODELS:
-            raise KeyError(f"unknown tyre model '{t}'; allowed: {', '.join(TYRE_MODELS)}")
+        if t not in TYRE_MODELS.builtin_names():
+            raise KeyError(f"unknown tyre model '{t}'; allowed: {', '.join(TYRE_MODELS.builtin_names())}")
     model = DynamicSingleTrack(dt, input_mode=input_mode)  # type: ignore[arg-type]
     n = len(tyres)
     model.add([dict(params, tyre_model=t) for t in tyres],

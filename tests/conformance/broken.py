@@ -13,6 +13,7 @@ from controllers.cruise import Cruise
 from controllers.profiles import SCurve
 from federates.physics.models.kinematic import KinematicBicycle
 from federates.physics.models.tyres import TyreModel
+from federates.physics.presets import preset
 
 
 class NanAtStandstill(Cruise):
@@ -86,3 +87,7 @@ class WrongWayTyre(TyreModel):
     """Pushes along the slip instead of against it."""
 
     lateral = _wrong_way
+
+
+NEGATIVE_MASS = {**preset("passenger_car"), "mass_kg": -1500.0}
+"""A vehicle preset with a mass below zero."""

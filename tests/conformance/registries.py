@@ -13,9 +13,10 @@ from typing import Any
 from comms_models import COMMS_MODELS
 from controllers import CONTROLLERS, LEADER_PROFILES
 from core.registry import Registry
+from core.vehicle_presets import PRESETS
 from federates import FEDERATE_KINDS
 from federates.physics.models import VEHICLE_MODELS
-from federates.physics.models.tyres import TYRE_REGISTRY
+from federates.physics.models.tyres import TYRE_MODELS
 from orchestrator.metrics import METRICS
 
 from . import doubles
@@ -27,7 +28,8 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "profiles": (LEADER_PROFILES, ("braking", "circle", "circle_speed_change", "constant", "s_curve", "sinusoid",
                                    "weave")),
     "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "sumo", "v2x")),
-    "tyre_models": (TYRE_REGISTRY, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
+    "tyre_models": (TYRE_MODELS, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
+    "vehicle_presets": (PRESETS, ("auna_rc_1to10", "g35_sedan", "mit_racecar_1to10", "passenger_car")),
     "metrics": (METRICS, ("aoi", "channel", "collisions", "cut_ins", "degradation", "gamma", "l2_norms",
                           "lateral_deviation", "leader_path", "link", "maneuvers", "min_gap", "min_ttc",
                           "spacing_error", "string_stability", "summary", "transition")),

@@ -9,12 +9,12 @@ import pytest
 
 from federates.physics.models.dynamic import DynamicSingleTrack
 from federates.physics.models.dynamic_kernel import TYRE_PLUGIN
-from federates.physics.models.tyres import TYRE_REGISTRY
+from federates.physics.models.tyres import TYRE_MODELS
 from federates.physics.presets import preset
 
 
 def check_tyre(name: str) -> None:
-    cls = TYRE_REGISTRY.get(name)
+    cls = TYRE_MODELS.get(name)
     params = dict(preset("g35_sedan"), tyre_model=name)
     if name == "pacejka" or "pacejka_lat_front" not in params:
         params.update(pacejka_lat_front=(10.0, 1.3, 1.0, 0.0), pacejka_lat_rear=(10.0, 1.3, 1.0, 0.0))
@@ -34,15 +34,15 @@ def check_tyre(name: str) -> None:
         assert k == pytest.approx(c_alpha, rel=0.05), f"{name}: stiffness at zero slip is not c_alpha"
 
 
-@pytest.mark.parametrize("name", TYRE_REGISTRY.names())
+@pytest.mark.parametrize("name", TYRE_MODELS.names())
 def test_every_tyre_model_keeps_its_contract(name: str) -> None:
     check_tyre(name)
 
 
 def test_a_plugin_that_pushes_the_wrong_way_fails_the_check(monkeypatch) -> None:
-    TYRE_REGISTRY.register("wrong_way", "tests.conformance.broken:WrongWayTyre")
+    TYRE_MODELS.register("wrong_way", "tests.conformance.broken:WrongWayTyre")
     try:
         with pytest.raises(AssertionError, match=r"steering left does not turn left|must oppose the slip angle"):
             check_tyre("wrong_way")
     finally:
-        TYRE_REGISTRY.unregister("wrong_way")
+        TYRE_MODELS.unregister("wrong_way")

@@ -239,10 +239,11 @@ def test_a_leader_profile_by_path_runs_its_own_parameters():
     assert scenario.leader.params == {"speed_mps": 0.5, "stop_at_s": 3.0}
     robots = expand_robots(scenario)
     assert robots[0].initial.v == 0.5 and robots[0].driver.params["stop_at_s"] == 3.0
-    from controllers.profiles import PROFILES, ProfileParams
+    from controllers.profiles import ProfileParams, profile_inputs
 
-    # the control federate's form: PROFILES[name](t, ProfileParams(**driver params))
-    v, _, _ = PROFILES[scenario.leader.profile](np.array([0.0, 2.9, 3.0]), ProfileParams(**scenario.leader.params))
+    # the control federate's form: profile_inputs(name, ProfileParams(**driver params), t)
+    params = ProfileParams(**scenario.leader.params)
+    v, _, _ = profile_inputs(scenario.leader.profile, params, np.array([0.0, 2.9, 3.0]))
     assert v.tolist() == [0.5, 0.5, 0.0]
 
 

@@ -61,7 +61,7 @@ from .dynamic_kernel import (
     lateral_force_stiffness,
     step_kernel,
 )
-from .tyres import TYRE_MODELS, TyreModel, resolve_tyre
+from .tyres import TyreModel, resolve_tyre
 
 INPUT_MODES: dict[str, int] = {
     "speed_steer": MODE_SPEED_STEER, "accel_steer": MODE_ACCEL_STEER, "speed_yaw_rate": MODE_SPEED_YAW_RATE,
@@ -112,15 +112,12 @@ _EXPOSED = ("x", "y", "yaw", "v", "a", "yaw_rate", "steer")
 
 
 def _tyre(name: str) -> tuple[int, type[TyreModel] | None]:
-    """The kernel code of tyre model ``name`` and, for a plug-in, its class."""
-    code = TYRE_MODELS.get(name)
-    if code is not None:
-        return code, None
+    """The kernel code of tyre model ``name`` (its registered class's ``code``) and, for a plug-in, its class."""
     try:
-        plugin = resolve_tyre(name)
+        cls = resolve_tyre(name)
     except UnknownNameError as exc:
         raise KeyError(str(exc)) from None
-    return plugin.code, plugin
+    return cls.code, (cls if cls.code == TYRE_PLUGIN else None)
 
 
 def _param_row(params: Mapping[str, Any]) -> np.ndarray:

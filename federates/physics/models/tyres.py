@@ -27,20 +27,17 @@ from core.registry import Registry
 
 from .dynamic_kernel import TYRE_FIALA, TYRE_FIALA_UNSATURATED, TYRE_LINEAR, TYRE_PACEJKA, TYRE_PLUGIN
 
-TYRE_MODELS: dict[str, int] = {
-    "linear": TYRE_LINEAR, "fiala": TYRE_FIALA, "fiala_unsaturated": TYRE_FIALA_UNSATURATED, "pacejka": TYRE_PACEJKA,
-}
-"""Tyre model names and the integer codes the compiled kernel switches on."""
-
 
 class TyreModel:
     """A tyre model the dynamic single-track model can use: ``vehicle.params.tyre_model`` names it.
 
-    A plug-in subclass sets ``lateral`` to a numba-compiled function ``(alpha, fz, c_alpha, mu) -> (fy, k)``: the
-    lateral force [N] of one axle at slip angle ``alpha`` [rad] under load ``fz`` [N] (``fy`` opposes ``alpha``,
-    see the module docstring) and the local cornering stiffness ``k = -dfy/dalpha`` [N/rad] (the implicit lateral
-    step needs it). ``c_alpha`` is the axle's ``cornering_stiffness_*_npr`` and ``mu`` the friction coefficient;
-    the friction ellipse and the longitudinal slip work on ``mu`` as for the Fiala model.
+    ``code`` is the integer the compiled kernel switches on: each built-in class carries its own, so the name ->
+    code table is the registry itself (``TYRE_MODELS``). A plug-in subclass keeps ``TYRE_PLUGIN`` and sets
+    ``lateral`` to a numba-compiled function ``(alpha, fz, c_alpha, mu) -> (fy, k)``: the lateral force [N] of one
+    axle at slip angle ``alpha`` [rad] under load ``fz`` [N] (``fy`` opposes ``alpha``, see the module docstring)
+    and the local cornering stiffness ``k = -dfy/dalpha`` [N/rad] (the implicit lateral step needs it).
+    ``c_alpha`` is the axle's ``cornering_stiffness_*_npr`` and ``mu`` the friction coefficient; the friction
+    ellipse and the longitudinal slip work on ``mu`` as for the Fiala model.
     """
 
     code: ClassVar[int] = TYRE_PLUGIN
@@ -56,19 +53,21 @@ Fiala = _builtin("fiala", TYRE_FIALA)
 FialaUnsaturated = _builtin("fiala_unsaturated", TYRE_FIALA_UNSATURATED)
 Pacejka = _builtin("pacejka", TYRE_PACEJKA)
 
-TYRE_REGISTRY = Registry(
+TYRE_MODELS = Registry(
     "tyre model",
     {"linear": f"{__name__}:Linear", "fiala": f"{__name__}:Fiala",
      "fiala_unsaturated": f"{__name__}:FialaUnsaturated", "pacejka": f"{__name__}:Pacejka"},
     group="coopsim.tyre_models",
     base=f"{__name__}:TyreModel",
 )
-"""Tyre models by name: the built-ins, installed ``coopsim.tyre_models`` entry points, ``package.module:Class``."""
+"""Tyre models by name: the built-ins, installed ``coopsim.tyre_models`` entry points, ``package.module:Class``;
+each class's ``code`` is what the kernel switches on."""
 
 
 def resolve_tyre(name: str) -> type[TyreModel]:
-    """The tyre model class ``name`` selects; a plug-in must provide its compiled ``lateral``."""
-    cls = TYRE_REGISTRY.get(name)
+    """The tyre model class ``name`` selects; a plug-in must provide its compiled ``lateral``. An unknown name
+    raises ``KeyError`` (``core.registry.UnknownNameError``) listing the valid ones."""
+    cls = TYRE_MODELS.get(name)
     if cls.code == TYRE_PLUGIN and cls.lateral is None:
         raise ValueError(f"tyre model '{name}' sets no 'lateral' (a numba-compiled (alpha, fz, c_alpha, mu) -> "
                          f"(fy, stiffness))")
@@ -76,11 +75,11 @@ def resolve_tyre(name: str) -> type[TyreModel]:
 
 
 def tyre_code(name: str) -> int:
-    """The kernel code of a tyre model name; unknown names list the valid ones."""
-    try:
-        return TYRE_MODELS[name]
-    except KeyError:
-        raise KeyError(f"unknown tyre model '{name}'; allowed: {', '.join(TYRE_MODELS)}") from None
+    """The kernel code of a built-in tyre model (the numpy forces below exist for those only); unknown names list
+    the valid ones."""
+    if name not in TYRE_MODELS.builtin_names():
+        raise KeyError(f"unknown tyre model '{name}'; allowed: {', '.join(TYRE_MODELS.builtin_names())}")
+    return TYRE_MODELS.get(name).code
 
 
 def linear_lateral(alpha: np.ndarray, c_alpha: float | np.ndarray) -> np.ndarray:
