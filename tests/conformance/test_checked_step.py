@@ -5,12 +5,14 @@ untyped ports are warned about, and no built-in kind declares one."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from core.federate import Federate, FederateError, FederateMeta, SetupContext, UntypedPortWarning
-from core.ports import STATE, port
+from core.ports import STATE, command_port, port
+from core.robot_blocks import CommandSourceSpec
 from core.robots import RobotSpec
 from federates import FEDERATE_KINDS
 
@@ -113,12 +115,13 @@ def test_no_built_in_kind_declares_an_untyped_port(kind: str) -> None:
         federate.finalize()
 
 
-@pytest.mark.parametrize("kind", ["helics", "fmu"])
+@pytest.mark.parametrize("kind", ["helics", "fmu", "mqtt", "ros2"])
 def test_the_doubled_bridges_publish_what_they_declare(kind: str) -> None:
     federate = FEDERATE_FACTORIES[kind](kind)
+    driven = [replace(r, command_source=CommandSourceSpec(federate=kind)) for r in ROBOTS[:2]]  # robot3 is not
     try:
         meta = federate.setup(CTX)
-        federate.spawn(ROBOTS)
+        federate.spawn([*driven, ROBOTS[2]])
         for k in range(3):  # each publication passes the contract check of the public step()
             outputs = federate.step(k * meta.period_ns, {"state": _state([1, 2, 3])})
         assert outputs and all(meta.output(p).typed for p in outputs)
@@ -126,8 +129,11 @@ def test_the_doubled_bridges_publish_what_they_declare(kind: str) -> None:
         federate.finalize()
     if kind == "helics":
         assert meta.output("probe").units == {"v2": "m"}  # the unit its publisher declared
-    else:
+    elif kind == "fmu":
         assert meta.output("odometer").index == "robot" and list(outputs["odometer"]["id"]) == [1, 2, 3]
+    else:  # the double's commander answered every period, for the driven robots only
+        commands = outputs[command_port(kind).name]
+        assert list(commands["robot"]) == [1, 2] and np.allclose(commands["speed"], 1.0)
 
 
 def test_helics_publications_carry_the_built_in_units() -> None:
