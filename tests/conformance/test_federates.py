@@ -1,6 +1,6 @@
-"""Every federate kind that runs without outside services declares typed ports at setup, and in a run writes
-values that conform to them. Kinds that need a broker, ROS 2 or an FMU are skipped with what they need (their own
-tests start those)."""
+"""Every federate kind declares typed ports at setup, and in a run writes values that conform to them. The bridges
+to outside services are built on in-process doubles (``registries.FEDERATE_FACTORIES``); a kind that cannot be
+is skipped with what it needs (``FEDERATES_NEEDING_SERVICES``, empty today)."""
 
 from __future__ import annotations
 
