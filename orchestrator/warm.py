@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 MODELS = ("kinematic", "dynamic", "unicycle")
-CHANNELS = ("ideal", "itsg5")
+CHANNELS = ("ideal", "itsg5", "cv2x")
 
 # the AuNa platoon of scenarios/platoon.yaml, half a second long
 PLATOON = """

@@ -109,8 +109,8 @@ class ChannelBlock(FiniteValues):
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
-    type: str = Field("ideal", description="channel model: ideal | itsg5, an entry point of 'coopsim.channels' or a "
-                      "'package.module:Class' path")
+    type: str = Field("ideal", description="channel model: ideal | itsg5 | cv2x, an entry point of "
+                      "'coopsim.channels' or a 'package.module:Class' path")
 
     @field_validator("type")
     @classmethod
