@@ -11,12 +11,13 @@ TX_FLOAT_COLUMNS = ("sx", "sy")
 
 
 class TxHistory:
-    """Transmissions in subframe order (columns of ``TX_INT_COLUMNS`` and ``TX_FLOAT_COLUMNS``); ``window`` reads a
-    range of subframes, ``prune`` forgets the old ones."""
+    """Transmissions in subframe order, one array per column (``TX_INT_COLUMNS``, ``TX_FLOAT_COLUMNS``), so a
+    window of them is a set of contiguous slices; ``window`` reads a range of subframes, ``prune`` forgets the old
+    ones."""
 
     def __init__(self) -> None:
-        self.ints = np.empty((1024, len(TX_INT_COLUMNS)), np.int64)
-        self.floats = np.empty((1024, len(TX_FLOAT_COLUMNS)), np.float64)
+        self.cols: dict[str, np.ndarray] = {name: np.empty(1024, np.int64) for name in TX_INT_COLUMNS}
+        self.cols.update({name: np.empty(1024, np.float64) for name in TX_FLOAT_COLUMNS})
         self.start = 0  # first live row
         self.end = 0  # one past the last row
 
@@ -25,34 +26,35 @@ class TxHistory:
         """Transmissions of subframe ``sf`` (not earlier than any added before); ``slot`` numbers each sender among
         every station the channel ever had."""
         k = len(sender)
-        if self.end + k > len(self.ints):
+        if self.end + k > len(self.cols["sf"]):
             self._make_room(k)
         rows = slice(self.end, self.end + k)
-        self.ints[rows] = np.column_stack([np.full(k, sf), sender, slot, x0, length, rri, np.full(k, snap)])
-        self.floats[rows] = np.column_stack([sx, sy])
+        for name, value in (("sf", sf), ("sender", sender), ("slot", slot), ("x0", x0), ("length", length),
+                            ("rri", rri), ("snap", snap), ("sx", sx), ("sy", sy)):
+            self.cols[name][rows] = value
         self.end += k
 
     def _make_room(self, k: int) -> None:
         live = self.end - self.start
-        size = len(self.ints)
+        size = len(self.cols["sf"])
         if live + k > size // 2:
             size = max(2 * size, 2 * (live + k))
-        ints = np.empty((size, self.ints.shape[1]), np.int64)
-        floats = np.empty((size, self.floats.shape[1]), np.float64)
-        ints[:live] = self.ints[self.start:self.end]
-        floats[:live] = self.floats[self.start:self.end]
-        self.ints, self.floats, self.start, self.end = ints, floats, 0, live
+        for name, col in self.cols.items():
+            grown = np.empty(size, col.dtype)
+            grown[:live] = col[self.start:self.end]
+            self.cols[name] = grown
+        self.start, self.end = 0, live
 
     def prune(self, first_sf: int) -> None:
         """Forget transmissions before subframe ``first_sf``."""
-        self.start += int(np.searchsorted(self.ints[self.start:self.end, 0], first_sf, side="left"))
+        self.start += int(np.searchsorted(self.cols["sf"][self.start:self.end], first_sf, side="left"))
 
-    def window(self, first_sf: int, end_sf: int) -> tuple[np.ndarray, np.ndarray]:
-        """Rows (int columns, float columns) of the transmissions in subframes [first_sf, end_sf)."""
-        sf = self.ints[self.start:self.end, 0]
+    def window(self, first_sf: int, end_sf: int) -> dict[str, np.ndarray]:
+        """The columns of the transmissions in subframes [first_sf, end_sf) (views)."""
+        sf = self.cols["sf"][self.start:self.end]
         a = self.start + int(np.searchsorted(sf, first_sf, side="left"))
         b = self.start + int(np.searchsorted(sf, end_sf, side="left"))
-        return self.ints[a:b], self.floats[a:b]
+        return {name: col[a:b] for name, col in self.cols.items()}
 
 
 class PositionSnapshots:

@@ -259,3 +259,33 @@ def sense_window(h_sf, h_sender, h_slot, h_x0, h_len, h_snap, h_sx, h_sy, snap_x
             pick_p[m] = power[last[s]]
             m += 1
     return m
+
+
+@njit(cache=True)
+def reserved_power(res_sf, res_x0, res_len, res_rri, res_p, lo, hi, rri_tx, length, phase_ms, grid,
+                   out):  # pragma: no cover - compiled
+    """``out[y - lo, x]``: the strongest power of a sensed reservation that the candidate of ``length`` subchannels
+    from x in subframe y (or one of its later occurrences y + j rri_tx) overlaps; -inf where none. A reservation
+    announced in subframe s with interval P occupies s + q P, q = 1 (q <= phase_ms / P for P < phase_ms).
+    ``grid`` (window, subchannels) is scratch."""
+    grid[:, :] = -np.inf
+    for r in range(res_sf.shape[0]):
+        rri = res_rri[r]
+        q_max = phase_ms // rri if rri < phase_ms else 1
+        for q in range(1, q_max + 1):
+            proj = res_sf[r] + q * rri
+            j = 0
+            while proj - j * rri_tx >= lo:
+                y = proj - j * rri_tx
+                if y <= hi:
+                    for c in range(res_x0[r], res_x0[r] + res_len[r]):
+                        if res_p[r] > grid[y - lo, c]:
+                            grid[y - lo, c] = res_p[r]
+                j += 1
+    nx = out.shape[1]
+    for w in range(out.shape[0]):
+        for x in range(nx):
+            best = -np.inf
+            for k in range(length):
+                best = max(best, grid[w, x + k])
+            out[w, x] = best

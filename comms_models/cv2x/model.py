@@ -187,15 +187,17 @@ class Cv2xChannel(CommsModel):
         interest = _member((receiver << 32) | sender, self._interest_keys)
         ok = links.cause == RECEIVED
         n = len(sender)
-        delay = np.zeros(n, np.int64)
-        if ok.any():
-            draws = KeyedDraws(self.rx_latency_key, sender[ok], receiver[ok], gen[ok])
-            d = np.hypot(self._x[links.rx[ok]] - self._x[txs.row[links.tx[ok]]],
-                         self._y[links.rx[ok]] - self._y[txs.row[links.tx[ok]]])
-            delay[ok] = np.round(self.cfg.latency.rx_processing.draw(draws, int(ok.sum())) * 1e9
-                                 + d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
-        t_rx = (txs.sf + 1) * NS_PER_SF + delay
         record = np.ones(n, bool) if self.cfg.trace == "all" else interest
+        # receive processing and propagation delays, drawn only for what is logged or delivered
+        timed = ok & (record | (self.cfg.deliver == "all"))
+        delay = np.zeros(n, np.int64)
+        if timed.any():
+            draws = KeyedDraws(self.rx_latency_key, sender[timed], receiver[timed], gen[timed])
+            d = np.hypot(self._x[links.rx[timed]] - self._x[txs.row[links.tx[timed]]],
+                         self._y[links.rx[timed]] - self._y[txs.row[links.tx[timed]]])
+            delay[timed] = np.round(self.cfg.latency.rx_processing.draw(draws, int(timed.sum())) * 1e9
+                                    + d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
+        t_rx = (txs.sf + 1) * NS_PER_SF + delay
         self.log.receptions(links.cause, interest, record, t_rx, sender, receiver, gen, links.power_dbm, txs.sf,
                             txs.x0[links.tx], txs.length[links.tx])
         deliver = ok if self.cfg.deliver == "all" else ok & interest

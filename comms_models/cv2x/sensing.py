@@ -37,15 +37,13 @@ def sense(history: TxHistory, snaps: PositionSnapshots, prop: Propagation, row: 
           window_ms: int, period_ms: int, n_subchannels: int, sensitivity_dbm: float, n_slots: int) -> Sensed:
     """What station ``station`` (row ``row``) sensed in subframes [n - window_ms, n - 1]; the S-RSSI is folded
     modulo ``period_ms``; ``n_slots`` bounds the history's sender slots."""
-    ints, floats = history.window(n - window_ms, n)
-    col = {name: np.ascontiguousarray(ints[:, k]) for k, name in enumerate(("sf", "sender", "slot", "x0", "length",
-                                                                            "rri", "snap"))}
+    col = history.window(n - window_ms, n)
     own = np.zeros(window_ms, bool)
     rssi = np.zeros((period_ms, n_subchannels))
     pick = np.empty(n_slots, np.int64)
     pick_p = np.empty(n_slots)
     m = kn.sense_window(col["sf"], col["sender"], col["slot"], col["x0"], col["length"], col["snap"],
-                        np.ascontiguousarray(floats[:, 0]), np.ascontiguousarray(floats[:, 1]), snaps.x, snaps.y,
+                        col["sx"], col["sy"], snaps.x, snaps.y,
                         snaps.serial, row, station, n - window_ms, window_ms, period_ms, prop.radius_m**2,
                         *prop.kernel_args(), sensitivity_dbm, n_slots, own, rssi, pick, pick_p)
     at = pick[:m]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels as kn
 from .params import SpsParams
 from .sensing import Sensed
 
@@ -86,24 +87,10 @@ def _own_subframes(ys: np.ndarray, own_sf: np.ndarray, rri_ms: int) -> np.ndarra
 
 def _reserved_power(ys: np.ndarray, sensed: Sensed, rri_ms: int, n_subchannels: int, length: int) -> np.ndarray:
     """(window, candidate) the strongest received power of a sensed reservation the candidate (or one of its own
-    later occurrences) overlaps; -inf where none."""
-    nx = n_subchannels - length + 1
-    grid = np.full((len(ys), n_subchannels), -np.inf)
-    rri = sensed.res_rri
-    q_max = np.where(rri < PHASE_MS, PHASE_MS // np.maximum(rri, 1), 1)
-    lo, hi = int(ys[0]), int(ys[-1])
-    for q in range(1, int(q_max.max(initial=1)) + 1):
-        proj = sensed.res_sf + q * rri
-        for j in range(0, max(0, (int(proj.max(initial=lo)) - lo) // rri_ms) + 1):
-            y = proj - j * rri_ms  # the candidate in y meets the reservation in its j-th later occurrence
-            on = (q <= q_max) & (y >= lo) & (y <= hi)
-            for k in range(int(sensed.res_len[on].max(initial=0))):
-                part = on & (k < sensed.res_len)
-                rows, cols = y[part] - lo, sensed.res_x0[part] + k
-                np.maximum.at(grid, (rows, cols), sensed.res_power_dbm[part])
-    out = np.full((len(ys), nx), -np.inf)
-    for k in range(length):
-        out = np.maximum(out, grid[:, k:k + nx])
+    later occurrences) overlaps; -inf where none (``kernels.reserved_power``)."""
+    out = np.empty((len(ys), n_subchannels - length + 1))
+    kn.reserved_power(sensed.res_sf, sensed.res_x0, sensed.res_len, sensed.res_rri, sensed.res_power_dbm,
+                      int(ys[0]), int(ys[-1]), rri_ms, length, PHASE_MS, np.empty((len(ys), n_subchannels)), out)
     return out
 
 
