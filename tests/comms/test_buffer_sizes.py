@@ -16,6 +16,8 @@ from comms_models.itsg5 import medium
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario
 
+pytestmark = pytest.mark.slow  # the same run at several buffer sizes
+
 REPO = Path(__file__).resolve().parents[2]
 BUFFERS = {"ti": ax.N_TI64, "tf": ax.N_CONTENT, "li": ax.N_LI64, "lf": ax.N_LF64, "tx_out": ax.N_TXO,
            "rx_out_i": ax.N_RXO_I, "rx_out_f": ax.N_RXO_F}

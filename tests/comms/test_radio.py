@@ -118,6 +118,7 @@ def pair_pdr(distances_m: list[float], params: dict, duration_s: float = 120.0, 
     return np.bincount(pair, weights=ok, minlength=k) / np.bincount(pair, minlength=k)
 
 
+@pytest.mark.slow
 def test_nakagami_reception_against_gammaincc():
     # Free space (no shadowing): P(rx) = gammaincc(m, m * sensitivity / mean power).
     distances = [150.0, 300.0, 600.0]
@@ -131,6 +132,7 @@ def test_nakagami_reception_against_gammaincc():
     assert np.all(np.diff(pdr) < 0)
 
 
+@pytest.mark.slow
 def test_dual_slope_pdr_versus_distance():
     distances = [100.0, 200.0, 300.0]
     pdr = pair_pdr(distances, {})

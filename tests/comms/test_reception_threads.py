@@ -47,6 +47,7 @@ def _run(tmp: Path, mode: str, n_threads: int) -> str:
     return f"{digest}/{load}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores to run two threads")
 def test_same_digest_serial_and_on_one_or_two_threads(tmp_path: Path) -> None:
     serial = _run(tmp_path, "serial", 2)

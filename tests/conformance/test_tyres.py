@@ -39,6 +39,7 @@ def test_every_tyre_model_keeps_its_contract(name: str) -> None:
     check_tyre(name)
 
 
+@pytest.mark.slow
 def test_a_plugin_that_pushes_the_wrong_way_fails_the_check(monkeypatch) -> None:
     TYRE_MODELS.register("wrong_way", "tests.conformance.broken:WrongWayTyre")
     try:

@@ -49,6 +49,7 @@ def pcap_positions(path: Path) -> list[tuple[float, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_itsg5_variant_runs_at_the_scenarios_origin(tmp_path):
     scenario = munich_scenario(tmp_path)
     out = tmp_path / "cmp"

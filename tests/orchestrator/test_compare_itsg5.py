@@ -12,6 +12,8 @@ import pytest
 from orchestrator.batch import compare
 from orchestrator.scenario import parse_scenario
 
+pytestmark = pytest.mark.slow  # an ideal/ITS-G5 comparison with plots
+
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
 

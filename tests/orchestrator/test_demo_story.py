@@ -13,6 +13,8 @@ from orchestrator.scenario import load_scenario
 
 from .test_resolved import REPO
 
+pytestmark = pytest.mark.slow  # the demo's three-variant comparison
+
 
 @pytest.fixture(scope="module")
 def story(tmp_path_factory):

@@ -39,6 +39,7 @@ def radii_after(series, t_from: float, center: np.ndarray) -> dict[int, float]:
     return out
 
 
+@pytest.mark.slow
 def test_extended_look_ahead_stays_on_the_leaders_circle_and_classic_cuts_d2_over_2r(tmp_path):
     overrides = ["leader.profile=circle", "duration_s=70"]
     _, ext = run_theory(tmp_path, "extended", overrides)
@@ -146,6 +147,7 @@ def test_longitudinal_frequency_response_matches_linear_theory(tmp_path):
     np.testing.assert_allclose(measured, float(longitudinal_gain(omega, 0.2)), rtol=0.005)
 
 
+@pytest.mark.slow
 def test_theory_vs_full_report_overlays_both(tmp_path):
     scenario = parse_scenario(PLATOON.read_text(), overrides=["duration_s=8"])
     result = compare(scenario, "fidelity", ["theory", "full"], tmp_path, jobs=2)

@@ -67,6 +67,7 @@ def _calibration_s(text: str) -> float:
     return time.perf_counter() - start
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_10_mb_file_is_validated_in_bounded_time_and_echoed_briefly(case: str, tmp_path: Path) -> None:
     build, expected = CASES[case]

@@ -167,6 +167,7 @@ def test_outage_during_the_request_aborts_cleanly(tmp_path):
     assert final_pose(tmp_path, "lost", 4)[1] == pytest.approx(3.5, abs=0.01)  # it never left its lane
 
 
+@pytest.mark.slow
 def test_short_outage_delays_the_join(tmp_path):
     text = "[{at_s: 1, type: join, robot: joiner, platoon: p1}]"
     clean, _ = run(tmp_path, "clean", scenario_text(text))
@@ -230,6 +231,7 @@ CROWD = """
 """
 
 
+@pytest.mark.slow
 def test_itsg5_at_high_load_completes_later_or_aborts_cleanly(tmp_path):
     text = scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1, position: 1}]", joiner_x=-25.0)
     quiet = text.replace("channel: {type: ideal, platooning_message: true}",
@@ -251,6 +253,7 @@ def test_itsg5_at_high_load_completes_later_or_aborts_cleanly(tmp_path):
         assert all(a["reason"] in ("timeout", "partner_aborted") for a in entry["aborts"])
 
 
+@pytest.mark.slow
 def test_an_outage_during_the_move_aborts_every_partner_and_the_gap_closes(tmp_path):
     text = scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1, position: 1}]", duration=38.0,
                          joiner_x=-25.0, outages="{start_s: 2.0, end_s: 100.0}")

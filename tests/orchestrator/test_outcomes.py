@@ -43,6 +43,7 @@ def coopsim(tmp_path: Path, text: str, *args: str) -> subprocess.CompletedProces
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "COLUMNS": "200"})
 
 
+@pytest.mark.slow
 def test_a_collision_is_loud_and_fails_only_when_asked(tmp_path):
     proc = coopsim(tmp_path, CRASH)
     assert proc.returncode == 0, proc.stderr

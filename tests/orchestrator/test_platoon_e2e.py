@@ -15,6 +15,8 @@ import pytest
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario, parse_scenario
 
+pytestmark = pytest.mark.slow  # the command line end to end on the full platoon
+
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
 COOPSIM = [sys.executable, "-m", "orchestrator.cli"]

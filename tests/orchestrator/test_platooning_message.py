@@ -65,11 +65,13 @@ def test_the_theory_says_0_55_s():
     assert gamma_ploeg(np.linspace(0.05, 5, 500), 0.6, 0.2, 0.7, 0.1, 0.1).max() <= 1.0
 
 
+@pytest.mark.slow
 def test_with_the_desired_acceleration_h_0_5_amplifies_and_0_6_does_not(tmp_path):
     assert amplification(tmp_path, 0.5, True) > 1.03  # measured 6.8 % over six followers
     assert amplification(tmp_path, 0.6, True) < 1.0
 
 
+@pytest.mark.slow
 def test_without_it_the_measured_acceleration_needs_a_larger_gap(tmp_path):
     # the predecessor's actuator lag enters the feedforward path: h = 0.6 s now amplifies (22 % over six
     # followers; 0.8 s: 0.8 %, 0.9 s: -10 %): the smallest stable gap moves to about 0.85 s (docs/controllers.md)

@@ -71,6 +71,7 @@ def test_a_lane_is_the_track_moved_sideways():
     assert inner.length_m == pytest.approx(32.0)
 
 
+@pytest.mark.slow
 def test_two_platoons_in_their_own_lanes_never_meet(tmp_path):
     scenario = load_scenario(REPO / "scenarios" / "two_platoons.yaml",
                              ["duration_s=25", "outputs.plots=false", "outputs.report=false"])

@@ -65,6 +65,7 @@ def _redraw_in_process(run_dir: Path, copy: Path) -> None:
     write_outputs(RunData.load(copy), run_info, plots=True, report=True, workers=None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sets", [
     ["channel.type=ideal"],
     ["channel.type=itsg5"],  # the V2X figures, prepared in the run and drawn by a worker

@@ -35,6 +35,7 @@ def test_a_callable_named_as_a_federate_is_refused_before_anything_runs(tmp_path
     assert not marker.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag", "environment"])
 def test_no_plugins_allows_built_ins_only(tmp_path, how):
     path = tmp_path / "plugin.yaml"

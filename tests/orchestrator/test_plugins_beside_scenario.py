@@ -68,6 +68,7 @@ def _imported(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob("*.imported"))
 
 
+@pytest.mark.slow
 def test_a_plugin_beside_the_scenario_validates_and_runs(folder: Path):
     done = _coopsim("validate", str(folder / "scenario.yaml"))
     assert done.returncode == 0, done.stderr

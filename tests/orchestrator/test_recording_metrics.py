@@ -117,6 +117,7 @@ def shipped_runs(tmp_path_factory) -> dict[str, Path]:
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name, _ in SHIPPED])
 def test_coopsim_metrics_reproduces_metrics_json_byte_for_byte(shipped_runs, name):
     run_dir = shipped_runs[name]

@@ -232,6 +232,7 @@ def test_an_old_run_directory_renders_without_the_new_blocks(tmp_path, metrics):
                 if j.file in ("roles_timeline.png", "spacing_errors.png")]
 
 
+@pytest.mark.slow
 def test_every_figure_draws_without_a_matplotlib_warning(tmp_path, recwarn):
     import warnings
 

@@ -211,6 +211,7 @@ def test_split_and_merge(maneuvers_run):
     assert found["maneuvers"]["completed"] == 5
 
 
+@pytest.mark.slow
 def test_two_platoons_lists_the_joiner(tmp_path):
     out = tmp_path / "run"
     result = run_scenario(load_scenario(REPO / "scenarios" / "two_platoons.yaml", QUIET), out)

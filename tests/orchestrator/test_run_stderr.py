@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # three shipped scenarios run whole, with plots, in subprocesses
+
 REPO = Path(__file__).resolve().parents[2]
 
 

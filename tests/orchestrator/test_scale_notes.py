@@ -19,6 +19,7 @@ def validate(*args: str) -> subprocess.CompletedProcess:
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "COLUMNS": "300"})
 
 
+@pytest.mark.slow
 def test_a_car_gap_on_robots_is_noted():
     proc = validate(str(PLATOON), "--set", "controller.type=path_cacc")
     assert proc.returncode == 0

@@ -20,6 +20,8 @@ from tests.controllers.harness import gamma_ploeg
 from .test_platooning_message import SCENARIO, W_PEAK
 from .test_resolved import REPO
 
+pytestmark = pytest.mark.slow  # a sweep over gains to the smallest stable gap
+
 GAPS = [0.5, 0.6, 0.9]
 
 
