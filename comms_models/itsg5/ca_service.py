@@ -11,6 +11,7 @@ import numpy as np
 
 from core.rng import KeyedDraws, purpose_key
 
+from ..attacks.plan import AttackPlan
 from . import access as ax
 from .dcc import Dcc
 from .generation import CamGeneration
@@ -43,6 +44,7 @@ class CaService:
         self.frame_bytes = {lf: frame_length_80211(n, cfg.security_bytes) for lf, n in self.cam_bytes.items()}
         self.airtime_ns = {lf: airtime_ns(n) for lf, n in self.frame_bytes.items()}
         self.last_admitted = np.empty(0, np.int64)  # per station: generation time of its last CAM let through
+        self.forger: AttackPlan | None = None  # the run's attacks (``ItsG5Channel.attach_attacks``), if any
 
     def spawn(self, first_ns: np.ndarray) -> None:
         """Stations whose CA service starts at ``first_ns``."""
@@ -60,9 +62,23 @@ class CaService:
         ids = medium.ids
         t_off = self.dcc.t_off_ns(self.airtime_ns[False])
         send, with_lf = self.generation.check(t_ns, x, y, yaw, v, t_off)
+        # an attacker's added frames (raised rate, ghost) ignore the rules and DCC
+        extra = self.forger.extra_cams(t_ns, ids, send) if self.forger is not None else None
+        if extra is not None and extra.any():
+            self._generate_with(t_ns, medium, estimate, x, y, yaw, v, t_off, send, with_lf, extra)
+            return
         if not send.any():
             return
         self.log.triggers(t_ns, ids[send], self.generation.last_condition[send])
+        send = self._gatekeeper(t_ns, ids, send, t_off)
+        if not send.any():
+            return
+        rows = np.flatnonzero(send)
+        self.last_admitted[rows] = t_ns
+        self._enqueue(t_ns, medium, rows, with_lf[rows], estimate, x, y, yaw, v)
+
+    def _gatekeeper(self, t_ns: int, ids: np.ndarray, send: np.ndarray, t_off: np.ndarray) -> np.ndarray:
+        """``send`` without the CAMs the fixed-rate mode's DCC gatekeeper drops (logged)."""
         if self.cfg.generation.mode == "fixed_rate" and self.cfg.dcc.mode != "off":
             # DCC gatekeeper (TS 102 687): the application ignores DCC, so frames too close are dropped.
             last = self.last_admitted
@@ -70,33 +86,57 @@ class CaService:
             if blocked.any():
                 self.log.dropped(t_ns, ids[blocked], np.full(int(blocked.sum()), t_ns, np.int64))
                 send &= ~blocked
-                if not send.any():
-                    return
-        rows = np.flatnonzero(send)
-        self.last_admitted[rows] = t_ns
-        self._enqueue(t_ns, medium, rows, with_lf[rows], estimate, x, y, yaw, v)
+        return send
+
+    def _generate_with(self, t_ns: int, medium: Medium, estimate: Mapping[str, np.ndarray], x: np.ndarray,
+                       y: np.ndarray, yaw: np.ndarray, v: np.ndarray, t_off: np.ndarray, send: np.ndarray,
+                       with_lf: np.ndarray, extra: np.ndarray) -> None:
+        """``generate`` at an instant where attackers add frames (``extra``, without the low-frequency container)."""
+        ids = medium.ids
+        if send.any():
+            self.log.triggers(t_ns, ids[send], self.generation.last_condition[send])
+            send = self._gatekeeper(t_ns, ids, send, t_off)
+        self.last_admitted[send] = t_ns
+        rows = np.flatnonzero(send | extra)
+        self._enqueue(t_ns, medium, rows, with_lf[rows] & ~extra[rows], estimate, x, y, yaw, v, extra[rows])
 
     def content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
                 yaw: np.ndarray, v: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """SI values of the CAMs of ``rows`` and the quantised local-frame values receivers decode."""
-        lat, lon = self.projection.to_geodetic(x[rows], y[rows])
-        vv = v[rows]
-        yaw_rate = np.asarray(estimate["yaw_rate"], np.float64)[rows]
+        return self.content_of({"x": x[rows], "y": y[rows], "yaw": yaw[rows], "v": v[rows],
+                                "a": np.asarray(estimate["a"], np.float64)[rows],
+                                "yaw_rate": np.asarray(estimate["yaw_rate"], np.float64)[rows]})
+
+    def content_of(self, values: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """``content`` of CAMs given as local-frame SI values (``CAM_CONTENT`` columns, one row per CAM)."""
+        lat, lon = self.projection.to_geodetic(values["x"], values["y"])
+        vv = values["v"]
+        yaw_rate = values["yaw_rate"]
         moving = np.abs(vv) >= _CURVATURE_MIN_SPEED_MPS
         curvature = np.where(moving, yaw_rate / np.where(moving, vv, 1.0), np.nan)
-        si = {"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows], "v": vv,
-              "a": np.asarray(estimate["a"], np.float64)[rows], "yaw_rate": yaw_rate, "curvature": curvature}
+        si = {"lat_deg": lat, "lon_deg": lon, "yaw": values["yaw"], "v": vv,
+              "a": values["a"], "yaw_rate": yaw_rate, "curvature": curvature}
         q = quantise_si(si)
         qx, qy = self.projection.to_local(q["lat_deg"], q["lon_deg"])
         return si, {"x": qx, "y": qy, "yaw": q["yaw"], "v": q["v"], "a": q["a"], "yaw_rate": q["yaw_rate"]}
 
     def _enqueue(self, t_ns: int, medium: Medium, rows: np.ndarray, with_lf: np.ndarray,
                  estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray, yaw: np.ndarray,
-                 v: np.ndarray) -> None:
+                 v: np.ndarray, extra: np.ndarray | None = None) -> None:
         k = len(rows)
-        si_vals, content = self.content(rows, estimate, x, y, yaw, v)
         frames = medium.new_frames(k)
         senders = medium.ids[rows]
+        claimed = senders
+        if self.forger is None:
+            si_vals, content = self.content(rows, estimate, x, y, yaw, v)
+        else:  # after the facilities, before the encoder: the attacks forge what the station sends
+            honest = {"x": x[rows], "y": y[rows], "yaw": yaw[rows], "v": v[rows],
+                      "a": np.asarray(estimate["a"], np.float64)[rows],
+                      "yaw_rate": np.asarray(estimate["yaw_rate"], np.float64)[rows]}
+            forged, labels, claimed = self.forger.forge_cam(
+                t_ns, senders, np.zeros(k, bool) if extra is None else extra, honest)
+            self.forger.mark(frames, labels, claimed)
+            si_vals, content = self.content_of(forged)
         gen = np.full(k, t_ns, np.int64)
         tx_draws = KeyedDraws(self.tx_latency_key, senders, None, gen)
         ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(tx_draws, k) * 1e9).astype(np.int64)
@@ -104,4 +144,4 @@ class CaService:
         air = np.where(with_lf, self.airtime_ns[True], self.airtime_ns[False])
         medium.queue(t_ns, rows, ax.KIND_CAM, frames, ready, backoff, air, with_lf,
                      np.column_stack([content[name] for name in CAM_CONTENT]))
-        self.wire.encode(t_ns, medium.ids[rows], frames, with_lf, si_vals)
+        self.wire.encode(t_ns, claimed, frames, with_lf, si_vals)

@@ -31,6 +31,7 @@ class ChannelLog:
         self.counts = dict.fromkeys(OUTCOMES, 0)
         self.interest_counts = dict.fromkeys(OUTCOMES, 0)
         self.pm: dict[str, dict[str, int]] | None = None  # the platooning messages' share of the counts, when sent
+        self.attacks: Any = None  # the run's AttackPlan: rows then carry "attack", their ground truth
         # With PMs, the rows get a "message" column (0 CAM, 1 PM: the v2x port's ``message``); without them the
         # V2X federate fills it with CAM.
 
@@ -52,14 +53,19 @@ class ChannelLog:
         self.pm = {"all": dict.fromkeys(OUTCOMES, 0), "interest": dict.fromkeys(OUTCOMES, 0)}
 
     def sent(self, start_ns: np.ndarray, senders: np.ndarray, generated_ns: np.ndarray,
-             pm: np.ndarray | None = None) -> None:
-        """Frames that started on air (``pm``: which are platooning messages)."""
+             pm: np.ndarray | None = None, frames: np.ndarray | None = None) -> None:
+        """Frames that started on air (``pm``: which are platooning messages; ``frames``: their serials, for the
+        ground truth of a run with attacks)."""
         k = len(senders)
         self.counts["sent"] += k
         if self.pm is not None and pm is not None:
             self.pm["all"]["sent"] += int(np.count_nonzero(pm))
         if not self.keep:
             return
+        truth: dict[str, np.ndarray] = {}
+        if self.attacks is not None and frames is not None:  # the station id on the air, and the attack's label
+            senders = self.attacks.claimed(frames, senders)
+            truth = {"attack": self.attacks.labels(frames)}
         self._records.append({
             "t_ns": start_ns.copy(),
             "event": np.full(k, _TX),
@@ -70,6 +76,7 @@ class ChannelLog:
             "rx_power_dbm": np.full(k, np.nan),
             "outcome": np.full(k, _SENT),
             **self._message(k, pm),
+            **truth,
         })
 
     def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray, pm: bool = False) -> None:
@@ -91,14 +98,16 @@ class ChannelLog:
             "rx_power_dbm": np.full(k, np.nan),
             "outcome": np.full(k, _DCC_DROPPED),
             **self._message(k, pm),
+            **({"attack": self.attacks.label_at(np.asarray(senders, np.int64), np.asarray(generated_ns, np.int64),
+                                                pm)} if self.attacks is not None else {}),
         })
 
     def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
                    receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray,
-                   pm: np.ndarray | None = None) -> None:
+                   pm: np.ndarray | None = None, attack: np.ndarray | None = None) -> None:
         """Reception attempts with their outcome codes; the rows selected by ``record`` are logged (all columns but
         ``power_dbm`` are given for every attempt, ``power_dbm`` for the recorded ones only). ``pm``: which
-        attempts are of platooning messages."""
+        attempts are of platooning messages; ``attack``: their ground truth (runs with attacks)."""
         for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
             self.counts[OUTCOMES[c]] += int(cnt)
         for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
@@ -121,6 +130,7 @@ class ChannelLog:
             "rx_power_dbm": power_dbm,
             "outcome": code[record].astype(np.uint8),
             **self._message(len(gen), None if pm is None else pm[record]),
+            **({"attack": attack[record]} if attack is not None and self.attacks is not None else {}),
         })
 
     def _message(self, k: int, pm: np.ndarray | bool | None) -> dict[str, np.ndarray]:
@@ -135,6 +145,8 @@ class ChannelLog:
         columns, dtypes = _RECORD_COLUMNS, _RECORD_DTYPES
         if self.pm is not None:
             columns, dtypes = (*columns, "message"), (*dtypes, np.uint8)
+        if self.attacks is not None:
+            columns, dtypes = (*columns, "attack"), (*dtypes, np.int64)
         if not chunks:
             return {name: np.empty(0, dt) for name, dt in zip(columns, dtypes, strict=True)}
         return {name: np.concatenate([c[name] for c in chunks]) for name in columns}

@@ -312,7 +312,8 @@ class Medium:
         if k == 0:
             return
         out = self.buffers.tx_out[:k]
-        self.log.sent(out[:, ax.TX_START], out[:, ax.TX_ID], out[:, ax.TX_GEN], out[:, ax.TX_KIND] == ax.KIND_PM)
+        self.log.sent(out[:, ax.TX_START], out[:, ax.TX_ID], out[:, ax.TX_GEN], out[:, ax.TX_KIND] == ax.KIND_PM,
+                      out[:, ax.TX_FRAME])
         self.wire.on_air(out[:, ax.TX_FRAME], out[:, ax.TX_START])
 
     def rx_out(self) -> tuple[np.ndarray, np.ndarray]:

@@ -36,9 +36,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.ports import V2X_LOG
 from core.rng import purpose_key, stream
 from core.robots import RobotSpec
 
+from ..attacks.plan import AttackPlan, with_attack_column
 from ..base import CommsModel, Deliveries, Interest
 from .ca_service import CaService
 from .dcc import Dcc
@@ -149,6 +151,24 @@ class ItsG5Channel(CommsModel):
         """A closed CBR window: DCC reacts, the log keeps it with the gap DCC now leaves between CAMs."""
         self.dcc.update(cbr)
         self.log.window(t_end_ns, self.medium.ids, cbr, self.dcc.t_off_ns(self.ca.airtime_ns[False]))
+
+    # -- attacks ---------------------------------------------------------------------------------------------------
+    @property
+    def min_message_interval_s(self) -> float:
+        """The shortest gap an honest station leaves between two CAMs: T_GenCamMin, or the fixed rate's period."""
+        g = self.cfg.generation
+        return 1.0 / g.fixed_rate_hz if g.mode == "fixed_rate" else g.t_gen_cam_min_s
+
+    def attach_attacks(self, plan: AttackPlan) -> None:
+        """Apply ``plan`` to what the stations send (after the facilities, before the encoder: the capture holds the
+        forged frames) and carry its ground truth: an ``attack`` column in the log and in the deliveries (with the
+        message ``kind``), the id a frame claims as its sender."""
+        self.ca.forger = plan
+        if self.pm is not None:
+            self.pm.forger = plan
+        self.log.attacks = plan
+        self.receptions.attach(plan)
+        self.log_port = with_attack_column(V2X_LOG)
 
     # -- outputs ------------------------------------------------------------------------------------------------------
     @property

@@ -205,6 +205,9 @@ class PmReceptions:
             out[name] = out_kin[c, keep]
         for name in ("u_des", *columns):
             out[name] = out_pm[PM_CONTENT.index(name), keep]
+        if "attack" in due:  # a run with attacks or detection: each row's message kind and ground truth
+            out["kind"] = np.asarray(due["kind"], np.int64)[keep]
+            out["attack"] = np.asarray(due["attack"], np.int64)[keep]
         return out
 
 

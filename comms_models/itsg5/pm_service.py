@@ -10,6 +10,7 @@ import numpy as np
 
 from core.rng import KeyedDraws, purpose_key
 
+from ..attacks.plan import AttackPlan
 from . import access as ax
 from .dcc import Dcc
 from .geo import LocalProjection
@@ -52,6 +53,7 @@ class PmService:
         self.last_admitted = np.empty(0, np.int64)  # per station: generation time of its last PM let through
         self.columns: tuple[str, ...] = ()  # the platooning columns the estimate has (and deliveries carry)
         self.leader_of = np.empty(0, np.int64)  # per station: its leader's id by the interest (pm.interest_leaders)
+        self.forger: AttackPlan | None = None  # the run's attacks (``ItsG5Channel.attach_attacks``), if any
         log.enable_pm()
 
     def spawn(self, first_ns: np.ndarray) -> None:
@@ -104,9 +106,13 @@ class PmService:
                  x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray) -> None:
         k = len(rows)
         senders = medium.ids[rows]
-        si_vals, content = pm_content(estimate, rows, self._leader_u_des(t_ns, estimate, medium.ids, rows))
-        with_peer = np.isfinite(content[:, PM_CONTENT.index("maneuver_peer")])
+        u_des = self._leader_u_des(t_ns, estimate, medium.ids, rows)
         frames = medium.new_frames(k)
+        if self.forger is not None:  # after the facilities, before the encoder: the attacks forge what is sent
+            u_des, labels = self.forger.forge_pm(t_ns, senders, u_des)
+            self.forger.mark(frames, labels, senders)
+        si_vals, content = pm_content(estimate, rows, u_des)
+        with_peer = np.isfinite(content[:, PM_CONTENT.index("maneuver_peer")])
         gen = np.full(k, t_ns, np.int64)
         ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(
             KeyedDraws(self.tx_latency_key, senders, None, gen), k) * 1e9).astype(np.int64)

@@ -4,6 +4,8 @@ platooning message, a CAM's or a PM's columns), held until their reception time.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from core.rng import KeyedDraws
@@ -28,6 +30,7 @@ class Receptions:
         self.cfg, self.log = cfg, log
         self.rx_latency_keys = rx_latency_keys
         self.carries_pm = carries_pm
+        self.attacks: Any = None  # the run's AttackPlan: receptions then carry the claimed sender and "attack"
         self.pending: Deliveries = self._empty()
 
     def _empty(self) -> Deliveries:
@@ -37,7 +40,14 @@ class Receptions:
             table["kind"] = np.empty(0, np.int64)
             for name in PM_CONTENT:
                 table[name] = np.empty(0)
+        if self.attacks is not None:
+            table["attack"] = np.empty(0, np.int64)
         return table
+
+    def attach(self, attacks: Any) -> None:
+        """Carry the ground truth of ``attacks`` (an ``AttackPlan``) on every reception from now on."""
+        self.attacks = attacks
+        self.pending = self._empty()
 
     def forget(self, receivers: np.ndarray) -> None:
         """Drop what waits for ``receivers`` (stations that left)."""
@@ -67,17 +77,22 @@ class Receptions:
                                                                                    oi[:, ax.RX_ROW]), 0)
         receiver = medium.ids[oi[:, ax.RX_ROW]]
         rec = slice(None) if self.cfg.trace == "all" else interest
+        attack = None
+        if self.attacks is not None:  # what the frames claim (a ghost's id) and their ground truth
+            oi = oi.copy()
+            oi[:, ax.RX_SENDER] = self.attacks.claimed(oi[:, ax.RX_FRAME], oi[:, ax.RX_SENDER])
+            attack = self.attacks.labels(oi[:, ax.RX_FRAME])
         power = of[rec, ax.RXF_POWER]
         with np.errstate(divide="ignore"):
             power_dbm = np.where(power > 0.0, mw_to_dbm(power), np.nan)
         self.log.receptions(code, interest, rec, t_rx, oi[:, ax.RX_SENDER], receiver, oi[:, ax.RX_GEN], power_dbm,
-                            is_pm)
+                            is_pm, attack)
         deliver = received if self.cfg.deliver == "all" else received & interest
         if deliver.any():
-            self._hold(deliver, oi, of, receiver, t_rx, is_pm)
+            self._hold(deliver, oi, of, receiver, t_rx, is_pm, attack)
 
     def _hold(self, deliver: np.ndarray, oi: np.ndarray, of: np.ndarray, receiver: np.ndarray, t_rx: np.ndarray,
-              is_pm: np.ndarray) -> None:
+              is_pm: np.ndarray, attack: np.ndarray | None = None) -> None:
         new: Deliveries = {
             "receiver": receiver[deliver],
             "sender": oi[deliver, ax.RX_SENDER].copy(),
@@ -94,6 +109,8 @@ class Receptions:
         else:
             for c, name in enumerate(CAM_CONTENT):
                 new[name] = of[deliver, 1 + c].copy()
+        if attack is not None:
+            new["attack"] = attack[deliver]
         self.pending = {name: np.concatenate([self.pending[name], new[name]]) for name in new}
 
     def release(self, t_ns: int, pm: PmService | None) -> Deliveries:

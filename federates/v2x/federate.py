@@ -27,11 +27,14 @@ from core.ports import (
     ESTIMATE,
     PLATOON_MESSAGE_FIELDS,
     PLATOON_STATE,
+    RANGE,
     V2X_EVENTS,
     V2X_LOG,
     fields_of,
 )
 from core.robots import RobotSpec, rows_of
+
+from .misbehaviour import MISBEHAVIOUR, Guard
 
 
 class V2XFederate(Federate):
@@ -40,8 +43,10 @@ class V2XFederate(Federate):
     (``cam_triggers``, from a model with generation rules), which the recorder writes like any port."""
 
     def __init__(self, name: str, step_ns: int, channel: Mapping[str, Any], trace: bool = True,
-                 maneuvers: bool = False) -> None:
+                 maneuvers: bool = False, misbehaviour: Mapping[str, Any] | None = None) -> None:
         super().__init__(name)
+        self.misbehaviour = misbehaviour  # attacks and detection (``misbehaviour.Guard``), None: neither
+        self.guard: Guard | None = None
         self.maneuvers = maneuvers  # the platoon fields travel, and the interest follows ``platoon_state``
         self._listening: tuple[np.ndarray, ...] | None = None  # the platoon_state columns the interest was built from
         self.record = trace
@@ -67,6 +72,8 @@ class V2XFederate(Federate):
         self.logs_transmissions = bool(getattr(self.model, "logs_every_transmission", False))
         self.record = self.record and ctx.out_dir is not None  # nothing is recorded without a run directory
         self.model.keep_log = self.record
+        if self.misbehaviour is not None:
+            self.guard = Guard(self.misbehaviour, self.model, ctx.seed, self.step_ns)
         cam_rx = CAM_RX_PLATOONING if self.maneuvers else CAM_RX
         outputs: tuple = (cam_rx,)
         if self.record:
@@ -79,11 +86,16 @@ class V2XFederate(Federate):
                          Input("commands", delayed=True, optional=True, fields=fields_of(COMMANDS, ["accel"])))
         if self.maneuvers:
             inputs += (Input("platoon_state", delayed=True, optional=True, fields=PLATOON_STATE.fields),)
+        if self.guard is not None:  # the detector compares claims with the receiver's own range sensor
+            inputs += (Input("range", optional=True, fields=RANGE.fields),)
+            outputs += (MISBEHAVIOUR,) if self.record else ()
         return FederateMeta(inputs=inputs, outputs=outputs, period_ns=self.step_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         assert self.model is not None
         self.model.spawn(robots)
+        if self.guard is not None:
+            self.guard.spawn(robots)
         ids = np.array([spec.id for spec in robots], np.int64)
         pred = np.array([-1 if spec.predecessor is None else spec.predecessor for spec in robots], np.int64)
         lead = np.array([-1 if spec.leader is None else spec.leader for spec in robots], np.int64)
@@ -101,6 +113,8 @@ class V2XFederate(Federate):
     def despawn(self, robot_ids: Sequence[int]) -> None:
         assert self.model is not None
         self.model.despawn(robot_ids)
+        if self.guard is not None:
+            self.guard.despawn(robot_ids)
         gone = np.asarray(list(robot_ids), np.int64)
         self._alive = self._alive[~np.isin(self._alive, gone)]
         keep = ~np.isin(self._rx, gone)
@@ -146,6 +160,9 @@ class V2XFederate(Federate):
         if self.maneuvers:
             estimate = self._with_platoon_fields(estimate, inputs.get("platoon_state"))
         deliveries = self.model.step(t_ns, estimate, self._interest)
+        verdicts = None
+        if self.guard is not None:
+            deliveries, verdicts = self.guard.step(t_ns, deliveries, inputs["estimate"], inputs.get("range"))
         if "u_des" not in deliveries:  # a model that carries no platooning message
             deliveries = {**deliveries, "u_des": np.full(len(deliveries["receiver"]), np.nan)}
         if self.maneuvers:  # fields a model did not carry are absent (NaN)
@@ -166,6 +183,8 @@ class V2XFederate(Federate):
             out["channel_load"] = load
         if self._triggers:
             out["cam_triggers"] = self.model.drain_triggers()
+        if verdicts is not None:
+            out["misbehaviour"] = verdicts
         return out
 
     def _with_platoon_fields(self, estimate: Mapping[str, np.ndarray], state: Mapping[str, np.ndarray] | None

@@ -14,6 +14,7 @@ from core.timebase import seconds_to_ns
 from federates import FEDERATE_KINDS
 from orchestrator.engine.run_control import RunControl
 from orchestrator.engine.scheduler import Scheduler, federate_failure
+from orchestrator.scenario.attacks_block import misbehaviour_config
 from orchestrator.scenario.model import COORDINATE_LIMIT_M, Loc, Scenario
 from orchestrator.scenario.platoons_block import RobotPlan, plan_robots
 
@@ -136,7 +137,10 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     command_ports = sorted({r.command_source.port for r in robots if r.command_source is not None})
     physics = _built_in(scenario, "physics", step_ns=step_ns, config=scenario.physics, command_ports=command_ports)
     plan = maneuver_plan(scenario, robots)
-    v2x_kwargs = {"maneuvers": True} if plan is not None else {}
+    v2x_kwargs: dict[str, Any] = {"maneuvers": True} if plan is not None else {}
+    misbehaviour = misbehaviour_config(scenario.attacks, scenario.detection, {r.name: r.id for r in robots})
+    if misbehaviour is not None:  # only then: a run without them builds the V2X federate as before
+        v2x_kwargs["misbehaviour"] = misbehaviour
     v2x = _built_in(scenario, "v2x", step_ns=step_ns, channel=scenario.channel.model_dump(),
                     trace=scenario.outputs.trace, **v2x_kwargs)
     # the control federate steps at the greatest common period of all control laws; each law runs at its own

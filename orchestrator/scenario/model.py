@@ -38,6 +38,7 @@ from core.params import (  # noqa: F401 - re-exported: the scenario's names stay
 )
 from federates.physics.config import PhysicsConfig
 
+from .attacks_block import AttackEntry, DetectionBlock, attack_problems
 from .drivers_block import CommandSource, DriverAssignment, RobotSlot  # noqa: F401
 from .federates_block import ExtraFederate
 from .maneuvers_block import ManeuverRequest, ManeuverSettings, maneuver_problems
@@ -218,6 +219,10 @@ class Scenario(Strict):
                                              "(join, leave, split, merge; docs/platoons.md)")
     maneuver_settings: ManeuverSettings | None = Field(None, description="timing, gaps and limits of the maneuvers "
                                                        "(defaults when absent)")
+    attacks: list[AttackEntry] = Field(default_factory=list, description="misbehaving stations: whose messages are "
+                                       "forged, how and when (docs/security-research.md)")
+    detection: DetectionBlock | None = Field(None, description="the misbehaviour detector of every receiving station "
+                                             "and its reaction (off when absent)")
 
     @model_validator(mode="after")
     def _physically_sane(self) -> Scenario:
@@ -230,6 +235,8 @@ class Scenario(Strict):
         problems = [*_period_problems(self), *_lifetime_problems(self), *_platoon_size_problems(self)]
         if not problems:  # the replay needs sane robots
             problems = maneuver_problems(self)
+        if not problems and self.attacks:
+            problems = attack_problems(self.attacks, [slot.name for slot in robot_slots(self)], self.channel.type)
         if problems:  # the loader then checks what needs the whole world: memory and start positions
             raise_at("Scenario", problems)
         return self

@@ -1,0 +1,154 @@
+"""A run's attacks, applied by a channel model: which stations send added frames, the forged content of each
+station's messages, and the ground truth of every frame (its attack's label and the station id it claims).
+
+Built from plain entries (``{"robot": id, "type": name, "params": {...}, "from_ns": ..., "to_ns": ...}``, the label
+being the entry's position plus one), so a hosted V2X federate builds the same plan. Forging costs one pass per
+attack over the messages of the instant (masks over every station at once), and nothing when no attacker sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from core.ports import FieldSpec
+from core.rng import purpose_key
+
+from . import ATTACKS
+from .base import CAM_FIELDS, NEVER_NS, Attack, AttackContext
+
+ATTACK_FIELD = ("attack", "int64", "-")
+"""The ground-truth column of ``trace/v2x.parquet`` in runs with attacks: the label of the attack that forged the
+frame (its index in the scenario's ``attacks`` plus one), 0 for an honest one."""
+
+
+def with_attack_column(log_port: Any) -> Any:
+    """``log_port`` (the V2X log's contract) with the ground-truth column."""
+    return replace(log_port, fields=(*log_port.fields, FieldSpec(*ATTACK_FIELD)))
+
+
+def build_attacks(entries: Sequence[Mapping[str, Any]], seed: int, ids_of: Mapping[str, int]) -> list[Attack]:
+    """One attack per entry, its draws keyed by the seed and its position in the list."""
+    attacks = []
+    for k, entry in enumerate(entries):
+        cls = ATTACKS.get(entry["type"])
+        params = cls.Params.model_validate(dict(entry.get("params") or {}))
+        to_ns = entry.get("to_ns")
+        ctx = AttackContext(robot=int(entry["robot"]), label=k + 1, from_ns=int(entry.get("from_ns", 0)),
+                            to_ns=NEVER_NS if to_ns is None else int(to_ns),
+                            key=purpose_key(seed, "attacks", k), ids_of=dict(ids_of))
+        attacks.append(cls(params, ctx))
+    return attacks
+
+
+class AttackPlan:
+    """The attacks of a run and the ground truth of the frames they touched (kept for forged frames only)."""
+
+    def __init__(self, attacks: Sequence[Attack]) -> None:
+        self.attacks = list(attacks)
+        self.robots = np.array([a.ctx.robot for a in self.attacks], np.int64)
+        self._frames: list[np.ndarray] = []  # forged frames' serials (increasing), their labels and claimed ids
+        self._labels: list[np.ndarray] = []
+        self._claimed: list[np.ndarray] = []
+        self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _active(self, t_ns: int, message: str) -> list[Attack]:
+        return [a for a in self.attacks if a.message == message and a.ctx.active(t_ns)]
+
+    # -- generation ------------------------------------------------------------------------------------------------
+    def extra_cams(self, t_ns: int, ids: np.ndarray, send: np.ndarray) -> np.ndarray:
+        """Stations (mask over ``ids``) that send an added CAM at ``t_ns``: a DoS's raised rate or a ghost's frame,
+        only where the station has no CAM of its own now (the added frame waits for the next step otherwise)."""
+        extra = np.zeros(len(ids), bool)
+        for attack in self._active(t_ns, "cam"):
+            if not attack.extra_frames:
+                continue
+            rows = np.flatnonzero(ids == attack.ctx.robot)
+            if len(rows) and not send[rows[0]] and not extra[rows[0]] and attack.extra_due(t_ns):
+                extra[rows[0]] = True
+        return extra
+
+    def forge_cam(self, t_ns: int, senders: np.ndarray, extra: np.ndarray, values: dict[str, np.ndarray]
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """The CAM content of ``senders`` (one row each; ``extra``: the added frames) after the attacks, each row's
+        label and the station id it claims."""
+        labels = np.zeros(len(senders), np.int64)
+        claimed = senders.copy()
+        for attack in self.attacks:
+            attack.observe(t_ns, senders, values)
+        for attack in self._active(t_ns, "cam"):
+            rows = senders == attack.ctx.robot
+            if attack.only_extra:
+                rows &= extra
+            rows = np.flatnonzero(rows & (labels == 0))
+            if not len(rows):
+                continue
+            forged = attack.forge(t_ns, {name: values[name][rows] for name in CAM_FIELDS})
+            values = {name: col.copy() for name, col in values.items()}
+            for name in CAM_FIELDS:
+                values[name][rows] = forged[name]
+            labels[rows] = attack.ctx.label
+            claim = attack.claimed_id()
+            if claim is not None:
+                claimed[rows] = claim
+        return values, labels, claimed
+
+    def forge_pm(self, t_ns: int, senders: np.ndarray, u_des: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The desired accelerations the PMs of ``senders`` carry after the attacks, and each row's label."""
+        labels = np.zeros(len(senders), np.int64)
+        for attack in self._active(t_ns, "pm"):
+            rows = np.flatnonzero((senders == attack.ctx.robot) & (labels == 0))
+            if len(rows):
+                u_des = u_des.copy()
+                u_des[rows] = attack.forge(t_ns, {"u_des": u_des[rows]})["u_des"]
+                labels[rows] = attack.ctx.label
+        return u_des, labels
+
+    # -- ground truth of frames ------------------------------------------------------------------------------------
+    def mark(self, frames: np.ndarray, labels: np.ndarray, claimed: np.ndarray) -> None:
+        """Remember the forged frames among ``frames`` (serials increase from call to call)."""
+        forged = labels != 0
+        if forged.any():
+            self._frames.append(frames[forged])
+            self._labels.append(labels[forged])
+            self._claimed.append(claimed[forged])
+            self._index = None
+
+    def _lookup(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per frame: the position of its entry among the forged frames, and whether it has one."""
+        if self._index is None:
+            self._index = (_cat(self._frames), _cat(self._labels), _cat(self._claimed))
+            self._frames, self._labels, self._claimed = [self._index[0]], [self._index[1]], [self._index[2]]
+        known = self._index[0]
+        at = np.minimum(np.searchsorted(known, frames), max(len(known) - 1, 0))
+        found = (known[at] == frames) if len(known) else np.zeros(len(frames), bool)
+        return at, found
+
+    def labels(self, frames: np.ndarray) -> np.ndarray:
+        """The attack label of each frame (0: honest)."""
+        at, found = self._lookup(np.asarray(frames, np.int64))
+        return np.where(found, self._index[1][at] if len(self._index[1]) else 0, 0).astype(np.int64)  # type: ignore
+
+    def claimed(self, frames: np.ndarray, senders: np.ndarray) -> np.ndarray:
+        """The station id each frame claims (its sender's, unless forged under another)."""
+        at, found = self._lookup(np.asarray(frames, np.int64))
+        return np.where(found, self._index[2][at] if len(self._index[2]) else 0, senders).astype(np.int64)  # type: ignore
+
+    def label_at(self, senders: np.ndarray, generated_ns: np.ndarray, pm: bool) -> np.ndarray:
+        """The label of messages dropped before the air (no frame): the attack acting on their sender and kind at
+        their generation time (a ghost's or a DoS's added frames are not told apart there)."""
+        labels = np.zeros(len(senders), np.int64)
+        for attack in self.attacks:
+            if attack.message != ("pm" if pm else "cam") or attack.only_extra:
+                continue
+            c = attack.ctx
+            labels[(labels == 0) & (senders == c.robot) & (generated_ns >= c.from_ns) & (generated_ns < c.to_ns)] = \
+                c.label
+        return labels
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.empty(0, np.int64)

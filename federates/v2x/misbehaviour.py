@@ -1,0 +1,111 @@
+"""Attacks and misbehaviour detection around the V2X federate's channel model (``docs/security-research.md``).
+
+``Guard`` builds the run's ``AttackPlan`` and hands it to the channel model (which forges the attackers' messages
+before its encoder), and judges every delivery with the scenario's detector before the applications get it. By the
+scenario's ``reaction``, a message judged misbehaving is kept (``none``), dropped (``ignore``), or the receiver stops
+listening to its sender for ``hold_s`` (``fallback``: a follower's predecessor data then goes stale and its
+``controller.fallback`` switches it to ACC on its own range sensor). The verdicts are published on the
+``misbehaviour`` port, one row per delivery, with the ground truth of the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from comms_models.attacks.plan import AttackPlan, build_attacks
+from comms_models.base import CommsModel, Deliveries
+from comms_models.misbehaviour import DETECTORS
+from comms_models.misbehaviour.base import Detector
+from comms_models.misbehaviour.history import pair_keys
+from core.ports import port
+from core.robots import RobotSpec
+
+REACTIONS = ("none", "ignore", "fallback")
+VERDICTS = ("plausible", "misbehaving")
+MISBEHAVIOUR = port("misbehaviour", {
+    "t_ns": ("int64", "ns"), "receiver": ("int64", "robot id"), "sender": ("int64", "robot id"),
+    "generated_ns": ("int64", "ns"), "message": ("uint8", "-", ("cam", "pm")), "attack": ("int64", "-"),
+    "checks": ("int64", "-"), "verdict": ("uint8", "-", VERDICTS), "dropped": ("uint8", "-", ("no", "yes")),
+}, index="event", doc="every delivery judged by the receiver's misbehaviour detector: the attack that forged it "
+   "(ground truth, 0: honest), the checks it failed (bit k: comms_models.misbehaviour.checks.CHECKS[k]), the fused "
+   "verdict and whether the receiver dropped it")
+_EXTRA = ("kind", "attack")  # delivery columns the channel adds for the guard only
+
+
+class Guard:
+    """The attacks and the detector of one V2X federate. ``config``: ``attacks`` (plain entries, see
+    ``comms_models.attacks.plan``), ``names`` (robot name -> id) and ``detection`` (None, or ``type``, ``params``,
+    ``reaction``, ``hold_s``)."""
+
+    def __init__(self, config: Mapping[str, Any], model: CommsModel, seed: int, step_ns: int) -> None:
+        entries = list(config.get("attacks") or ())
+        detection = config.get("detection")
+        self.plan = AttackPlan(build_attacks(entries, seed, config.get("names") or {}))
+        attach = getattr(model, "attach_attacks", None)
+        if entries and attach is None:
+            raise ValueError(f"channel model {type(model).__name__} carries no attacks (use itsg5)")
+        if attach is not None:  # also without attacks: the deliveries then say which are platooning messages
+            attach(self.plan)
+        self.detector: Detector | None = None
+        self.reaction, self.hold_ns = "none", 0
+        if detection is not None:
+            cls = DETECTORS.get(detection.get("type", "plausibility"))
+            params = cls.Params.model_validate(dict(detection.get("params") or {}))
+            honest_gap_s = getattr(model, "min_message_interval_s", None) or step_ns / 1e9
+            self.detector = cls(params, 0.9 * honest_gap_s)  # 10 % slack for the step grid
+            self.reaction = detection.get("reaction", "none")
+            self.hold_ns = round(float(detection.get("hold_s", 1.0)) * 1e9)
+        self._blocked = np.empty(0, np.int64)  # (receiver, sender) keys not listened to ...
+        self._until = np.empty(0, np.int64)  # ... until then [ns]
+
+    def spawn(self, robots: Sequence[RobotSpec]) -> None:
+        """Receiving stations appear."""
+        if self.detector is not None and robots:
+            self.detector.spawn(np.array([r.id for r in robots], np.int64), np.array([r.spawn_ns for r in robots],
+                                np.int64), np.array([r.dims.length_m - r.dims.rear_overhang_m for r in robots]),
+                                np.array([r.dims.rear_overhang_m for r in robots]))
+
+    def despawn(self, ids: Sequence[int]) -> None:
+        """Stations leave."""
+        if self.detector is not None:
+            self.detector.despawn(np.asarray(list(ids), np.int64))
+
+    def step(self, t_ns: int, deliveries: Deliveries, own: Mapping[str, np.ndarray],
+             sensor: Mapping[str, np.ndarray] | None) -> tuple[Deliveries, dict[str, np.ndarray]]:
+        """The deliveries the applications get, and the verdict of each one received."""
+        n = len(deliveries["receiver"])
+        kind = np.asarray(deliveries.get("kind", np.zeros(n, np.int64)), np.int64)
+        attack = np.asarray(deliveries.get("attack", np.zeros(n, np.int64)), np.int64)
+        apps = {name: col for name, col in deliveries.items() if name not in _EXTRA}
+        if self.detector is None:
+            checks, verdict = np.zeros(n, np.int64), np.zeros(n, bool)
+        else:
+            checks, verdict = self.detector.judge(t_ns, deliveries, own, sensor)
+        drop = self._drops(t_ns, deliveries, verdict)
+        if drop.any():
+            apps = {name: col[~drop] for name, col in apps.items()}
+        table = {"t_ns": np.asarray(deliveries["received_ns"], np.int64), "receiver": deliveries["receiver"],
+                 "sender": deliveries["sender"], "generated_ns": deliveries["generated_ns"],
+                 "message": kind.astype(np.uint8), "attack": attack, "checks": checks,
+                 "verdict": verdict.astype(np.uint8), "dropped": drop.astype(np.uint8)}
+        return apps, table
+
+    def _drops(self, t_ns: int, deliveries: Deliveries, verdict: np.ndarray) -> np.ndarray:
+        """Which deliveries the receivers drop by the reaction."""
+        if self.reaction == "ignore":
+            return verdict.copy()
+        if self.reaction != "fallback":
+            return np.zeros(len(verdict), bool)
+        keys = pair_keys(deliveries["receiver"], deliveries["sender"])
+        if verdict.any():  # (re)start the hold of every pair with a misbehaving message
+            flagged = np.unique(keys[verdict])
+            live = self._until > t_ns
+            old = live & ~np.isin(self._blocked, flagged)
+            self._blocked = np.concatenate([self._blocked[old], flagged])
+            self._until = np.concatenate([self._until[old], np.full(len(flagged), t_ns + self.hold_ns, np.int64)])
+        live = self._until > t_ns
+        self._blocked, self._until = self._blocked[live], self._until[live]
+        return np.isin(keys, self._blocked)

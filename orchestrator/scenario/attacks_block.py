@@ -1,0 +1,99 @@
+"""The scenario's ``attacks`` and ``detection`` blocks (``docs/security-research.md``): misbehaving stations, and
+the misbehaviour detector every receiving station runs with its reaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from core.params import Loc, Strict
+
+
+class AttackEntry(Strict):
+    """One attacker: the robot whose messages are forged, how, and when."""
+
+    robot: str = Field(description="name of the attacking robot")
+    type: str = Field(description="attack: a built-in (comms_models.attacks.ATTACKS), an entry point of "
+                      "'coopsim.attacks' or a 'package.module:Class' path")
+    params: dict[str, Any] = Field(default_factory=dict, description="the attack's parameters")
+    from_s: float = Field(0.0, ge=0, le=1e6, description="[s] first generation time the attack forges")
+    to_s: float | None = Field(None, gt=0, le=1e6, description="[s] the attack stops at this time (default: never)")
+
+    @field_validator("type")
+    @classmethod
+    def _known_attack(cls, value: str) -> str:
+        from comms_models.attacks import ATTACKS
+
+        ATTACKS.resolve(value)
+        return value
+
+    @model_validator(mode="after")
+    def _valid(self) -> AttackEntry:
+        from comms_models.attacks import ATTACKS
+
+        if self.to_s is not None and self.to_s <= self.from_s:
+            raise ValueError(f"to_s ({self.to_s:g}) must be after from_s ({self.from_s:g})")
+        ATTACKS.get(self.type).Params.model_validate(self.params)
+        return self
+
+
+class DetectionBlock(Strict):
+    """The detector each receiving station runs, and what a follower does with a message judged misbehaving."""
+
+    type: str = Field("plausibility", description="detector: a built-in (comms_models.misbehaviour.DETECTORS), an "
+                      "entry point of 'coopsim.detectors' or a 'package.module:Class' path")
+    params: dict[str, Any] = Field(default_factory=dict, description="the detector's parameters")
+    reaction: Literal["none", "ignore", "fallback"] = Field(
+        "none", description="none: only judge; ignore: drop misbehaving messages; fallback: stop listening to their "
+        "sender for hold_s (a follower's controller.fallback then switches it to ACC on its range sensor)")
+    hold_s: float = Field(1.0, gt=0, le=1e6, description="[s] fallback: how long a misbehaving sender is not heard")
+
+    @field_validator("type")
+    @classmethod
+    def _known_detector(cls, value: str) -> str:
+        from comms_models.misbehaviour import DETECTORS
+
+        DETECTORS.resolve(value)
+        return value
+
+    @model_validator(mode="after")
+    def _valid(self) -> DetectionBlock:
+        from comms_models.misbehaviour import DETECTORS
+
+        DETECTORS.get(self.type).Params.model_validate(self.params)
+        return self
+
+
+def attack_problems(attacks: Sequence[AttackEntry], names: Sequence[str], channel_type: str
+                    ) -> list[tuple[Loc, str, Any]]:
+    """Attackers and replay targets that name no robot, and attacks on a channel model that cannot carry them."""
+    from comms_models import COMMS_MODELS
+
+    problems: list[tuple[Loc, str, Any]] = []
+    known = set(names)
+    for k, entry in enumerate(attacks):
+        if entry.robot not in known:
+            problems.append((("attacks", k, "robot"), f"no robot named '{entry.robot}'", entry.robot))
+        target = entry.params.get("target")
+        if isinstance(target, str) and target not in known:
+            problems.append((("attacks", k, "params", "target"), f"no robot named '{target}'", target))
+    if attacks and not hasattr(COMMS_MODELS.get(channel_type), "attach_attacks"):
+        problems.append((("channel", "type"), f"channel model '{channel_type}' carries no attacks (use itsg5)",
+                         channel_type))
+    return problems
+
+
+def misbehaviour_config(attacks: Sequence[AttackEntry], detection: DetectionBlock | None,
+                        ids_of: dict[str, int]) -> dict[str, Any] | None:
+    """The V2X federate's ``misbehaviour`` parameter (plain data; None without attacks and detection)."""
+    if not attacks and detection is None:
+        return None
+    return {
+        "attacks": [{"robot": ids_of[a.robot], "type": a.type, "params": dict(a.params),
+                     "from_ns": round(a.from_s * 1e9), "to_ns": None if a.to_s is None else round(a.to_s * 1e9)}
+                    for a in attacks],
+        "names": dict(ids_of),
+        "detection": None if detection is None else detection.model_dump(),
+    }
