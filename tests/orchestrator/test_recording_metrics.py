@@ -107,11 +107,13 @@ SHIPPED = [("platoon.yaml", "duration_s=12"), ("platoon_track.yaml", "duration_s
 
 @pytest.fixture(scope="module")
 def shipped_runs(tmp_path_factory) -> dict[str, Path]:
-    """The shipped scenarios, shortened, run once for the module."""
+    """The shipped scenarios, shortened, run once for the module (no plots: no test here reads them, and a run with
+    plots starts a matplotlib worker)."""
     runs = {}
     for name, duration in SHIPPED:
         out = tmp_path_factory.mktemp(name.split(".")[0])
-        result = run_scenario(load_scenario(REPO / "scenarios" / name, overrides=[duration]), out)
+        result = run_scenario(load_scenario(REPO / "scenarios" / name, overrides=[duration, "outputs.plots=false"]),
+                              out)
         assert result.ok, result.error
         runs[name] = out
     return runs
