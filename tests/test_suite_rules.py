@@ -39,6 +39,7 @@ SLEEPS_ALLOWED = {
     ("orchestrator/fault_plugins.py", "wrong"): "a call that never returns: the fault under test",
     ("orchestrator/hostile_plugins.py", "_fork_holder"): "a forked helper that outlives the run: the fault under test",
     ("orchestrator/can_fuzzer.py", "main"): "the fuzzer's sending pace (about 2,000 frames/s)",
+    ("conformance/ros2_double.py", "spin_once"): "the rclpy double waits out its timeout as rclpy does; callers poll",
     ("test_docker.py", "wait_healthy"): "polling the health check at the interval the compose file gives",
     ("test_docker.py", "test_a_killed_federate_container_is_named_in_composes_output"):
         "the paced run goes on a while before a container is killed (its start polled before)",
