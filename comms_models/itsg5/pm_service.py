@@ -106,12 +106,15 @@ class PmService:
                  x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray) -> None:
         k = len(rows)
         senders = medium.ids[rows]
-        u_des = self._leader_u_des(t_ns, estimate, medium.ids, rows)
         frames = medium.new_frames(k)
-        if self.forger is not None:  # after the facilities, before the encoder: the attacks forge what is sent
-            u_des, labels = self.forger.forge_pm(t_ns, senders, u_des)
+        if self.forger is not None and estimate.get("u_des") is not None:
+            # after the facilities, before the encoder: the attacks forge the sender's own desired acceleration (a
+            # leader's is also the one it relays)
+            own = np.array(estimate["u_des"], np.float64)
+            own[rows], labels = self.forger.forge_pm(t_ns, senders, own[rows])
             self.forger.mark(frames, labels, senders)
-        si_vals, content = pm_content(estimate, rows, u_des)
+            estimate = {**estimate, "u_des": own}
+        si_vals, content = pm_content(estimate, rows, self._leader_u_des(t_ns, estimate, medium.ids, rows))
         with_peer = np.isfinite(content[:, PM_CONTENT.index("maneuver_peer")])
         gen = np.full(k, t_ns, np.int64)
         ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(

@@ -66,12 +66,14 @@ BUILTIN_ORDER = (
     "transition",
     "summary",
     "channel",
+    "misbehaviour",
     "maneuvers",
     "cut_ins",
 )
 _ELSEWHERE = {"gamma": "orchestrator.metrics.excitation:gamma",
               "maneuvers": "orchestrator.metrics.maneuvers:maneuvers",
-              "cut_ins": "orchestrator.metrics.maneuvers:cut_ins"}  # built-ins in a module of their own
+              "cut_ins": "orchestrator.metrics.maneuvers:cut_ins",
+              "misbehaviour": "orchestrator.metrics.misbehaviour:misbehaviour"}  # built-ins in a module of their own
 METRICS = Registry("metric", {name: _ELSEWHERE.get(name, f"{_BUILTIN}:{name}") for name in BUILTIN_ORDER},
                    group="coopsim.metrics")
 

@@ -31,7 +31,7 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "tyre_models": (TYRE_MODELS, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
     "vehicle_presets": (PRESETS, ("auna_rc_1to10", "g35_sedan", "mit_racecar_1to10", "passenger_car")),
     "metrics": (METRICS, ("aoi", "channel", "collisions", "cut_ins", "degradation", "gamma", "l2_norms",
-                          "lateral_deviation", "leader_path", "link", "maneuvers", "min_gap", "min_ttc",
+                          "lateral_deviation", "leader_path", "link", "maneuvers", "min_gap", "min_ttc", "misbehaviour",
                           "spacing_error", "string_stability", "summary", "transition")),
 }
 """registry key -> (registry, its expected built-in names). Its entry-point group is ``registry.group``."""

@@ -1,0 +1,43 @@
+"""Misbehaviour detection scored against the ground truth (``trace/misbehaviour.parquet``): per attack, the
+precision, recall and F1 of the receivers' verdicts and the time from the attack's start to its first detected
+message; over the honest messages, the false-positive rate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .registry import run_metric
+from .rundata import RunData
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+@run_metric("misbehaviour", section="misbehaviour")
+def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Detection quality per attack (precision over the attack's and the honest messages, recall, F1, time to
+    detection) and the false-positive rate of the honest messages (None without a detector's trace)."""
+    verdicts = run.trace("misbehaviour")
+    if verdicts is None:
+        return None
+    attack = np.asarray(verdicts["attack"], np.int64)
+    flagged = np.asarray(verdicts["verdict"]) == "misbehaving"
+    t_s = np.asarray(verdicts["t_ns"], np.int64) / 1e9
+    honest = attack == 0
+    false_pos = int(np.count_nonzero(flagged & honest))
+    entries = []
+    for k, entry in enumerate(getattr(run.scenario, "attacks", None) or []):
+        mine = attack == k + 1
+        tp, fn = int(np.count_nonzero(flagged & mine)), int(np.count_nonzero(~flagged & mine))
+        precision, recall = _ratio(tp, tp + false_pos), _ratio(tp, tp + fn)
+        f1 = 2 * precision * recall / (precision + recall) if precision and recall else None
+        first = t_s[flagged & mine]
+        entries.append({"attack": k, "type": entry.type, "robot": entry.robot, "messages": tp + fn,
+                        "detected": tp, "precision": precision, "recall": recall, "f1": f1,
+                        "time_to_detection_s": float(first.min() - entry.from_s) if len(first) else None})
+    return {"messages": len(attack), "honest_messages": int(np.count_nonzero(honest)), "false_positives": false_pos,
+            "false_positive_rate": _ratio(false_pos, int(np.count_nonzero(honest))), "attacks": entries}
