@@ -125,6 +125,7 @@ def _metrics_peak(tmp_path: Path, duration_s: float, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.slow
+@pytest.mark.slow  # two runs of 32 robots (10 s and 40 s) and their metrics under tracemalloc: about 40 s
 def test_post_processing_memory_does_not_grow_with_simulated_time(tmp_path, monkeypatch):
     """A small soak: four times the simulated time, about the same peak in the metrics. Each pass takes the work on
     one follower (as long as the run: its view, the pieces it is built from) from its budget, the pieces are gone
