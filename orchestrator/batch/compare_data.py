@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 from core.robots import RobotSpec
 
 Columns = dict[str, np.ndarray]
-VEHICLE_COLUMNS = ("t_ns", "robot", "x", "y", "v", "pred_v")
-V2X_COLUMNS = ("t_ns", "event", "sender", "receiver", "outcome", "latency_s")
+VEHICLE_COLUMNS = ("t_ns", "robot", "x", "y", "v", "pred_v", "pred_age_s")
+V2X_COLUMNS = ("t_ns", "event", "sender", "receiver", "outcome", "latency_s", "generated_ns")
 
 
 def read_trace(run_dir: Path, name: str, columns: Sequence[str]) -> Columns | None:
@@ -46,6 +46,46 @@ def per_robot(trace: Columns) -> dict[int, Columns]:
         if len(rows):
             out[int(trace["robot"][rows[0]])] = {k: np.asarray(v)[rows] for k, v in trace.items() if k != "robot"}
     return out
+
+
+def link_receptions(trace: Columns, series: Mapping[int, Columns], pairs: set[tuple[int, int]]) -> Columns:
+    """The receptions due on the (receiver, sender) ``pairs`` of a v2x trace (its rx rows, lost ones included):
+    ``distance_m`` between sender and receiver when the message was generated (the vehicles trace's last sample
+    at or before it), ``received`` (bool), and ``gap_s``, the times between consecutive successful receptions on
+    each link."""
+    keys = np.asarray(sorted((r << 32) | s for r, s in pairs), np.int64)
+    receiver = np.asarray(trace["receiver"], np.int64)
+    sender = np.asarray(trace["sender"], np.int64)
+    rx = (trace["event"] == "rx") & np.isin((receiver << 32) | sender, keys)
+    t = np.asarray(trace["t_ns"], np.int64)[rx]
+    at = np.asarray(trace.get("generated_ns", trace["t_ns"]), np.int64)[rx]
+    receiver, sender = receiver[rx], sender[rx]
+    received = np.asarray(trace["outcome"][rx] == "received", bool)
+    def where(who: np.ndarray) -> np.ndarray:
+        xy = np.full((len(who), 2), np.nan)
+        for rid in np.unique(who):
+            s = series.get(int(rid))
+            if s is None or not len(s["t_ns"]):
+                continue
+            mine = who == rid
+            k = np.clip(np.searchsorted(s["t_ns"], at[mine], side="right") - 1, 0, len(s["t_ns"]) - 1)
+            xy[mine] = np.column_stack((s["x"][k], s["y"][k]))
+        return xy
+
+    distance = np.hypot(*(where(receiver) - where(sender)).T)
+    known = np.isfinite(distance)
+    link = ((receiver << 32) | sender)[received]
+    order = np.lexsort((t[received], link))
+    same = link[order][1:] == link[order][:-1]
+    return {"distance_m": distance[known], "received": received[known],
+            "gap_s": np.diff(t[received][order])[same] / 1e9}
+
+
+def ages_of_information(series: Mapping[int, Columns], followers: set[int]) -> np.ndarray:
+    """Every control step's age of the predecessor data (``pred_age_s``) of the ``followers``, pooled."""
+    ages = [s["pred_age_s"] for rid, s in series.items() if rid in followers and "pred_age_s" in s]
+    values = np.concatenate(ages) if ages else np.zeros(0)
+    return values[np.isfinite(values)]
 
 
 @dataclass(frozen=True)

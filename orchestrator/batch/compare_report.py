@@ -11,8 +11,26 @@ from typing import Any
 
 from ..recording.safe_files import ensure_dir, write_atomic
 from ..reporting.report import PLATOON_KEYS, image, page, platoon_table, table
-from .compare_data import V2X_COLUMNS, VEHICLE_COLUMNS, chain, per_robot, read_trace, robot_specs
-from .compare_plots import STYLE_NAMES, STYLES, plot_histograms, plot_overlay, plot_received_speed
+from .compare_data import (
+    V2X_COLUMNS,
+    VEHICLE_COLUMNS,
+    ages_of_information,
+    chain,
+    link_receptions,
+    per_robot,
+    read_trace,
+    robot_specs,
+)
+from .compare_plots import (
+    STYLE_NAMES,
+    STYLES,
+    plot_channel_figures,
+    plot_histograms,
+    plot_metric_bars,
+    plot_overlay,
+    plot_received_speed,
+    variant_colors,
+)
 
 
 def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: Sequence[str]) -> None:
@@ -30,6 +48,11 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
             rows[key][f"{c} - {variants[0]}"] = d
     columns = [*variants, *(f"{c} - {variants[0]}" for c in variants[1:])]
     sections.append(("Platoon metrics (worst follower of every platoon)", table(rows, columns, first="metric")))
+    palette = variant_colors(variants)  # one colour per channel kind, the same in every figure below
+    bars = plot_metric_bars(plots_dir, comparison["summary"], variants, palette)
+    if bars is not None:
+        sections.append(("The headline metrics side by side (worst follower; colour per "
+                         f"{'variant' if comparison['kind'] == 'story' else comparison['kind']})", image(bars)))
     robots = robot_specs(out / variants[0]) if (out / variants[0] / "scenario.resolved.yaml").exists() else []
     metrics = {c: comparison["runs"][c]["metrics"] for c in variants}
     first = metrics[variants[0]]
@@ -38,13 +61,20 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
     series = {c: per_robot(t) for c, t in vehicles.items() if t is not None}
     links = chain(robots, first)
     if links:
-        figures = plot_received_speed(plots_dir, series, links, colors)
+        figures = plot_received_speed(plots_dir, series, links, colors, palette)
         sections.append((f"Predecessor speed as each follower received it, against the truth ({len(links)} links, "
                          "joiners' included; each while it existed)", figures_html(figures)))
         v2x = {c: read_trace(out / c, "v2x", V2X_COLUMNS) for c in variants}
         pairs = {(link.follower, link.predecessor) for link in links}
         pairs |= {(r.id, r.leader) for r in robots if r.leader is not None}
-        path = plot_histograms(plots_dir, v2x, pairs)
+        received = {c: link_receptions(t, series.get(c, {}), pairs) for c, t in v2x.items() if t is not None}
+        ages = {c: ages_of_information(series[c], {link.follower for link in links}) for c in variants
+                if c in series}
+        path = plot_channel_figures(plots_dir, received, ages, palette)
+        if path:
+            sections.append(("PDR against distance, inter-packet gap tail and age of information on the links the "
+                             "controllers read", image(path)))
+        path = plot_histograms(plots_dir, v2x, pairs, palette)
         if path:
             sections.append(("Latency and inter-reception time of every link the controllers read", image(path)))
     for c in variants:
@@ -69,13 +99,15 @@ def write_comparison_html(out: Path, comparison: dict[str, Any], follower_keys: 
         sections.insert(0, ("What each difference comes from", explain_story(comparison)))
     groups = platoon_groups(robots, first.get("roles"))
     overlay = plot_overlay(plots_dir, series, {r.id: r.name for r in robots}, colors, groups)
-    if overlay is not None:
-        sections.insert(1, ("Trajectories and speeds of all vehicles: colour per robot, line style per "
-                            f"{comparison['kind'] if comparison['kind'] != 'story' else 'variant'}", image(overlay)))
+    if overlay is not None:  # after the metrics table and their bars
+        at = 1 + (bars is not None) + (comparison["kind"] == "story")
+        sections.insert(at, ("Trajectories and speeds of all vehicles: colour per robot, line style per "
+                             f"{comparison['kind'] if comparison['kind'] != 'story' else 'variant'}", image(overlay)))
     styles = ", ".join(f"{c} {STYLE_NAMES[k % len(STYLES)]}" for k, c in enumerate(variants))
+    swatches = " ".join(f"<span style='color:{palette[c]}'>&#9632;</span>&nbsp;{html.escape(c)}" for c in variants)
     meta = (f"scenario <b>{html.escape(str(comparison['scenario']))}</b> · seed {comparison['seed']} · "
             f"{comparison['kind']}: {html.escape(', '.join(variants))} · robots are named as in the scenario; "
-            f"line styles: {html.escape(styles)}")
+            f"line styles: {html.escape(styles)} · colours: {swatches}")
     title = (f"coopsim demo: {' vs '.join(variants)}" if comparison["kind"] == "story"
              else f"coopsim: {comparison['kind']} comparison")
     write_atomic(out / "comparison.html", page(title, sections, meta))
