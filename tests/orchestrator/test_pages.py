@@ -78,8 +78,8 @@ def test_the_comparison_shows_every_platoon_and_its_latency_curves(pages, tmp_pa
     assert "p0 (ela_cacc, 5 followers)" in seen["text"] and "p1 (ela_cacc, 5 followers)" in seen["text"]
     assert "Predecessor speed as each follower received it, against the truth (10 links" in seen["text"]
     curves = next(i for i in seen["images"] if i["alt"] == "latency_interval_histograms")
-    # both variants drew their curves, one line style each in one dark grey (colours are the robots')
-    assert _coloured_pixels(curves["src"], (51, 51, 51)) > 600
+    # both variants drew their curves, each in its channel's colour (ideal black, ITS-G5 blue) and line style
+    assert _coloured_pixels(curves["src"], (0, 0, 0)) > 300 and _coloured_pixels(curves["src"], (0, 114, 178)) > 300
 
 
 def test_the_run_report_has_a_table_per_platoon_and_flat_channel_values(pages, tmp_path):
