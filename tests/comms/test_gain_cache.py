@@ -63,6 +63,7 @@ def test_a_damaged_or_hostile_cache_file_is_ignored_and_replaced(cache, damage):
     assert np.array_equal(np.load(path, allow_pickle=False), table)  # replaced by the good table
 
 
+@pytest.mark.slow
 def test_a_directory_that_cannot_be_written_only_costs_the_computation(tmp_path, monkeypatch):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")
@@ -93,6 +94,7 @@ outputs: {plots: false, report: false}
 """
 
 
+@pytest.mark.slow
 def test_a_runs_digest_does_not_depend_on_the_cache(cache, tmp_path):
     cold = run_scenario(parse_scenario(RUN), tmp_path / "cold").run_info["digest"]
     assert any(cache.glob("*.npy"))

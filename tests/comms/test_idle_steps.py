@@ -36,6 +36,7 @@ def _run(tmp: Path, name: str, sets: list[str]) -> str:
     return f"{result.run_info['digest']}/{files}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_skipping_idle_steps_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
     calls = {"kernel": 0, "steps": 0}

@@ -182,6 +182,7 @@ def test_without_the_option_no_pm_travels_and_deliveries_carry_no_u_des():
 
 
 # -- (c) the radio -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_pm_pdr_equals_cam_pdr_at_200_m_and_the_draws_are_independent():
     # fixed-rate CAMs at 10 Hz and PMs at 10 Hz, generated at the same instants; at 200 m the dual-slope model
     # with shadowing and fading delivers about 60 % (RadioParams.sensitivity_dbm)

@@ -128,6 +128,7 @@ def test_a_run_that_raises_is_recorded_and_the_others_complete(tmp_path):
     assert run["seed"] == 42 and run["digest"] == records[1]["digest"] and len(metrics["followers"]) == 3
 
 
+@pytest.mark.slow
 def test_a_failing_variant_is_reported_with_its_error(tmp_path):
     scenario = parse_scenario(PLATOON.read_text(), overrides=SHORT)
     result = compare(scenario, "channel", ["ideal", "itsg5"], tmp_path, jobs=2,

@@ -71,6 +71,7 @@ def test_a_plugin_claiming_a_builtin_port_is_bad_input(tmp_path):
         run_scenario(scenario, tmp_path)
 
 
+@pytest.mark.slow
 def test_an_unwritable_output_directory_is_bad_input_before_the_run(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
@@ -154,6 +155,7 @@ def _complete_or_absent(run_dir: Path) -> None:
     assert not list(run_dir.rglob(".*.part"))  # no temporary file left behind
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", ["400k", "2m"])
 def test_a_nearly_full_disk_ends_the_run_with_exit_4_and_complete_files(small_disk, size):
     out = small_disk(size) / "run"
@@ -196,6 +198,7 @@ def test_run_json_that_cannot_be_written_is_said_and_exit_4(tmp_path, monkeypatc
     assert not (out / "run.json").exists()
 
 
+@pytest.mark.slow
 def test_metrics_on_a_full_disk_leaves_no_file_cut_short(small_disk, tmp_path):
     source = tmp_path / "source"
     run_scenario(parse_scenario(PLATOON, overrides=["duration_s=3"]), source)

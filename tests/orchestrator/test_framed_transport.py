@@ -97,6 +97,7 @@ def _run(tmp_path: Path, where: str, overrides: list[str]) -> Any:
     return result
 
 
+@pytest.mark.slow
 def test_a_platoon_over_framed_tcp_gives_the_in_process_digest(tmp_path, client_env):
     """Physics hosted (execution.remote) and a probe hosted (federates: remote:), both over framed TCP."""
     local = _run(tmp_path, "local", [f"federates=[{_entry('probe', None)}]".replace("'", '"')])
@@ -129,6 +130,7 @@ def test_an_unreachable_framed_host_is_a_clear_error(tmp_path, client_env):
 
 
 # -- identity -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_token_is_required_beyond_loopback(tmp_path):
     for listen in ("0.0.0.0:0", "[::]:0"):
         done = subprocess.run([sys.executable, "-m", "orchestrator.cli", "host", "--listen", "127.0.0.1:0",
@@ -197,6 +199,7 @@ def test_oversize_garbage_and_strangers_get_an_error_reply_and_the_connection_en
         assert proc.poll() is None  # still serving
 
 
+@pytest.mark.slow
 def test_max_sessions_idle_close_and_cleanup(tmp_path, client_env):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -247,6 +250,7 @@ def test_max_sessions_idle_close_and_cleanup(tmp_path, client_env):
         assert list(temp.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_tls_round_trip_and_sigterm(tmp_path, client_env):
     cert, key = _self_signed(tmp_path)
     env = _clean_env(COOPSIM_TOKEN="tls-token")

@@ -110,6 +110,7 @@ def _peak_rss_kb(pid: int) -> int:
 
 
 # -- outputs --------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_client_chosen_out_dir_writes_nothing_outside_the_out_root(tmp_path, client_env):
     root, victim = tmp_path / "root", tmp_path / "victim"
     victim.mkdir()
@@ -138,6 +139,7 @@ def test_a_client_chosen_out_dir_writes_nothing_outside_the_out_root(tmp_path, c
     assert {session_label(d, "fed") for d in hostile} <= {d.name.rsplit("-", 1)[0] for d in sessions}
 
 
+@pytest.mark.slow
 def test_without_an_out_root_each_session_writes_to_a_temporary_directory_removed_at_its_end(tmp_path, client_env):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -212,6 +214,7 @@ def test_file_and_broker_params_outside_the_allowed_set_are_refused(tmp_path, cl
             assert "PermissionError" not in str(error.value), str(error.value)
 
 
+@pytest.mark.slow
 def test_a_plug_in_class_in_a_robots_config_is_refused_at_spawn(client_env):
     params, robots = _itsg5()
     robots[1]["config"]["controller"]["type"] = "subprocess:Popen"
@@ -368,6 +371,7 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
+@pytest.mark.slow
 def test_a_run_over_tls_with_a_token_gives_the_same_digest_as_in_process(tmp_path, client_env):
     cert, key = _self_signed(tmp_path)
     probe = {"name": "probe", "type": PROBE, "params": {"gain": 2.5}}

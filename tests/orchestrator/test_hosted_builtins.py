@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 from tests.orchestrator.test_outcomes import CRASH as OUTCOMES_CRASH
@@ -29,6 +31,7 @@ def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path
     assert hosted.run_info["outcomes"] == outcomes
 
 
+@pytest.mark.slow
 def test_a_hosted_control_federate_gets_the_maneuver_plan(tmp_path: Path, builtin_hosts: dict[str, str]):
     """The plan's mappings are keyed by platoon id (integers); they cross as strings and are read back as ids."""
     from orchestrator.scenario import load_scenario

@@ -39,6 +39,7 @@ def test_longitudinal_laws_follow_the_s_curve_with_pure_pursuit(tmp_path, law):
     assert np.nanmean(settled) == pytest.approx(expected, abs=0.15)
 
 
+@pytest.mark.slow
 def test_leader_follows_a_closed_waypoint_track_and_the_platoon_follows_it(tmp_path):
     scenario = load_scenario(REPO / "scenarios" / "platoon_track.yaml", ["duration_s=45", *QUIET])
     result = run_scenario(scenario, tmp_path)

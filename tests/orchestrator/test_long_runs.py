@@ -41,6 +41,7 @@ def test_a_bad_limit_is_refused_at_its_field(value, message):
         parse_scenario(PLATOON, overrides=[f"execution.step_timeout_s={value}"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [["--step-timeout", "0.5"], ["--set", "execution.step_timeout_s=0.5"]])
 def test_the_limit_from_the_command_line_or_the_scenario_stops_a_hung_step(tmp_path, how):
     done = _coopsim("run", "scenarios/platoon.yaml", "--out", str(tmp_path), "--quiet", *how, "--set", "duration_s=3",

@@ -84,6 +84,7 @@ def check_completed(metrics: dict, within_s: float) -> dict:
     return entry
 
 
+@pytest.mark.slow
 def test_join_at_the_tail(tmp_path):
     metrics, events = run(tmp_path, "tail", scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1}]"))
     check_completed(metrics, within_s=12.0)
@@ -94,6 +95,7 @@ def test_join_at_the_tail(tmp_path):
     assert abs(final_pose(tmp_path, "tail", 4)[1]) < 0.1  # in the platoon's lane (y = 0), not beside it
 
 
+@pytest.mark.slow
 def test_join_in_the_middle_opens_a_gap(tmp_path):
     metrics, events = run(tmp_path, "middle", scenario_text(
         "[{at_s: 1, type: join, robot: joiner, platoon: p1, position: 1}]", joiner_x=-25.0))
@@ -115,6 +117,7 @@ def test_join_in_the_middle_opens_a_gap(tmp_path):
     assert [state["platoon_index"][r] for r in (1, 4, 2, 3)] == [0, 1, 2, 3]
 
 
+@pytest.mark.slow
 def test_leave(tmp_path):
     metrics, _ = run(tmp_path, "leave", scenario_text("[{at_s: 1, type: leave, robot: p1_1}]", duration=24.0,
                                                            joiner_x=-300.0))
@@ -129,6 +132,7 @@ def test_leave(tmp_path):
     assert x1 - x3 < 30.0  # the gap closed to about one slot (21.5 m; with the leaver's slot it was 45 m and more)
 
 
+@pytest.mark.slow
 def test_split_then_merge(tmp_path):
     metrics, _ = run(tmp_path, "split_merge", scenario_text(
         "[{at_s: 1, type: split, platoon: p1, position: 2, name: rear}, {at_s: 11, type: merge, platoon: rear, "
@@ -179,6 +183,7 @@ def test_short_outage_delays_the_join(tmp_path):
     assert t_late > t_clean + 1.0
 
 
+@pytest.mark.slow
 def test_runs_are_deterministic(tmp_path):
     text = scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1, position: 1}]", duration=6.0)
     digests = []
@@ -211,6 +216,7 @@ def test_bad_requests_are_errors_at_their_lines(tmp_path, request_text, line, me
     assert message in done.stderr
 
 
+@pytest.mark.slow
 def test_the_resolved_scenario_reruns_the_maneuvers(tmp_path):
     first = run_scenario(parse_scenario(scenario_text("[{at_s: 1, type: join, robot: joiner, platoon: p1}]",
                                                       duration=5.0)), tmp_path / "first")

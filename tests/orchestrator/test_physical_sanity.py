@@ -234,6 +234,7 @@ def test_the_estimate_counts_steps_robots_trace_columns_and_v2x_rows():
     assert (untraced.trace_samples, untraced.v2x_rows, untraced.disk_bytes) == (0, 0, 0)
 
 
+@pytest.mark.slow
 def test_the_schemas_largest_fleet_is_refused_without_force():
     msg = problems(BASE, ("vehicles.count=100000",))
     assert len(msg) == 1 and msg[0].startswith("s.yaml: vehicles.count: the run would need about ")
@@ -272,6 +273,7 @@ def test_cruise_followers_start_at_the_default_spacing():
 
 
 # -- through the command line ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_reports_a_zero_step_and_a_huge_fleet_as_bad_input(tmp_path: Path):
     bad = tmp_path / "s.yaml"
     bad.write_text(BASE.replace("step_s: 0.01", "step_s: 1.0e-10"))
@@ -285,6 +287,7 @@ def test_cli_reports_a_zero_step_and_a_huge_fleet_as_bad_input(tmp_path: Path):
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_cli_force_runs_past_the_budget(tmp_path: Path):
     small = tmp_path / "s.yaml"
     small.write_text(BASE.replace("duration_s: 5", "duration_s: 0.2") + "outputs: {plots: false, report: false}\n")
@@ -295,6 +298,7 @@ def test_cli_force_runs_past_the_budget(tmp_path: Path):
     assert json.loads((tmp_path / "b" / "run.json").read_text())["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_cli_runs_the_shipped_platoon_with_cruise(tmp_path: Path):
     out = tmp_path / "cruise"
     result = cli("run", "scenarios/platoon.yaml", "--set", "controller={type: cruise, period_s: 0.02}",

@@ -93,6 +93,7 @@ def test_two_platoons_in_their_own_lanes_never_meet(tmp_path):
     assert max(off_lane) < 0.3
 
 
+@pytest.mark.slow
 def test_each_platoon_has_its_own_law_and_validate_says_so():
     proc = subprocess.run([sys.executable, "-m", "orchestrator.cli", "validate",
                            str(REPO / "scenarios" / "two_platoons.yaml")], cwd=REPO, capture_output=True, text=True,

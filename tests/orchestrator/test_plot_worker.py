@@ -204,6 +204,7 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_an_interrupted_command_leaves_no_worker_running(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = tmp_path / "run"

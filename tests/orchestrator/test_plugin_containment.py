@@ -19,6 +19,8 @@ from orchestrator.metrics import read_traces
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import parse_scenario
 
+pytestmark = pytest.mark.slow  # each case a run in a process of its own
+
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
 QUIET = ["outputs.plots=false", "outputs.report=false", "duration_s=2"]

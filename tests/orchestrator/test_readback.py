@@ -78,6 +78,7 @@ def _same_but_spacing_errors(got: object, want: object, where: str) -> None:
         assert got == want, where
 
 
+@pytest.mark.slow
 def test_mcap_without_the_plugins_is_complete_and_says_so(plugin_run: Path, tmp_path: Path):
     done = _coopsim("mcap", str(plugin_run), "--out", str(tmp_path / "run.mcap"))
     assert done.returncode == 0, done.stderr

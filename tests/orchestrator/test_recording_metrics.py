@@ -22,6 +22,8 @@ from orchestrator.metrics import METRICS, RunData, compute_metrics, metrics_json
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import ScenarioError, load_scenario, parse_scenario
 
+pytestmark = pytest.mark.slow  # every shipped scenario run for the module, and a host
+
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
 QUIET = ["outputs.plots=false", "outputs.report=false"]

@@ -41,6 +41,7 @@ def test_overrides_and_platoon_blocks_are_written_in_full(tmp_path):
     assert data["channel"]["generation"]["t_gen_cam_max_s"] == 1.0  # the ITS-G5 parameters, defaults included
 
 
+@pytest.mark.slow
 def test_a_compare_variant_reruns_from_its_resolved_scenario(tmp_path):
     out = tmp_path / "cmp"
     assert main(["compare", str(REPO / "scenarios" / "platoon.yaml"), "--channels", "ideal,itsg5", "--out",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario, parse_scenario
@@ -37,6 +38,7 @@ def _lost_targets(out: Path, *overrides: str) -> tuple[float, dict]:
     return float(np.isnan(np.asarray(trace["range_m"])[followers]).mean()), result.run_info
 
 
+@pytest.mark.slow
 def test_eight_cars_on_itsg5_keep_each_other_in_sight_with_the_road_default(tmp_path):
     lost, info = _lost_targets(tmp_path / "default")
     assert lost == 0.0 and info["outcomes"]["collisions"] == 0

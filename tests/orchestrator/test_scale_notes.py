@@ -29,6 +29,7 @@ def test_a_car_gap_on_robots_is_noted():
     assert "note:" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_short_lookahead_on_cars_at_motorway_speed_is_noted():
     cars = ["--set", "vehicles.template={preset: g35_sedan, model: kinematic}", "--set", "leader.profile=constant",
             "--set", "leader.params={speed_mps: 25.0}",
@@ -41,11 +42,13 @@ def test_a_short_lookahead_on_cars_at_motorway_speed_is_noted():
     assert "look-ahead" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_an_excitation_larger_than_the_speed_is_noted():
     proc = validate(str(PLATOON), "--set", "leader.profile=sinusoid", "--set", "leader.params={speed_mps: 1.0}")
     assert "the sinusoid amplitude 2.78 m/s exceeds its speed 1 m/s" in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "scenarios").glob("*.yaml")))
 def test_the_shipped_scenarios_are_in_scale(name):
     proc = validate(str(REPO / "scenarios" / name))

@@ -199,6 +199,7 @@ def test_a_plug_in_that_does_not_import_is_a_scenario_error_before_any_run(tmp_p
     assert not (tmp_path / "s").exists()
 
 
+@pytest.mark.slow
 def test_longer_time_gap_never_amplifies_more_and_min_stable_end_to_end(tmp_path):
     code, text = cli(str(PLATOON), "--param", "controller.time_gap_s=0.3,1.0", "--param", "channel.type=ideal,itsg5",
                      "--set", "duration_s=10", "--set", "outputs.plots=false", "--set", "outputs.report=false",

@@ -21,6 +21,7 @@ from orchestrator.vehicle_test import (
 from .helpers import CLEAN
 
 
+@pytest.mark.slow
 def test_constant_radius_understeer_and_saturation() -> None:
     run, p, _, radius = simulate_constant_radius(
         "g35_sedan", 24.0, ["linear", "fiala", "pacejka"], dt=0.01, overrides=CLEAN, radius_m=60.0, ramp_mps2=0.2)

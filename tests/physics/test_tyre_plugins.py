@@ -29,6 +29,7 @@ def _drive(tyre: str, steps: int = 400) -> dict[str, np.ndarray]:
     return {k: v.copy() for k, v in model.state.items()}
 
 
+@pytest.mark.slow
 def test_a_plugin_equal_to_the_builtin_gives_the_same_motion_bit_for_bit():
     builtin, plugin = _drive("fiala"), _drive("tests.physics.tyre_plugins:Brush")
     for name in builtin:
@@ -36,6 +37,7 @@ def test_a_plugin_equal_to_the_builtin_gives_the_same_motion_bit_for_bit():
     assert builtin["yaw_rate"][1] > builtin["yaw_rate"][0] > 0.05  # it really turned
 
 
+@pytest.mark.slow
 def test_a_different_plugin_changes_the_motion():
     stiff, soft = _drive("tests.physics.tyre_plugins:Brush"), _drive("tests.physics.tyre_plugins:Soft")
     # half the cornering stiffness: more understeer at the same steering angle, so less yaw rate

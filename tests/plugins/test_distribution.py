@@ -87,6 +87,7 @@ def coopsim(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(command), *args], env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("law", "channel"), [("tw_gap", "tw_lossy"),
                                               ("'tw_plugins.law:TimeGap'", "'tw_plugins.channel:LossyBeacons'")],
                          ids=["entry_points", "paths"])
