@@ -54,8 +54,9 @@ test-fast: $(STAMP_TEST)
 # started here and ended by their process ids, whatever the outcome
 test-under-load: install-test
 	@$(PY) -c 'while True: pass' & one=$$!; $(PY) -c 'while True: pass' & two=$$!; \
-	  echo "busy processes $$one $$two beside the suite"; \
-	  $(MAKE) --no-print-directory test; status=$$?; kill $$one $$two; exit $$status
+	  trap 'kill $$one $$two 2>/dev/null' EXIT INT TERM; \
+	  echo "busy processes $$one and $$two beside the suite"; \
+	  $(MAKE) --no-print-directory test
 
 # The Docker tests' engine (tests/test_docker.py): docker.io, docker-compose and debootstrap installed when missing,
 # dockerd started when none answers (`make test` stops it again; docker/engine.sh stop by hand otherwise)
