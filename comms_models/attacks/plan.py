@@ -50,6 +50,7 @@ class AttackPlan:
     def __init__(self, attacks: Sequence[Attack]) -> None:
         self.attacks = list(attacks)
         self.robots = np.array([a.ctx.robot for a in self.attacks], np.int64)
+        self._observers = [a for a in self.attacks if type(a).observe is not Attack.observe]  # e.g. replays
         self._frames: list[np.ndarray] = []  # forged frames' serials (increasing), their labels and claimed ids
         self._labels: list[np.ndarray] = []
         self._claimed: list[np.ndarray] = []
@@ -77,17 +78,22 @@ class AttackPlan:
         label and the station id it claims."""
         labels = np.zeros(len(senders), np.int64)
         claimed = senders.copy()
-        for attack in self.attacks:
+        for attack in self._observers:
             attack.observe(t_ns, senders, values)
-        for attack in self._active(t_ns, "cam"):
-            rows = senders == attack.ctx.robot
+        active = self._active(t_ns, "cam")
+        sending = np.flatnonzero(np.isin(senders, self.robots)) if active else senders[:0]  # attackers' rows
+        copied = False
+        for attack in active:
+            rows = sending[senders[sending] == attack.ctx.robot]
             if attack.only_extra:
-                rows &= extra
-            rows = np.flatnonzero(rows & (labels == 0))
+                rows = rows[extra[rows]]
+            rows = rows[labels[rows] == 0]
             if not len(rows):
                 continue
             forged = attack.forge(t_ns, {name: values[name][rows] for name in CAM_FIELDS})
-            values = {name: col.copy() for name, col in values.items()}
+            if not copied:  # the caller's columns stay untouched; one copy for all the attacks
+                values = {name: col.copy() for name, col in values.items()}
+                copied = True
             for name in CAM_FIELDS:
                 values[name][rows] = forged[name]
             labels[rows] = attack.ctx.label

@@ -17,6 +17,7 @@ import numpy as np
 
 from comms_models.attacks.plan import AttackPlan, build_attacks
 from comms_models.base import CommsModel, Deliveries
+from comms_models.itsg5.pm import PM_CONTENT
 from comms_models.misbehaviour import DETECTORS
 from comms_models.misbehaviour.base import Detector
 from comms_models.misbehaviour.history import pair_keys
@@ -60,6 +61,7 @@ class Guard:
             self.hold_ns = round(float(detection.get("hold_s", 1.0)) * 1e9)
         self._blocked = np.empty(0, np.int64)  # (receiver, sender) keys not listened to ...
         self._until = np.empty(0, np.int64)  # ... until then [ns]
+        self._tainted = np.empty(0, np.int64)  # (receiver, sender) keys whose newest platooning message was dropped
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         """Receiving stations appear."""
@@ -85,6 +87,8 @@ class Guard:
         else:
             checks, verdict = self.detector.judge(t_ns, deliveries, own, sensor)
         drop = self._drops(t_ns, deliveries, verdict)
+        if self.reaction != "none" and (len(self._tainted) or (drop & (kind == 1)).any()):
+            apps = self._untaint(deliveries, apps, kind, drop)
         if drop.any():
             apps = {name: col[~drop] for name, col in apps.items()}
         table = {"t_ns": np.asarray(deliveries["received_ns"], np.int64), "receiver": deliveries["receiver"],
@@ -92,6 +96,29 @@ class Guard:
                  "message": kind.astype(np.uint8), "attack": attack, "checks": checks,
                  "verdict": verdict.astype(np.uint8), "dropped": drop.astype(np.uint8)}
         return apps, table
+
+    def _untaint(self, deliveries: Deliveries, apps: Deliveries, kind: np.ndarray, drop: np.ndarray) -> Deliveries:
+        """The channel model hands a CAM row the newest platooning fields it received from the pair, also those of
+        a platooning message the receiver dropped: a kept CAM of a pair whose newest platooning message was dropped
+        (before this step, or in it) carries them as unavailable (NaN) instead, until a platooning message of the
+        pair is kept again. Without this a dropped forged desired acceleration reached the controller anyway."""
+        keys = pair_keys(deliveries["receiver"], deliveries["sender"])
+        pm = kind == 1
+        dropped_now = np.unique(keys[pm & drop])
+        stale = ~pm & ~drop & np.isin(keys, np.union1d(self._tainted, dropped_now))
+        # the taint after this step: by each pair's last platooning message in it
+        pm_rows = np.flatnonzero(pm)[::-1]  # newest first: np.unique keeps each pair's first (= last) row
+        if len(pm_rows):
+            settled, first = np.unique(keys[pm_rows], return_index=True)
+            bad = drop[pm_rows[first]]
+            self._tainted = np.union1d(self._tainted[~np.isin(self._tainted, settled)], settled[bad])
+        if not stale.any():
+            return apps
+        out = dict(apps)
+        for name in PM_CONTENT:
+            if name in out:
+                out[name] = np.where(stale, np.nan, np.asarray(out[name], np.float64))
+        return out
 
     def _drops(self, t_ns: int, deliveries: Deliveries, verdict: np.ndarray) -> np.ndarray:
         """Which deliveries the receivers drop by the reaction."""
