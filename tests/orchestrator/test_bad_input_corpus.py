@@ -6,7 +6,7 @@ keys renamed or removed) and up to two random ``--set`` overrides. Every case mu
 bad-input error (exit 2) whose every line names the file, the line and the field path, in bounded time: at most
 ``CASE_FACTOR`` times what validating the shipped scenarios takes, measured in the same test (again when a case
 is slower, so that load that comes and goes moves the bound too). 2,000 cases run in process through
-``orchestrator.cli.main.main`` under ``COOPSIM_FULL_FUZZ=1`` (set by ``make test``), a fixed subset of 300
+``orchestrator.cli.main.main`` under ``COOPSIM_FULL_FUZZ=1`` (set by ``make test``), a fixed subset of 100
 otherwise; a few dozen run through the installed console script.
 """
 
@@ -33,7 +33,7 @@ from orchestrator.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = {p.name: p.read_bytes() for p in sorted((REPO / "scenarios").glob("*.yaml"))}
-IN_PROCESS_CASES = 2000 if os.environ.get("COOPSIM_FULL_FUZZ") == "1" else 300
+IN_PROCESS_CASES = 2000 if os.environ.get("COOPSIM_FULL_FUZZ") == "1" else 100
 CLI_CASES = 24
 CASE_FACTOR = 100.0  # a case may take this many times the slowest shipped scenario's validation (20 seen)
 
@@ -360,6 +360,7 @@ def test_inputs_that_failed_only_later_are_refused_by_validate(case: str) -> Non
     assert where in err, err
 
 
+@pytest.mark.slow
 def test_validate_runs_no_module_that_does_not_define_the_plugin(tmp_path: Path) -> None:
     """``type: 'this:X'`` used to import ``this`` (printing the Zen of Python) before refusing it; a module beside
     the scenario without the class must not run either."""

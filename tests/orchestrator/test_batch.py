@@ -80,6 +80,7 @@ def test_itsg5_variant_runs_at_the_scenarios_origin(tmp_path):
         assert saved["summary"]["min_gap_m"][variant] == min(f["min_gap_m"] for f in followers.values())
 
 
+@pytest.mark.slow
 def test_a_fidelity_from_a_scenario_object_keeps_the_origin(tmp_path):
     scenario = parse_scenario(munich_scenario(tmp_path).read_text(), overrides=SHORT)
     overrides = variant_overrides(scenario, "fidelity", "full")

@@ -18,6 +18,7 @@ CRASH = (OUTCOMES_CRASH.replace("duration_s: 6.0", "duration_s: 5.0")
                   "channel: {type: itsg5}\noutputs: {plots: false, report: false}"))
 
 
+@pytest.mark.slow
 def test_hosted_built_ins_give_the_in_process_traces_and_outcomes(tmp_path: Path, builtin_hosts: dict[str, str]):
     local = run_scenario(parse_scenario(CRASH), tmp_path / "local")
     physics, v2x, control = (builtin_hosts[kind] for kind in ("physics", "v2x", "control"))

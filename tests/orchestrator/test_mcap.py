@@ -318,6 +318,7 @@ def test_a_trace_out_of_time_order_is_named(run_dir: Path, tmp_path: Path, capsy
     assert not (copy / "run.mcap").exists() and not list(copy.glob("*.partial"))
 
 
+@pytest.mark.slow
 def test_every_message_fits_its_stored_schema(run_dir: Path) -> None:
     """The schemas stored in the file are valid JSON Schemas and each message of each topic validates against its
     own (first 20 per topic); a schema that says ``number`` where a message writes null would fail here."""

@@ -33,7 +33,7 @@ from orchestrator.scenario import parse_scenario
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = (REPO / "scenarios" / "platoon.yaml").read_text()
 SMALL = ["duration_s=2", "vehicles.count=3", "platoon.size=3", "channel.type=itsg5"]
-FUZZ_CASES = 2000 if os.environ.get("COOPSIM_FULL_FUZZ") == "1" else 300
+FUZZ_CASES = 2000 if os.environ.get("COOPSIM_FULL_FUZZ") == "1" else 100
 FUZZ_SEED = 20240623
 
 

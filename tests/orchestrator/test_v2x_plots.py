@@ -16,6 +16,8 @@ from orchestrator.scenario import load_scenario
 
 from .test_resolved import REPO
 
+pytestmark = pytest.mark.slow  # an ITS-G5 car run with every V2X plot drawn
+
 CARS = ["duration_s=12", "vehicles.count=20", "platoon.size=20", "vehicles.template.preset=passenger_car",
         "leader={profile: constant, params: {speed_mps: 25}}", "controller={type: path_cacc}",
         "outputs.report=true", "outputs.plots=true"]
