@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -21,22 +20,27 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+_PEAK_OF = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+"""Runs the command given and prints the peak RSS of its largest descendant (plot workers included)."""
 
 
 def soak(duration_s: float, robots: int, out: Path) -> dict[str, float]:
     """One run in a child process: wall time, peak RSS [MiB], simulated time and trace size."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "scenarios/platoon.yaml", "--out", str(out),
-                    "--quiet", "--set", f"vehicles.count={robots}", "--set", "channel.type=itsg5",
-                    "--set", f"duration_s={duration_s}"], cwd=REPO, env=env, check=True, capture_output=True)
+    run = [sys.executable, "-m", "orchestrator.cli", "run", "scenarios/platoon.yaml", "--out", str(out), "--quiet",
+           "--set", f"vehicles.count={robots}", "--set", "channel.type=itsg5", "--set", f"duration_s={duration_s}"]
+    # through a process of its own, which prints the largest of its descendants (KiB on Linux): this process's
+    # RUSAGE_CHILDREN is the largest child so far, so a longer run could never show a smaller peak than a shorter
+    done = subprocess.run([sys.executable, "-c", _PEAK_OF, *run], cwd=REPO, env=env, check=True, capture_output=True,
+                          text=True)
     wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest child so far (KiB on Linux)
+    peak = int(done.stdout.split()[-1])
     info = json.loads((out / "run.json").read_text())
     size = sum(p.stat().st_size for p in (out / "trace").glob("*.parquet"))
     return {"sim_s": info["sim_time_s"], "run_wall_s": info["wall_time_s"], "total_wall_s": wall,
-            "peak_mib": max(peak, before) / 1024, "trace_mib": size / 2**20}
+            "peak_mib": peak / 1024, "trace_mib": size / 2**20}
 
 
 def main() -> None:
