@@ -23,6 +23,9 @@ ALLOWED: dict[str, str] = {
     "orchestrator.metrics.registry:_ELSEWHERE": "feeds METRICS: the built-ins that live outside the default module",
     "orchestrator.batch.compare:STORY": "the demo story's variants: sets of --set overrides (data), named like the "
                                         "channels they select",
+    "orchestrator.batch.compare_plots:CHANNEL_COLORS": "styling of the comparison page per channel kind (data); other "
+                                                       "variants take the rest of the palette",
+    "orchestrator.batch.compare_plots:MARKERS": "the comparison page's marker per channel kind (data), as above",
 }
 """``module:NAME`` -> why this module-level dict stays a dict."""
 

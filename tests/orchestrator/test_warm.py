@@ -25,10 +25,11 @@ def test_after_the_install_step_a_run_compiles_nothing(tmp_path):
     warm = subprocess.run([sys.executable, "-m", "orchestrator.warm"], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=600)
     assert warm.returncode == 0, warm.stderr
-    assert "compiled the kernels of 3 vehicle models x 2 channels" in warm.stdout
+    assert "compiled the kernels of 3 vehicle models x 3 channels" in warm.stdout
     compiled = _cache_files(cache)
     assert len([f for f in compiled if f.endswith(".nbi")]) >= 10  # kernels of physics, V2X, control and noise
-    for sets in (["channel.type=itsg5", "vehicles.template.model=dynamic"], ["vehicles.template.model=unicycle"]):
+    for sets in (["channel.type=itsg5", "vehicles.template.model=dynamic"], ["vehicles.template.model=unicycle"],
+                 ["channel.type=cv2x"]):
         run = subprocess.run([sys.executable, "-m", "orchestrator.cli", "run", "scenarios/platoon.yaml", "--quiet",
                               "--out", str(tmp_path / "run"), "--set", "duration_s=2", "--set", "outputs.plots=false",
                               "--set", "outputs.report=false", *(a for s in sets for a in ("--set", s))],
