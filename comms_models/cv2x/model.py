@@ -29,10 +29,10 @@ from core.rng import KeyedDraws, purpose_key, stream
 from core.robots import RobotSpec
 
 from ..base import CommsModel, Deliveries, Interest, empty_deliveries
+from ..itsg5.ca_service import cam_content
 from ..itsg5.codec import CamCodec, build_cam
 from ..itsg5.generation import CamGeneration
 from ..itsg5.geo import LocalProjection
-from ..itsg5.quantise import quantise_si
 from .log import CV2X_COLUMNS, RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import SPEED_OF_LIGHT_MPS, Propagation
@@ -40,7 +40,6 @@ from .reception import LOSS_CAUSES, RECEIVED
 from .sidelink import NS_PER_SF, Sidelink, Subframe
 
 CAM_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
-_CURVATURE_MIN_SPEED_MPS = 0.1  # below this, yaw_rate / v is meaningless: curvature sent as unavailable
 
 CV2X_LOG = port("v2x", {**V2X_LOG_FIELDS, "subframe": ("int64", "ms"), "subchannel": ("int64", "-"),
                         "subchannels": ("int64", "-"), "reselection": ("uint8", "-", RESELECTIONS),
@@ -167,16 +166,11 @@ class Cv2xChannel(CommsModel):
     def _content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
                  yaw: np.ndarray, v: np.ndarray) -> np.ndarray:
         """What receivers decode of the CAMs of ``rows``: the SI values through WGS84 and the CAM's quantisation."""
-        lat, lon = self.projection.to_geodetic(x[rows], y[rows])
-        vv = v[rows]
-        yaw_rate = np.asarray(estimate["yaw_rate"], np.float64)[rows]
-        moving = np.abs(vv) >= _CURVATURE_MIN_SPEED_MPS
-        curvature = np.where(moving, yaw_rate / np.where(moving, vv, 1.0), np.nan)
-        q = quantise_si({"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows], "v": vv,
-                         "a": np.asarray(estimate["a"], np.float64)[rows], "yaw_rate": yaw_rate,
-                         "curvature": curvature})
-        qx, qy = self.projection.to_local(q["lat_deg"], q["lon_deg"])
-        return np.column_stack([qx, qy, q["yaw"], q["v"], q["a"], q["yaw_rate"]])
+        _, q = cam_content(self.projection, {
+            "x": x[rows], "y": y[rows], "yaw": yaw[rows], "v": v[rows],
+            "a": np.asarray(estimate["a"], np.float64)[rows],
+            "yaw_rate": np.asarray(estimate["yaw_rate"], np.float64)[rows]})
+        return np.column_stack([q["x"], q["y"], q["yaw"], q["v"], q["a"], q["yaw_rate"]])
 
     def _received(self, sub: Subframe) -> None:
         """Log the links of a subframe and hold the deliveries among them."""

@@ -109,16 +109,7 @@ class CaService:
 
     def content_of(self, values: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """``content`` of CAMs given as local-frame SI values (``CAM_CONTENT`` columns, one row per CAM)."""
-        lat, lon = self.projection.to_geodetic(values["x"], values["y"])
-        vv = values["v"]
-        yaw_rate = values["yaw_rate"]
-        moving = np.abs(vv) >= _CURVATURE_MIN_SPEED_MPS
-        curvature = np.where(moving, yaw_rate / np.where(moving, vv, 1.0), np.nan)
-        si = {"lat_deg": lat, "lon_deg": lon, "yaw": values["yaw"], "v": vv,
-              "a": values["a"], "yaw_rate": yaw_rate, "curvature": curvature}
-        q = quantise_si(si)
-        qx, qy = self.projection.to_local(q["lat_deg"], q["lon_deg"])
-        return si, {"x": qx, "y": qy, "yaw": q["yaw"], "v": q["v"], "a": q["a"], "yaw_rate": q["yaw_rate"]}
+        return cam_content(self.projection, values)
 
     def _enqueue(self, t_ns: int, medium: Medium, rows: np.ndarray, with_lf: np.ndarray,
                  estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray, yaw: np.ndarray,
@@ -145,3 +136,20 @@ class CaService:
         medium.queue(t_ns, rows, ax.KIND_CAM, frames, ready, backoff, air, with_lf,
                      np.column_stack([content[name] for name in CAM_CONTENT]))
         self.wire.encode(t_ns, claimed, frames, with_lf, si_vals)
+
+
+def cam_content(projection: LocalProjection, values: Mapping[str, np.ndarray]
+                ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The SI values of CAMs given as local-frame SI values (``x``, ``y``, ``yaw``, ``v``, ``a``, ``yaw_rate``; one
+    row per CAM) and the quantised local-frame values a receiver decodes: through WGS84 and the CAM's units, as
+    any access layer carries them."""
+    lat, lon = projection.to_geodetic(values["x"], values["y"])
+    vv = values["v"]
+    yaw_rate = values["yaw_rate"]
+    moving = np.abs(vv) >= _CURVATURE_MIN_SPEED_MPS
+    curvature = np.where(moving, yaw_rate / np.where(moving, vv, 1.0), np.nan)
+    si = {"lat_deg": lat, "lon_deg": lon, "yaw": values["yaw"], "v": vv,
+          "a": values["a"], "yaw_rate": yaw_rate, "curvature": curvature}
+    q = quantise_si(si)
+    qx, qy = projection.to_local(q["lat_deg"], q["lon_deg"])
+    return si, {"x": qx, "y": qy, "yaw": q["yaw"], "v": q["v"], "a": q["a"], "yaw_rate": q["yaw_rate"]}
