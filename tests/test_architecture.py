@@ -242,3 +242,18 @@ def test_the_size_rule_sees_a_long_function_and_a_stateful_class() -> None:
     cls = tree.body[0]
     assert isinstance(cls, ast.ClassDef) and len(_self_attributes(cls)) == 31
     assert cls.body[0].end_lineno - cls.body[0].lineno + 1 == 32
+
+
+def test_the_command_lines_parser_loads_no_engine() -> None:
+    """``coopsim --help`` builds the parser only: a fresh interpreter that builds it has loaded neither the runner,
+    the world builder, numba, pyarrow nor matplotlib (a package ``__init__`` that imports its heavy modules, as
+    ``orchestrator.batch``'s once did, makes --help six times slower)."""
+    code = (
+        "import sys\n"
+        "from orchestrator.cli.parser import build_parser\n"
+        "build_parser()\n"
+        "heavy = ('orchestrator.runner', 'orchestrator.build.world', 'numba', 'pyarrow', 'matplotlib')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

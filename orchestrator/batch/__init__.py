@@ -17,14 +17,7 @@ The worst-follower rule: a run's value of a follower metric is the worst value o
 platoon in the run, the smallest for ``pdr`` and the ``min_*`` metrics (``min_gap_m``, ``min_ttc_s``) and the
 largest for all others (errors, deviations, ratios, latencies, ages, intervals, collisions). Followers without
 the metric are skipped. Over seed replicates a sweep reports the mean and sample std of the runs' worst values.
+
+The package itself imports nothing: ``args`` (the commands' arguments, which ``coopsim --help`` needs) is read
+without loading the runner; import each name from its module.
 """
-
-from .aggregate import RULE, is_stable, lowest_is_worst, min_stable, worst_over_followers
-from .cli import add_sweep_parser, print_sweep_summary, run_sweep_command
-from .compare import FIDELITIES, compare, with_channel, with_fidelity
-from .grid import grid, parse_param, point_names, split_values
-from .sweep import DEFAULT_METRICS, sweep
-
-__all__ = ["DEFAULT_METRICS", "FIDELITIES", "RULE", "add_sweep_parser", "compare", "grid", "is_stable",
-           "lowest_is_worst", "min_stable", "parse_param", "point_names", "print_sweep_summary", "run_sweep_command",
-           "split_values", "sweep", "with_channel", "with_fidelity", "worst_over_followers"]

@@ -192,7 +192,7 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
     if args.command == "vehicle-test":
         return vehicle_test(args, console)
     if args.command == "sweep":
-        from orchestrator.batch import run_sweep_command
+        from orchestrator.batch.cli import run_sweep_command
 
         return run_sweep_command(args, console)
     return _scenario_command(args, console, err)
@@ -245,7 +245,7 @@ def _validate(args: argparse.Namespace, scenario: Any, console: Console) -> int:
 
 def _compare(args: argparse.Namespace, scenario: Any, console: Console, err: Console) -> int:
     """``coopsim compare``: one run per channel (or fidelity), the table printed, comparison.html written."""
-    from orchestrator.batch import compare
+    from orchestrator.batch.compare import compare
     from orchestrator.batch.dask_runner import ClusterError
 
     out = args.out or Path("runs") / f"{scenario.name}-compare"

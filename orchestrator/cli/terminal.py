@@ -70,7 +70,7 @@ def print_comparison(result: dict[str, Any], console: Console) -> None:
 
 def demo(out: Path, console: Console, err: Console) -> int:
     """``coopsim demo``: the platoon with ideal, ITS-G5 and ITS-G5 with prediction, compared."""
-    from orchestrator.batch import compare
+    from orchestrator.batch.compare import compare
     from orchestrator.scenario import load_scenario
 
     scenario_path = Path(__file__).resolve().parent.parent / "scenarios" / "platoon.yaml"

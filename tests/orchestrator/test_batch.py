@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.batch import compare, worst_over_followers
-from orchestrator.batch.compare import summarise, variant_overrides
+from orchestrator.batch.aggregate import worst_over_followers
+from orchestrator.batch.compare import compare, summarise, variant_overrides
 from orchestrator.batch.runner import Task, execute, run_outputs
 from orchestrator.cli.main import main
 from orchestrator.runner import run_scenario

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from orchestrator.batch import compare
+from orchestrator.batch.compare import compare
 from orchestrator.batch.compare_data import ages_of_information, link_receptions
 from orchestrator.batch.compare_plots import CHANNEL_COLORS, plot_channel_figures, plot_metric_bars, variant_colors
 from orchestrator.scenario import parse_scenario

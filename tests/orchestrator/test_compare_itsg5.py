@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.batch import compare
+from orchestrator.batch.compare import compare
 from orchestrator.scenario import parse_scenario
 
 pytestmark = pytest.mark.slow  # an ideal/ITS-G5 comparison with plots

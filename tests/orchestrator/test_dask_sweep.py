@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from orchestrator.batch import add_sweep_parser, compare, run_sweep_command
+from orchestrator.batch.cli import add_sweep_parser, run_sweep_command
+from orchestrator.batch.compare import compare
 from orchestrator.batch.dask_runner import ClusterError
 from orchestrator.batch.runner import Task, execute
 from orchestrator.scenario import parse_scenario

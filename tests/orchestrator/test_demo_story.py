@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from orchestrator.batch import compare
-from orchestrator.batch.compare import STORY, variant_overrides
+from orchestrator.batch.compare import STORY, compare, variant_overrides
 from orchestrator.scenario import load_scenario
 
 from .test_resolved import REPO

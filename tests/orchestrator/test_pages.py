@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from orchestrator.batch import compare
+from orchestrator.batch.compare import compare
 from orchestrator.batch.sweep import sweep
 from orchestrator.scenario import parse_scenario
 

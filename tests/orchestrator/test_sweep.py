@@ -12,16 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from orchestrator.batch import (
-    add_sweep_parser,
-    grid,
-    min_stable,
-    parse_param,
-    point_names,
-    run_sweep_command,
-    split_values,
-    sweep,
-)
+from orchestrator.batch.aggregate import min_stable
+from orchestrator.batch.cli import add_sweep_parser, run_sweep_command
+from orchestrator.batch.grid import grid, parse_param, point_names, split_values
+from orchestrator.batch.sweep import sweep
 from orchestrator.scenario import ScenarioError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from orchestrator.batch import min_stable
+from orchestrator.batch.aggregate import min_stable
 from orchestrator.batch.criteria import Criterion, excitation_note, parse_criterion
 from orchestrator.batch.sweep import sweep
 from tests.controllers.harness import gamma_ploeg
