@@ -175,8 +175,10 @@ def _simulate(scenario: Scenario, out_dir: Path, seed: int, progress: bool, sour
             interrupted = control.stop_requested or "SIGINT"
         except (ContractError, SchedulerError) as exc:  # the federates as configured do not fit together
             raise ScenarioError(source, [Problem("federates", str(exc))]) from None
-    return _Simulated(world, error, interrupted or world.scheduler.interrupted, time.perf_counter() - t0,
-                      list(control.notes))
+    # a signal after the last instant (while the federates finalize and the traces close) still stops the run: a
+    # batch must not read the point as finished and start the next one
+    interrupted = interrupted or world.scheduler.interrupted or control.stop_requested
+    return _Simulated(world, error, interrupted, time.perf_counter() - t0, list(control.notes))
 
 
 def _run_info(scenario: Scenario, out_dir: Path, seed: int, sim: _Simulated) -> dict[str, Any]:
