@@ -136,7 +136,8 @@ def test_federates_get_the_worlds_typed_blocks_shared_per_template() -> None:
 
 
 def test_a_robot_crosses_the_wire_as_the_plain_config_and_comes_back_the_same() -> None:
-    from federates.remote.codec import decode_robot, encode_robot, pb
+    from federates.remote.codec import pb
+    from federates.remote.descriptions import decode_robot, encode_robot
 
     robots, _ = _spawned(FLEET)
     for robot in robots:

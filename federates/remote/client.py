@@ -29,18 +29,8 @@ from core.auth import TLS_CA_ENV, client_tls, token_from_env, token_metadata
 from core.federate import Federate, FederateMeta, PortData, SetupContext
 from core.robots import RobotSpec
 
-from .codec import (
-    PROTOCOL_VERSION,
-    CodecError,
-    decode_meta,
-    decode_outputs,
-    decode_robot,
-    encode_inputs,
-    encode_map,
-    encode_robot,
-    meta_dict,
-    pb,
-)
+from .codec import PROTOCOL_VERSION, CodecError, decode_outputs, encode_inputs, encode_map, pb
+from .descriptions import decode_meta, decode_robot, encode_robot, meta_dict
 from .framed_client import FramedTransport, SessionEndedError
 from .framing import FRAMED, split_address
 from .host import METHOD

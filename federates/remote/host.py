@@ -47,11 +47,10 @@ from .codec import (
     CodecError,
     decode_inputs,
     decode_map,
-    decode_robot_fields,
-    encode_meta,
     encode_outputs,
     pb,
 )
+from .descriptions import decode_robot_fields, encode_meta
 from .policy import HostPolicy
 from .spawn_requests import SpawnRequests
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from core.robots import RobotSpec
 
-from .codec import encode_robot, pb
+from .codec import pb
+from .descriptions import encode_robot
 
 
 class SpawnRequests:
