@@ -38,7 +38,7 @@ ORCHESTRATOR_RANKS = (
     ("orchestrator.metrics",),
     ("orchestrator.reporting", "orchestrator.mcap_export"),
     ("orchestrator.runner", "orchestrator.warm"),
-    ("orchestrator.batch",),
+    ("orchestrator.batch", "orchestrator.gym"),
     ("orchestrator.cli",),
 )
 """The orchestrator's folders from the bottom up: a folder imports the core, models, federates, its own rank and

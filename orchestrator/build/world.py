@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,9 +127,12 @@ def _construct(name: str, cls: Any, params: dict[str, Any], where: dict[str, Any
 
 
 def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None,
-                run_control: RunControl | None = None) -> World:
+                run_control: RunControl | None = None, given: Mapping[str, Any] | None = None) -> World:
     """Robots, federates and a scheduler with the robots' spawns and despawns queued. ``run_control``: the run's
-    interrupts and watchdog (``run_control``), when there is one."""
+    interrupts and watchdog (``run_control``), when there is one. ``given``: federates the caller built, taking the
+    place of the ``federates:`` entries of the same names, in process and trusted like the built-ins (the
+    Gymnasium environment's policy driver, ``orchestrator.gym``)."""
+    given = given or {}
     seed = scenario.seed if seed is None else seed
     robots = expand_robots(scenario)
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir,
@@ -152,7 +156,9 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     control = _built_in(scenario, "control", period_ns=control_period, **({"maneuvers": plan} if plan else {}))
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:
-        if extra.remote is not None:
+        if extra.name in given:
+            federates[extra.name] = given[extra.name]
+        elif extra.remote is not None:
             from federates.remote.client import RemoteFederate
 
             federates[extra.name] = RemoteFederate(extra.name, extra.remote, extra.type, extra.params,
@@ -167,7 +173,8 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
             federates[extra.name] = _construct(extra.name, cls, extra.params, where, run_control)
     for name, fed in federates.items():
         # built-ins: ports checked per roster change; a hosted one's answers are checked every step
-        scheduler.add(fed, trusted=name in ("physics", "v2x", "control") and name not in scenario.execution.remote)
+        scheduler.add(fed, trusted=name in given or (name in ("physics", "v2x", "control")
+                                                     and name not in scenario.execution.remote))
     by_spawn: dict[int, list[RobotSpec]] = {}
     for spec in robots:
         by_spawn.setdefault(spec.spawn_ns, []).append(spec)

@@ -310,12 +310,22 @@ class Scheduler:
             raise error
         return self.now_ns
 
-    def _loop(self) -> None:
+    def advance(self, until_ns: int) -> int:
+        """Run the instants up to ``until_ns`` (never past the end time) and stop there with every federate still
+        running: for a caller that steps a run piece by piece (the Gymnasium environment, ``orchestrator.gym``).
+        Sets up first when needed; no observer is started, nothing is finalized (``run`` does both). Returns the
+        last granted time."""
+        if not self._set_up:
+            self.setup()
+        self._loop(until_ns)
+        return self.now_ns
+
+    def _loop(self, until_ns: int | None = None) -> None:
         bus = self.bus
         slots = self._slots
         observers = self._observers
         subscribers = self._subscribers
-        end_ns = self.end_ns
+        end_ns = self.end_ns if until_ns is None else min(until_ns, self.end_ns)
         control = self.control
         pacer = self.pacer
         while True:
