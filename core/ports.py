@@ -242,8 +242,9 @@ PLATOON_STATE_FIELDS: dict[str, str | tuple[str, str]] = {
 predecessor and leader (NaN: none); the channel's interest follows it."""
 
 V2X_EVENTS = ("tx", "rx")
-V2X_OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped")
-"""Outcomes of the ``v2x`` log: "sent" and "dcc_dropped" on tx rows, the others on rx rows."""
+V2X_OUTCOMES = ("sent", "received", "below_sensitivity", "collision", "half_duplex", "dcc_dropped", "jammed")
+"""Outcomes of the ``v2x`` log: "sent" and "dcc_dropped" on tx rows, the others on rx rows ("jammed": lost to a
+jammer's power, which the frame would have survived without it)."""
 V2X_MESSAGES = ("cam", "pm")
 """Messages of the ``v2x`` log: Cooperative Awareness Messages and platooning messages."""
 

@@ -19,7 +19,9 @@ from core.rng import KeyedDraws
 
 CAM_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
 """What a forged CAM's content holds: position [m], heading [rad], speed [m/s], acceleration [m/s^2] and yaw rate
-[rad/s], local ENU frame (the CA service converts to WGS84 and ETSI units after the attack)."""
+[rad/s], local ENU frame (the CA service converts to WGS84 and ETSI units after the attack). An attack also sees
+``lf`` (bool: the CAM carries the low-frequency container) and may return it, and may return ``generated_ns``
+(int64: the generation time the CAM claims, on the wire and in the trace; default the true one)."""
 
 NEVER_NS = np.iinfo(np.int64).max
 
@@ -49,18 +51,28 @@ class AttackContext:
 
 
 class Attack:
-    """Base class of attacks. ``message`` names the messages it forges ("cam" or "pm"); ``extra_frames`` is True
-    for an attack that adds frames of its own (``extra_due``) beside the station's regular ones."""
+    """Base class of attacks. ``message`` names the messages it forges ("cam" or "pm"; "air" for a jammer, which
+    forges none: ``jamming.Jamming``); ``extra_frames`` is True for an attack that adds frames of its own
+    (``extra_due``) beside the station's regular ones."""
 
     Params: ClassVar[type[AttackParams]] = AttackParams
-    message: ClassVar[Literal["cam", "pm"]] = "cam"
+    message: ClassVar[Literal["cam", "pm", "air"]] = "cam"
     extra_frames: ClassVar[bool] = False
     only_extra: ClassVar[bool] = False
     """True when only the added frames are forged (a ghost's); the station's own frames stay honest."""
+    pm_fields: ClassVar[tuple[str, ...]] = ("u_des",)
+    """The platooning message fields a PM attack forges. ``("u_des",)``: the station's own desired acceleration,
+    forged before the PM is filled (a leader's is then also the one it relays); anything else: ``forge`` gets and
+    returns every field of the filled PM (``comms_models.itsg5.platooning.SI_KEYS``, SI)."""
 
     def __init__(self, params: AttackParams, ctx: AttackContext) -> None:
         self.params = params
         self.ctx = ctx
+
+    @classmethod
+    def needs_robot(cls, params: AttackParams) -> bool:
+        """Whether the scenario entry must name the attacking robot (a fixed jammer needs none)."""
+        return True
 
     def forge(self, t_ns: int, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The content the station sends instead of ``values`` (one row per message it generates at ``t_ns``); the

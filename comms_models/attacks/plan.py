@@ -18,7 +18,7 @@ from core.ports import FieldSpec
 from core.rng import purpose_key
 
 from . import ATTACKS
-from .base import CAM_FIELDS, NEVER_NS, Attack, AttackContext
+from .base import NEVER_NS, Attack, AttackContext
 
 ATTACK_FIELD = ("attack", "int64", "-")
 """The ground-truth column of ``trace/v2x.parquet`` in runs with attacks: the label of the attack that forged the
@@ -51,10 +51,10 @@ class AttackPlan:
         self.attacks = list(attacks)
         self.robots = np.array([a.ctx.robot for a in self.attacks], np.int64)
         self._observers = [a for a in self.attacks if type(a).observe is not Attack.observe]  # e.g. replays
-        self._frames: list[np.ndarray] = []  # forged frames' serials (increasing), their labels and claimed ids
-        self._labels: list[np.ndarray] = []
-        self._claimed: list[np.ndarray] = []
-        self._index: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.jammers = [a for a in self.attacks if a.message == "air"]  # they act on the channel (its medium)
+        # forged frames' serials (increasing), their labels, claimed ids and claimed generation times
+        self._parts: tuple[list[np.ndarray], ...] = ([], [], [], [])
+        self._index: tuple[np.ndarray, ...] | None = None
 
     def _active(self, t_ns: int, message: str) -> list[Attack]:
         return [a for a in self.attacks if a.message == message and a.ctx.active(t_ns)]
@@ -73,11 +73,12 @@ class AttackPlan:
         return extra
 
     def forge_cam(self, t_ns: int, senders: np.ndarray, extra: np.ndarray, values: dict[str, np.ndarray]
-                  ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        """The CAM content of ``senders`` (one row each; ``extra``: the added frames) after the attacks, each row's
-        label and the station id it claims."""
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        """The CAM content of ``senders`` (one row each; ``extra``: the added frames; ``values``: ``CAM_FIELDS``
+        and ``lf``) after the attacks, each row's label, the station id and the generation time it claims."""
         labels = np.zeros(len(senders), np.int64)
         claimed = senders.copy()
+        generated = np.full(len(senders), t_ns, np.int64)
         for attack in self._observers:
             attack.observe(t_ns, senders, values)
         active = self._active(t_ns, "cam")
@@ -90,22 +91,27 @@ class AttackPlan:
             rows = rows[labels[rows] == 0]
             if not len(rows):
                 continue
-            forged = attack.forge(t_ns, {name: values[name][rows] for name in CAM_FIELDS})
+            forged = attack.forge(t_ns, {name: col[rows] for name, col in values.items()})
             if not copied:  # the caller's columns stay untouched; one copy for all the attacks
                 values = {name: col.copy() for name, col in values.items()}
                 copied = True
-            for name in CAM_FIELDS:
-                values[name][rows] = forged[name]
+            for name in values:
+                if name in forged:
+                    values[name][rows] = forged[name]
+            if "generated_ns" in forged:
+                generated[rows] = forged["generated_ns"]
             labels[rows] = attack.ctx.label
             claim = attack.claimed_id()
             if claim is not None:
                 claimed[rows] = claim
-        return values, labels, claimed
+        return values, labels, claimed, generated
 
     def forge_pm(self, t_ns: int, senders: np.ndarray, u_des: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The desired accelerations the PMs of ``senders`` carry after the attacks, and each row's label."""
         labels = np.zeros(len(senders), np.int64)
         for attack in self._active(t_ns, "pm"):
+            if attack.pm_fields != ("u_des",):
+                continue
             rows = np.flatnonzero((senders == attack.ctx.robot) & (labels == 0))
             if len(rows):
                 u_des = u_des.copy()
@@ -113,42 +119,81 @@ class AttackPlan:
                 labels[rows] = attack.ctx.label
         return u_des, labels
 
+    def forge_pm_fields(self, t_ns: int, senders: np.ndarray, si: dict[str, np.ndarray], labels: np.ndarray
+                        ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+        """The filled PMs of ``senders`` (``si``: SI fields, one row each; ``labels``: rows already forged by
+        ``forge_pm``) after the attacks on other fields than the desired acceleration, each row's label and the
+        station id it claims. ``si`` comes back as given when no such attack acts."""
+        claimed = senders
+        copied = False
+        for attack in self._active(t_ns, "pm"):
+            if attack.pm_fields == ("u_des",):
+                continue
+            rows = np.flatnonzero((senders == attack.ctx.robot) & (labels == 0))
+            if not len(rows):
+                continue
+            forged = attack.forge(t_ns, {name: np.asarray(col, np.float64)[rows] for name, col in si.items()})
+            if not copied:  # the caller's columns stay untouched
+                si = {name: np.array(col, np.float64) for name, col in si.items()}
+                labels, claimed, copied = labels.copy(), senders.copy(), True
+            for name in si:
+                si[name][rows] = forged[name]
+            labels[rows] = attack.ctx.label
+            claim = attack.claimed_id()
+            if claim is not None:
+                claimed[rows] = claim
+        return si, labels, claimed
+
     # -- ground truth of frames ------------------------------------------------------------------------------------
-    def mark(self, frames: np.ndarray, labels: np.ndarray, claimed: np.ndarray) -> None:
-        """Remember the forged frames among ``frames`` (serials increase from call to call)."""
+    def mark(self, frames: np.ndarray, labels: np.ndarray, claimed: np.ndarray,
+             generated: np.ndarray | None = None) -> None:
+        """Remember the forged frames among ``frames`` (serials increase from call to call), with the station id
+        and generation time each claims (``generated`` None: the true one, -1 in the index)."""
         forged = labels != 0
         if forged.any():
-            self._frames.append(frames[forged])
-            self._labels.append(labels[forged])
-            self._claimed.append(claimed[forged])
+            gen = np.full(len(frames), -1, np.int64) if generated is None else np.asarray(generated, np.int64)
+            for part, column in zip(self._parts, (frames, labels, claimed, gen), strict=True):
+                part.append(np.asarray(column, np.int64)[forged])
             self._index = None
 
-    def _lookup(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per frame: the position of its entry among the forged frames, and whether it has one."""
+    def _lookup(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+        """Per frame: the position of its entry among the forged frames, whether it has one, and the index."""
         if self._index is None:
-            self._index = (_cat(self._frames), _cat(self._labels), _cat(self._claimed))
-            self._frames, self._labels, self._claimed = [self._index[0]], [self._index[1]], [self._index[2]]
-        known = self._index[0]
-        at = np.minimum(np.searchsorted(known, frames), max(len(known) - 1, 0))
-        found = (known[at] == frames) if len(known) else np.zeros(len(frames), bool)
-        return at, found
+            self._index = tuple(_cat(part) for part in self._parts)
+            self._parts = tuple([column] for column in self._index)
+        index = self._index
+        known = index[0]
+        if not len(known):
+            return np.zeros(len(frames), np.int64), np.zeros(len(frames), bool), (np.zeros(1, np.int64),) * 4
+        at = np.minimum(np.searchsorted(known, frames), len(known) - 1)
+        return at, known[at] == frames, index
+
+    def truth(self, frames: np.ndarray, senders: np.ndarray, generated: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per frame: its attack label (0: honest), the station id and the generation time it claims (its
+        sender's and its true one unless forged)."""
+        at, found, index = self._lookup(np.asarray(frames, np.int64))
+        labels = np.where(found, index[1][at], 0).astype(np.int64)
+        claimed = np.where(found, index[2][at], senders).astype(np.int64)
+        gen = np.where(found & (index[3][at] >= 0), index[3][at], generated).astype(np.int64)
+        return labels, claimed, gen
 
     def labels(self, frames: np.ndarray) -> np.ndarray:
         """The attack label of each frame (0: honest)."""
-        at, found = self._lookup(np.asarray(frames, np.int64))
-        return np.where(found, self._index[1][at] if len(self._index[1]) else 0, 0).astype(np.int64)  # type: ignore
+        frames = np.asarray(frames, np.int64)
+        return self.truth(frames, frames, frames)[0]
 
     def claimed(self, frames: np.ndarray, senders: np.ndarray) -> np.ndarray:
         """The station id each frame claims (its sender's, unless forged under another)."""
-        at, found = self._lookup(np.asarray(frames, np.int64))
-        return np.where(found, self._index[2][at] if len(self._index[2]) else 0, senders).astype(np.int64)  # type: ignore
+        frames = np.asarray(frames, np.int64)
+        return self.truth(frames, senders, frames)[1]
 
     def label_at(self, senders: np.ndarray, generated_ns: np.ndarray, pm: bool) -> np.ndarray:
         """The label of messages dropped before the air (no frame): the attack acting on their sender and kind at
         their generation time (a ghost's or a DoS's added frames are not told apart there)."""
         labels = np.zeros(len(senders), np.int64)
         for attack in self.attacks:
-            if attack.message != ("pm" if pm else "cam") or attack.only_extra:
+            if attack.message != ("pm" if pm else "cam") or attack.only_extra:  # jammers ("air") never match
                 continue
             c = attack.ctx
             labels[(labels == 0) & (senders == c.robot) & (generated_ns >= c.from_ns) & (generated_ns < c.to_ns)] = \

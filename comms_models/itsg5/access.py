@@ -20,6 +20,9 @@ times):
   frame, ``below_sensitivity`` if the power is below the sensitivity, ``collision`` if
   ``P / (noise + sum of the powers of all other frames overlapping it at that receiver)`` is below the capture
   threshold, else ``received``.
+- Jammers (``jamming``, the attacks ``jamming_*``) add their power at every station within their reach while they
+  transmit: as interference in every link's SINR and, above the carrier-sense level, as a busy medium. A link
+  lost only because of that power is ``jammed`` rather than ``collision``.
 - Busy time per station (own transmissions included: the channel is occupied, and a lone station's CBR is its
   duty cycle) is accumulated into windows aligned to multiples of the window length; each closed window yields
   one CBR row.
@@ -37,7 +40,7 @@ from numba import njit, prange
 INF_NS = np.iinfo(np.int64).max
 
 # -- outcome codes: positions in comms_models.base.OUTCOMES --------------------------------------------------
-SENT, RECEIVED, BELOW_SENSITIVITY, COLLISION, HALF_DUPLEX, DCC_DROPPED = 0, 1, 2, 3, 4, 5
+SENT, RECEIVED, BELOW_SENSITIVITY, COLLISION, HALF_DUPLEX, DCC_DROPPED, JAMMED = 0, 1, 2, 3, 4, 5, 6
 
 # -- kernel status -------------------------------------------------------------------------------------------
 DONE, NEED_CHECK, NEED_LINKS, NEED_TX_OUT, NEED_RX_OUT, NEED_WIN_OUT, NEED_ACTIVE = 0, 1, 2, 3, 4, 5, 6
@@ -75,12 +78,14 @@ S_N_KIND = 24
 S_N_BO = 25
 N_SI64 = 26
 # -- per-station float columns (SF64) ------------------------------------------------------------------------
-F_CUR_POWER = 0  # [mW] total power of the frames on air at this receiver
+F_CUR_POWER = 0  # [mW] total power of the frames (and jammers) on air at this receiver
 F_CUM_POWER = 1  # [mW] sum of the powers of every frame that ever started at this receiver
 F_BUSY_ACC = 2  # [ns] busy time in the current window
 F_CONTENT = 3  # 6 columns: x, y, yaw, v, a, yaw_rate of the waiting frame (as the receivers decode them)
 F_N_CONTENT = 9  # 6 columns: the content of the second frame
-N_SF64 = 15
+F_JAM_CUR = 15  # [mW] power of the jammers transmitting now at this receiver (part of F_CUR_POWER)
+F_JAM_CUM = 16  # [mW] sum of every rise of that power (part of F_CUM_POWER)
+N_SF64 = 17
 N_CONTENT = 6
 KIND_CAM, KIND_PM = 0, 1  # a PM's content columns: see comms_models.itsg5.pm.PM_CONTENT
 
@@ -95,7 +100,8 @@ T_LINK_LO = 6
 T_LINK_HI = 7
 T_LF = 8
 T_KIND = 9
-N_TI64 = 10
+T_REACT = 10  # bit j: reactive jammer j transmits because of this frame
+N_TI64 = 11
 # -- links (LI64 / LF64) --------------------------------------------------------------------------------------
 L_RX = 0  # receiver's station row (-1 once despawned)
 L_HD0 = 1  # receiver was transmitting when the frame started
@@ -104,7 +110,9 @@ N_LI64 = 3
 L_POWER = 0  # [mW] received power
 L_ACTIVE = 1  # [mW] power of the other frames on air at the receiver when this one started
 L_CUM0 = 2  # [mW] receiver's F_CUM_POWER when this frame started (before adding it)
-N_LF64 = 3
+L_JAM0 = 3  # [mW] receiver's F_JAM_CUR - F_JAM_CUM when this frame started: jammer power over the frame is
+# L_JAM0 + F_JAM_CUM at its end
+N_LF64 = 4
 
 # -- outputs -----------------------------------------------------------------------------------------------------
 TX_FRAME, TX_ID, TX_GEN, TX_START, TX_END, TX_LF, TX_ROW, TX_KIND = 0, 1, 2, 3, 4, 5, 6, 7
@@ -127,6 +135,19 @@ C_RESUME = 8  # 1 after a status other than DONE: the next call resumes the loop
 C_NEXT = 9  # [ns] after DONE: the earliest event left (a frame's end or start, a window's end); the caller lowers it
 # when it queues a frame, and need not call again before then
 N_C = 10
+
+# -- jammers (JI64: one row per jammer; their power at each station: jam_p[j, r] in mW) ---------------------------
+J_MODE = 0  # JAM_CONSTANT, JAM_PERIODIC or JAM_REACTIVE
+J_FROM = 1  # [ns] the attack's window [J_FROM, J_TO)
+J_TO = 2
+J_PERIOD = 3  # [ns] periodic: its period, on for J_ON_NS at the start of each
+J_ON_NS = 4
+J_TARGET = 5  # reactive: the robot id whose frames it jams
+J_ON = 6  # 1 while transmitting
+J_NEXT = 7  # [ns] when it next switches (INF_NS: never by itself; a reactive one follows its target's frames)
+J_FRAMES = 8  # reactive: its target's frames on air that it jams
+N_JI64 = 9
+JAM_CONSTANT, JAM_PERIODIC, JAM_REACTIVE = 0, 1, 2
 LINK_MASK = (1 << 32) - 1  # the link of a receiver's scratch_code (the frame's serial above it)
 
 
@@ -260,7 +281,7 @@ def advance(
     tx_mw: float, min_d2: float, radius2: float,
     sens_mw: float, cs_mw: float, noise_mw: float, capture_lin: float,
     aifs_ns: np.int64, slot_ns: np.int64, cca_ns: np.int64, window_ns: np.int64, emit_all: bool,
-    par_min: np.int64,
+    par_min: np.int64, jam_i: np.ndarray, jam_p: np.ndarray, jam_s: np.ndarray,
 ) -> int:
     """Advance the medium to ``t_now``; returns ``DONE`` or what ran short (see module docstring). A frame with at
     least ``par_min`` links opens and resolves them on all threads (the results do not depend on it)."""
@@ -295,8 +316,14 @@ def advance(
                 ts = s
                 ps = p
         tw = ctr[C_WIN_END]
+        tj = INF_NS
+        jn = -1
+        for g in range(jam_i.shape[0]):
+            if jam_i[g, J_NEXT] < tj:
+                tj = jam_i[g, J_NEXT]
+                jn = g
 
-        if je >= 0 and te <= t_now and te <= tw and te <= ts:
+        if je >= 0 and te <= t_now and te <= tw and te <= ts and te <= tj:
             # ---- a frame ends: resolve its links --------------------------------------------------------------
             need = ti[je, T_LINK_HI] - ti[je, T_LINK_LO]
             src = ti[je, T_ROW]
@@ -338,13 +365,20 @@ def advance(
                     else:  # beyond the cut-off radius: nothing arrives
                         _emit(rx_out_i, rx_out_f, o, ti, tf, je, r, te, BELOW_SENSITIVITY, 1, 0.0)
                     ctr[C_RX_OUT] = o + 1
+            react = ti[je, T_REACT]
+            if react != 0:  # the reactive jammers that followed this frame stop with it (unless another holds them)
+                for g in range(jam_i.shape[0]):
+                    if (react >> g) & 1:
+                        jam_i[g, J_FRAMES] -= 1
+                        if jam_i[g, J_FRAMES] == 0:
+                            _jam_set(g, False, te, jam_i, jam_p, jam_s, si, sf, cs_mw, cca_ns, slot_ns, aifs_ns)
             last = ctr[C_ACTIVE] - 1
             if je != last:
                 ti[je, :] = ti[last, :]
                 tf[je, :] = tf[last, :]
             ctr[C_ACTIVE] = last
 
-        elif tw <= t_now and tw <= ts:
+        elif tw <= t_now and tw <= ts and tw <= tj:
             # ---- a CBR window closes --------------------------------------------------------------------------
             w = ctr[C_WIN_OUT]
             if w >= win_out.shape[0]:
@@ -360,6 +394,11 @@ def advance(
             win_t[w] = tw
             ctr[C_WIN_OUT] = w + 1
             ctr[C_WIN_END] = tw + window_ns
+
+        elif jn >= 0 and tj <= t_now and tj <= ts:
+            # ---- a jammer switches on or off by its schedule ------------------------------------------------------
+            _jam_set(jn, jam_i[jn, J_ON] == 0, tj, jam_i, jam_p, jam_s, si, sf, cs_mw, cca_ns, slot_ns, aifs_ns)
+            jam_i[jn, J_NEXT] = _jam_next(jam_i, jn, tj)
 
         elif ps >= 0 and ts <= t_now:
             # ---- a frame starts ---------------------------------------------------------------------------------
@@ -392,6 +431,7 @@ def advance(
             ti[j, T_END] = end
             ti[j, T_LF] = si[S_LF, src]
             ti[j, T_KIND] = si[S_KIND, src]
+            ti[j, T_REACT] = 0
             for c in range(N_CONTENT):
                 tf[j, c] = sf[F_CONTENT + c, src]
             o = ctr[C_TX_OUT]
@@ -442,8 +482,15 @@ def advance(
             ctr[C_LINKS] = nl
             ti[j, T_LINK_LO] = lo
             ti[j, T_LINK_HI] = nl
+            for g in range(jam_i.shape[0]):  # reactive jammers whose target this is transmit while it is on air
+                if jam_i[g, J_MODE] == JAM_REACTIVE and jam_i[g, J_TARGET] == ti[j, T_ID] and \
+                        jam_i[g, J_FROM] <= ts < jam_i[g, J_TO]:
+                    ti[j, T_REACT] |= np.int64(1) << np.int64(g)
+                    jam_i[g, J_FRAMES] += 1
+                    if jam_i[g, J_FRAMES] == 1:
+                        _jam_set(g, True, ts, jam_i, jam_p, jam_s, si, sf, cs_mw, cca_ns, slot_ns, aifs_ns)
         else:
-            ctr[C_NEXT] = min(te, ts, tw)  # all after t_now here
+            ctr[C_NEXT] = min(te, ts, tw, tj)  # all after t_now here
             return DONE
 
 
@@ -469,6 +516,7 @@ def _open_link(q: int, r: int, d2: float, frame: np.uint64, id_hash_of: np.ndarr
     lf[q, L_POWER] = pw
     lf[q, L_ACTIVE] = sf[F_CUR_POWER, r]
     lf[q, L_CUM0] = sf[F_CUM_POWER, r]
+    lf[q, L_JAM0] = sf[F_JAM_CUR, r] - sf[F_JAM_CUM, r]
     sf[F_CUR_POWER, r] += pw
     sf[F_CUM_POWER, r] += pw
     si[S_NLINKS, r] += 1
@@ -504,7 +552,7 @@ def _close_link(q: int, te: np.int64, stamp: np.int64, si: np.ndarray, sf: np.nd
     pw = lf[q, L_POWER]
     si[S_NLINKS, r] -= 1
     if si[S_NLINKS, r] == 0:
-        sf[F_CUR_POWER, r] = 0.0  # no drift of the running sum across busy periods
+        sf[F_CUR_POWER, r] = sf[F_JAM_CUR, r]  # no drift of the running sum across busy periods
     else:
         sf[F_CUR_POWER, r] -= pw
     if pw >= cs_mw:
@@ -537,7 +585,13 @@ def _outcome(q: int, r: int, si: np.ndarray, sf: np.ndarray, li: np.ndarray, lf:
     if pw < sens_mw:
         return BELOW_SENSITIVITY
     interference = lf[q, L_ACTIVE] + max(0.0, sf[F_CUM_POWER, r] - lf[q, L_CUM0] - pw)
-    return RECEIVED if pw >= capture_lin * (noise_mw + interference) else COLLISION
+    if pw >= capture_lin * (noise_mw + interference):
+        return RECEIVED
+    # lost: to jamming if the frames alone would have let it through
+    jam = lf[q, L_JAM0] + sf[F_JAM_CUM, r]
+    if jam > 0.0 and pw >= capture_lin * (noise_mw + max(0.0, interference - jam)):
+        return JAMMED
+    return COLLISION
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -554,3 +608,80 @@ def _emit(rx_out_i: np.ndarray, rx_out_f: np.ndarray, o: int, ti: np.ndarray, tf
     rx_out_f[o, RXF_POWER] = power
     for c in range(N_CONTENT):
         rx_out_f[o, 1 + c] = tf[j, c]
+
+
+# -- jammers --------------------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def _jam_set(j: int, on: bool, t: np.int64, jam_i: np.ndarray, jam_p: np.ndarray, jam_s: np.ndarray, si: np.ndarray,
+             sf: np.ndarray, cs_mw: float, cca_ns: np.int64, slot_ns: np.int64,
+             aifs_ns: np.int64) -> None:  # pragma: no cover - compiled
+    # Jammer j starts (stops) transmitting at t: its power at every station it reaches joins (leaves) the power on
+    # air there, as interference of every frame it overlaps; where it is above the carrier-sense level the medium
+    # is busy (backoffs freeze, the CBR counts it) as for a frame.
+    jam_i[j, J_ON] = 1 if on else 0
+    for r in range(jam_p.shape[1]):
+        p = jam_p[j, r]
+        if p <= 0.0:
+            continue
+        if on:
+            sf[F_CUR_POWER, r] += p
+            sf[F_CUM_POWER, r] += p
+            sf[F_JAM_CUR, r] += p
+            sf[F_JAM_CUM, r] += p
+            if p >= cs_mw:
+                _sense_start(si, r, t, cca_ns, slot_ns)
+                jam_s[j, r] = 1
+        else:
+            sf[F_JAM_CUR, r] = max(0.0, sf[F_JAM_CUR, r] - p)
+            sf[F_CUR_POWER, r] = sf[F_JAM_CUR, r] if si[S_NLINKS, r] == 0 else sf[F_CUR_POWER, r] - p
+            if jam_s[j, r] == 1:
+                _sense_end(si, sf, r, t, aifs_ns, slot_ns)
+                jam_s[j, r] = 0
+
+
+@njit(cache=True, inline="always")
+def _jam_next(jam_i: np.ndarray, j: int, t: np.int64) -> np.int64:  # pragma: no cover - compiled
+    # When jammer j, having switched at t, switches next by its own schedule (a reactive one never does).
+    mode = jam_i[j, J_MODE]
+    if mode == JAM_REACTIVE:
+        return INF_NS
+    start, end = jam_i[j, J_FROM], jam_i[j, J_TO]
+    if mode == JAM_CONSTANT:
+        return end if jam_i[j, J_ON] == 1 else INF_NS
+    period = jam_i[j, J_PERIOD]
+    k = (t - start) // period  # the period t is in
+    if jam_i[j, J_ON] == 1:
+        return min(start + k * period + jam_i[j, J_ON_NS], end)
+    following = start + (k + 1) * period
+    return following if following < end else INF_NS
+
+
+@njit(cache=True, error_model="numpy")
+def jam_refresh(t: np.int64, jam_i: np.ndarray, jam_p: np.ndarray, new_p: np.ndarray, jam_s: np.ndarray,
+                si: np.ndarray, sf: np.ndarray, cs_mw: float, cca_ns: np.int64, slot_ns: np.int64,
+                aifs_ns: np.int64) -> None:  # pragma: no cover - compiled
+    """The jammers' power at each station becomes ``new_p`` (this step's positions) at ``t``: for those
+    transmitting, the power on air changes by the difference (a rise counts as new interference of the frames on
+    air) and stations start or stop sensing them busy."""
+    for j in range(jam_p.shape[0]):
+        on = jam_i[j, J_ON] == 1
+        for r in range(jam_p.shape[1]):
+            old = jam_p[j, r]
+            new = new_p[j, r]
+            jam_p[j, r] = new
+            if not on:
+                continue
+            d = new - old
+            if d != 0.0:
+                sf[F_JAM_CUR, r] = max(0.0, sf[F_JAM_CUR, r] + d)
+                sf[F_CUR_POWER, r] = sf[F_JAM_CUR, r] if si[S_NLINKS, r] == 0 else sf[F_CUR_POWER, r] + d
+                if d > 0.0:
+                    sf[F_CUM_POWER, r] += d
+                    sf[F_JAM_CUM, r] += d
+            heard = new > 0.0 and new >= cs_mw
+            if heard and jam_s[j, r] == 0:
+                _sense_start(si, r, t, cca_ns, slot_ns)
+                jam_s[j, r] = 1
+            elif not heard and jam_s[j, r] == 1:
+                _sense_end(si, sf, r, t, aifs_ns, slot_ns)
+                jam_s[j, r] = 0

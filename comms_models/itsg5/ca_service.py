@@ -117,16 +117,17 @@ class CaService:
         k = len(rows)
         frames = medium.new_frames(k)
         senders = medium.ids[rows]
-        claimed = senders
+        claimed, claimed_gen = senders, None
         if self.forger is None:
             si_vals, content = self.content(rows, estimate, x, y, yaw, v)
         else:  # after the facilities, before the encoder: the attacks forge what the station sends
             honest = {"x": x[rows], "y": y[rows], "yaw": yaw[rows], "v": v[rows],
                       "a": np.asarray(estimate["a"], np.float64)[rows],
-                      "yaw_rate": np.asarray(estimate["yaw_rate"], np.float64)[rows]}
-            forged, labels, claimed = self.forger.forge_cam(
+                      "yaw_rate": np.asarray(estimate["yaw_rate"], np.float64)[rows], "lf": with_lf}
+            forged, labels, claimed, claimed_gen = self.forger.forge_cam(
                 t_ns, senders, np.zeros(k, bool) if extra is None else extra, honest)
-            self.forger.mark(frames, labels, claimed)
+            self.forger.mark(frames, labels, claimed, claimed_gen)
+            with_lf = forged["lf"]  # a replay carries the containers of the replayed CAM
             si_vals, content = self.content_of(forged)
         gen = np.full(k, t_ns, np.int64)
         tx_draws = KeyedDraws(self.tx_latency_key, senders, None, gen)
@@ -135,7 +136,7 @@ class CaService:
         air = np.where(with_lf, self.airtime_ns[True], self.airtime_ns[False])
         medium.queue(t_ns, rows, ax.KIND_CAM, frames, ready, backoff, air, with_lf,
                      np.column_stack([content[name] for name in CAM_CONTENT]))
-        self.wire.encode(t_ns, claimed, frames, with_lf, si_vals)
+        self.wire.encode(t_ns, claimed, frames, with_lf, si_vals, claimed_gen)
 
 
 def cam_content(projection: LocalProjection, values: Mapping[str, np.ndarray]

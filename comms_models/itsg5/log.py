@@ -63,9 +63,9 @@ class ChannelLog:
         if not self.keep:
             return
         truth: dict[str, np.ndarray] = {}
-        if self.attacks is not None and frames is not None:  # the station id on the air, and the attack's label
-            senders = self.attacks.claimed(frames, senders)
-            truth = {"attack": self.attacks.labels(frames)}
+        if self.attacks is not None and frames is not None:  # the station id and time on the air, the attack
+            labels, senders, generated_ns = self.attacks.truth(frames, senders, generated_ns)
+            truth = {"attack": labels}
         self._records.append({
             "t_ns": start_ns.copy(),
             "event": np.full(k, _TX),

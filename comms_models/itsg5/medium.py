@@ -21,6 +21,7 @@ from core.robots import rows_of
 from ..base import Interest
 from . import access as ax
 from .grid import build_grid
+from .jamming import Jammers
 from .log import ChannelLog
 from .params import ItsG5Params
 from .radio import build_tables, dbm_to_mw
@@ -129,6 +130,10 @@ class Medium:
         self.threads = ThreadChoice()  # serial or parallel link loops: the same results
         self._id_hash_cache: tuple[int, np.ndarray] | None = None
         self.pos: tuple[np.ndarray, np.ndarray] | None = None  # this step's positions, for propagation delays
+        self.radio = cfg.radio
+        self.jammers: Jammers | None = None  # the run's jammers (``attach_jammers``), if any
+        self._no_jammers = (np.zeros((0, ax.N_JI64), np.int64), np.zeros((0, 0)), np.zeros((0, 0), np.int64))
+        self.t_last = 0  # [ns] how far the kernel has run
 
     # -- stations ------------------------------------------------------------------------------------------------
     def spawn(self, ids: np.ndarray, spawn_ns: np.ndarray) -> None:
@@ -144,6 +149,8 @@ class Medium:
         self.sf = np.ascontiguousarray(np.concatenate([self.sf, np.zeros((n, ax.N_SF64))]).T).T
         self.scratch_code = np.concatenate([self.scratch_code, np.full(n, -1, np.int64)])
         self.scratch_row = np.concatenate([self.scratch_row, np.full(n, -1, np.int64)])
+        if self.jammers is not None:
+            self.jammers.spawn(n)
         self._roster_changed()
 
     def despawn(self, gone: np.ndarray) -> None:
@@ -160,7 +167,15 @@ class Medium:
         self.wire.discard(self.si[gone & (self.si[:, ax.S_NEXT] == 1), ax.S_N_FRAME])
         self.ids, self.scratch_code, self.scratch_row = self.ids[keep], self.scratch_code[keep], self.scratch_row[keep]
         self.si, self.sf = np.ascontiguousarray(self.si[keep].T).T, np.ascontiguousarray(self.sf[keep].T).T
+        if self.jammers is not None:
+            self.jammers.despawn(keep)
         self._roster_changed()
+
+    def attach_jammers(self, specs: list[Any]) -> None:
+        """Put the jammers ``specs`` (``attacks.jamming.JammerSpec``) on the medium."""
+        self.jammers = Jammers(specs, self.radio, self.tables)
+        self.jammers.spawn(len(self.ids))
+        self.ctr[ax.C_NEXT] = 0
 
     def _roster_changed(self) -> None:
         self.buffers.resize_windows(len(self.ids))
@@ -256,9 +271,14 @@ class Medium:
         gets each closed CBR window, frames that started are logged. False when nothing could happen by ``t_ns``
         (the kernel is skipped and there are no receptions to collect)."""
         self.pos = (x, y)
-        if t_ns < self.ctr[ax.C_NEXT]:  # nothing starts, ends or closes a window by t_ns: the medium is as it was
-            return False
+        jam = self.jammers
+        if jam is None and t_ns < self.ctr[ax.C_NEXT]:  # nothing starts, ends or closes a window by t_ns: the
+            return False  # medium is as it was (jammers move with their robots: the kernel runs at every step)
         t, c, b = self.tables, self.const, self.buffers
+        if jam is not None:  # the jammers' power at this step's positions, from where the kernel stopped
+            ax.jam_refresh(np.int64(self.t_last), jam.i, jam.p, jam.powers(self.ids, x, y), jam.s, self.si.T,
+                           self.sf.T, c.cs_mw, np.int64(c.cca_ns), np.int64(c.slot_ns), np.int64(c.aifs_ns))
+        jam_i, jam_p, jam_s = (jam.i, jam.p, jam.s) if jam is not None else self._no_jammers
         x0, y0, cell, ncx, ncy, cell_start, cell_items = build_grid(x, y, t.radius_m)
         n = len(self.ids)
         ctr = self.ctr
@@ -281,7 +301,7 @@ class Medium:
                 t.class_limit_m2, t.class_coef, t.class_exp4, t.gain_q,
                 t.tx_mw, t.min_d2, c.radius2, c.sens_mw, c.cs_mw, c.noise_mw, c.capture,
                 np.int64(c.aifs_ns), np.int64(c.slot_ns), np.int64(c.cca_ns),
-                np.int64(c.window_ns), c.emit_all, par_min,
+                np.int64(c.window_ns), c.emit_all, par_min, jam_i, jam_p, jam_s,
             )
             if status == ax.DONE:
                 break
@@ -296,6 +316,7 @@ class Medium:
                 ctr[ax.C_WIN_OUT] = 0
             else:
                 b.grow(status, ctr, n, len(self.int_rx))
+        self.t_last = t_ns
         if choose:
             self.threads.record(time.perf_counter() - started, int(ctr[ax.C_TX_OUT]) - timed)
         self._report_windows(on_window)

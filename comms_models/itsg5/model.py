@@ -162,10 +162,12 @@ class ItsG5Channel(CommsModel):
     def attach_attacks(self, plan: AttackPlan) -> None:
         """Apply ``plan`` to what the stations send (after the facilities, before the encoder: the capture holds the
         forged frames) and carry its ground truth: an ``attack`` column in the log and in the deliveries (with the
-        message ``kind``), the id a frame claims as its sender."""
+        message ``kind``), the id a frame claims as its sender. Its jammers go on the medium."""
         self.ca.forger = plan
         if self.pm is not None:
             self.pm.forger = plan
+        if plan.jammers:  # jammers act on the air: the medium adds their power (comms_models.itsg5.jamming)
+            self.medium.attach_jammers([a.jammer() for a in plan.jammers])
         self.log.attacks = plan
         self.receptions.attach(plan)
         self.log_port = with_attack_column(V2X_LOG)

@@ -83,8 +83,14 @@ def pm_content(estimate: Mapping[str, np.ndarray], rows: np.ndarray, u_leader: n
 
     si = {"u_des": column("u_des"), "u_leader": np.asarray(u_leader, np.float64), "v": column("v"),
           **{name: column(name) for name in PM_COLUMNS}}
+    return si, pm_quantised(si)
+
+
+def pm_quantised(si: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The decoded content (``PM_CONTENT`` columns, one row per PM) of PMs carrying the SI fields ``si``."""
     q = quantise_pm(si)
-    return si, np.column_stack([q[name] for name in PM_CONTENT]) if n else np.empty((0, len(PM_CONTENT)))
+    n = len(q["u_des"])
+    return np.column_stack([q[name] for name in PM_CONTENT]) if n else np.empty((0, len(PM_CONTENT)))
 
 
 @njit(cache=True)

@@ -27,6 +27,7 @@ from .pm import (
     interest_leaders,
     platoon_leaders,
     pm_content,
+    pm_quantised,
 )
 from .quantise import to_etsi
 from .radio import airtime_ns
@@ -107,14 +108,20 @@ class PmService:
         k = len(rows)
         senders = medium.ids[rows]
         frames = medium.new_frames(k)
+        claimed = senders
+        labels = np.zeros(k, np.int64)
         if self.forger is not None and estimate.get("u_des") is not None:
             # after the facilities, before the encoder: the attacks forge the sender's own desired acceleration (a
             # leader's is also the one it relays)
             own = np.array(estimate["u_des"], np.float64)
             own[rows], labels = self.forger.forge_pm(t_ns, senders, own[rows])
-            self.forger.mark(frames, labels, senders)
             estimate = {**estimate, "u_des": own}
         si_vals, content = pm_content(estimate, rows, self._leader_u_des(t_ns, estimate, medium.ids, rows))
+        if self.forger is not None:  # then the attacks on the other fields (a forged leader, maneuver request)
+            forged, labels, claimed = self.forger.forge_pm_fields(t_ns, senders, si_vals, labels)
+            if forged is not si_vals:
+                si_vals, content = forged, pm_quantised(forged)
+            self.forger.mark(frames, labels, claimed)
         with_peer = np.isfinite(content[:, PM_CONTENT.index("maneuver_peer")])
         gen = np.full(k, t_ns, np.int64)
         ready = t_ns + np.round(self.cfg.latency.tx_processing.draw(
@@ -129,7 +136,7 @@ class PmService:
             lat, lon = self.projection.to_geodetic(x[rows[picked]], y[rows[picked]])
             return to_etsi({"lat_deg": lat, "lon_deg": lon, "yaw": yaw[rows[picked]], "v": v[rows[picked]]})
 
-        self.wire.encode_pm(t_ns, senders, frames, si_vals, position, sizes)
+        self.wire.encode_pm(t_ns, claimed, frames, si_vals, position, sizes)
 
     def deliveries(self, due: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The receptions ``due`` (arrival order) as deliveries with the platooning columns (``PmReceptions.merge``)."""

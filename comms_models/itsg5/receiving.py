@@ -78,10 +78,10 @@ class Receptions:
         receiver = medium.ids[oi[:, ax.RX_ROW]]
         rec = slice(None) if self.cfg.trace == "all" else interest
         attack = None
-        if self.attacks is not None:  # what the frames claim (a ghost's id) and their ground truth
+        if self.attacks is not None:  # what the frames claim (a ghost's id, a delayed CAM's time), their truth
             oi = oi.copy()
-            oi[:, ax.RX_SENDER] = self.attacks.claimed(oi[:, ax.RX_FRAME], oi[:, ax.RX_SENDER])
-            attack = self.attacks.labels(oi[:, ax.RX_FRAME])
+            attack, oi[:, ax.RX_SENDER], oi[:, ax.RX_GEN] = self.attacks.truth(oi[:, ax.RX_FRAME],
+                                                                               oi[:, ax.RX_SENDER], oi[:, ax.RX_GEN])
         power = of[rec, ax.RXF_POWER]
         with np.errstate(divide="ignore"):
             power_dbm = np.where(power > 0.0, mw_to_dbm(power), np.nan)

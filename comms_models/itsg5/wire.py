@@ -71,15 +71,17 @@ class CamWire:
         return sample, capture, np.flatnonzero(sample | capture)
 
     def encode(self, t_ns: int, stations: np.ndarray, frames: np.ndarray, with_lf: np.ndarray,
-               si_vals: dict[str, np.ndarray]) -> None:
+               si_vals: dict[str, np.ndarray], generated_ns: np.ndarray | None = None) -> None:
         """The CAMs generated at ``t_ns``: a keyed sample is checked, the first ``pcap_max_frames`` of the run are
-        kept for the capture."""
+        kept for the capture. ``generated_ns``: the generation time each CAM claims (a delayed message's is older;
+        None: ``t_ns``), in its generationDeltaTime and the GeoNetworking position's time stamp."""
         sample, capture, todo = self._pick(self._codec_key, t_ns, stations)
         if len(todo) == 0:
             return
         etsi = to_etsi({key: val[todo] for key, val in si_vals.items()})
-        gdt = generation_delta_time(t_ns, self.cfg.start_utc_s)
         for j, i in enumerate(todo.tolist()):
+            gen_ns = t_ns if generated_ns is None else int(generated_ns[i])
+            gdt = generation_delta_time(gen_ns, self.cfg.start_utc_s)
             fields = {key: int(col[j]) for key, col in etsi.items()}
             fields["curvature_calculation_mode"] = 0  # yawRateUsed: curvature = yaw rate / speed
             station = int(stations[i])
@@ -90,7 +92,7 @@ class CamWire:
             if sample[i]:
                 self._check(station, data, fields)
             if capture[i]:
-                fields["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + t_ns // 1_000_000))
+                fields["t_ms"] = int(timestamp_its(round(self.cfg.start_utc_s * 1000) + gen_ns // 1_000_000))
                 self._pending[int(frames[i])] = (data, fields | {"station": station})
 
     def encode_pm(self, t_ns: int, stations: np.ndarray, frames: np.ndarray, si_vals: dict[str, np.ndarray],

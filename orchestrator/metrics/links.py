@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .rundata import RunData
 
-RX_OUTCOMES = ("received", "below_sensitivity", "collision", "half_duplex")
+RX_OUTCOMES = ("received", "below_sensitivity", "collision", "half_duplex", "jammed")
 """Reception outcomes of ``trace/v2x.parquet`` (``comms_models.base.OUTCOMES`` without the tx ones)."""
 
 

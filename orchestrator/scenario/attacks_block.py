@@ -14,7 +14,8 @@ from core.params import Loc, Strict
 class AttackEntry(Strict):
     """One attacker: the robot whose messages are forged, how, and when."""
 
-    robot: str = Field(description="name of the attacking robot")
+    robot: str | None = Field(None, description="name of the attacking robot (a jammer at a fixed point, params "
+                              "x_m and y_m, needs none)")
     type: str = Field(description="attack: a built-in (comms_models.attacks.ATTACKS), an entry point of "
                       "'coopsim.attacks' or a 'package.module:Class' path")
     params: dict[str, Any] = Field(default_factory=dict, description="the attack's parameters")
@@ -35,7 +36,12 @@ class AttackEntry(Strict):
 
         if self.to_s is not None and self.to_s <= self.from_s:
             raise ValueError(f"to_s ({self.to_s:g}) must be after from_s ({self.from_s:g})")
-        ATTACKS.get(self.type).Params.model_validate(self.params)
+        cls = ATTACKS.get(self.type)
+        params = cls.Params.model_validate(self.params)
+        if self.robot is None and cls.needs_robot(params):
+            raise ValueError(f"robot: attack '{self.type}' needs the name of the robot that sends it"
+                             + (" (or, for a jammer, a fixed point: params x_m and y_m)"
+                                if cls.message == "air" else ""))
         return self
 
 
@@ -74,11 +80,12 @@ def attack_problems(attacks: Sequence[AttackEntry], names: Sequence[str], channe
     problems: list[tuple[Loc, str, Any]] = []
     known = set(names)
     for k, entry in enumerate(attacks):
-        if entry.robot not in known:
+        if entry.robot is not None and entry.robot not in known:
             problems.append((("attacks", k, "robot"), f"no robot named '{entry.robot}'", entry.robot))
-        target = entry.params.get("target")
-        if isinstance(target, str) and target not in known:
-            problems.append((("attacks", k, "params", "target"), f"no robot named '{target}'", target))
+        for key in ("target", "impersonate", "peer"):  # parameters that name a robot
+            name = entry.params.get(key)
+            if isinstance(name, str) and name not in known:
+                problems.append((("attacks", k, "params", key), f"no robot named '{name}'", name))
     if attacks and not hasattr(COMMS_MODELS.get(channel_type), "attach_attacks"):
         problems.append((("channel", "type"), f"channel model '{channel_type}' carries no attacks (use itsg5)",
                          channel_type))
@@ -91,7 +98,7 @@ def misbehaviour_config(attacks: Sequence[AttackEntry], detection: DetectionBloc
     if not attacks and detection is None:
         return None
     return {
-        "attacks": [{"robot": ids_of[a.robot], "type": a.type, "params": dict(a.params),
+        "attacks": [{"robot": -1 if a.robot is None else ids_of[a.robot], "type": a.type, "params": dict(a.params),
                      "from_ns": round(a.from_s * 1e9), "to_ns": None if a.to_s is None else round(a.to_s * 1e9)}
                     for a in attacks],
         "names": dict(ids_of),
