@@ -1,11 +1,11 @@
 """A scenario with an agent's robots, built once, and fresh copies of it per episode (the fast reset).
 
-The world is built once (``build_world``: the scenario's robots, federates and scheduler, nothing set up or run). An
-episode starts from a copy of that pristine world: the copy is set up with the episode's seed (so every keyed stream
-and every per-robot constant drawn at spawn follows the new seed) and run to its first decision. Set-up copies are
-kept per seed, so a reset with a seed seen before copies the set-up world directly. Nothing is parsed, resolved or
-compiled again: the robots' specs, the scenario and the compiled kernels are shared by every copy, and only the
-federates' and the scheduler's state (their arrays) is new.
+The world is built once (``build_world``: the scenario's robots, federates and scheduler, nothing set up or run). The
+first episode with a seed starts from a copy of that pristine world: the copy is set up with the seed (so every keyed
+stream and every per-robot constant drawn at spawn follows it) and run to its first decision, then kept. Every episode
+with that seed is a copy of the kept one (a few hundred arrays and small objects), so a reset costs one copy. Nothing
+is parsed, resolved or compiled again: the robots' specs, the scenario, the port contracts, the configurations and the
+compiled kernels are shared by every copy (``immutables``); only the federates' and the scheduler's state is new.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel
 
-from core.federate import FederateError
 from core.robot_blocks import ControllerSpec
 from core.robots import RobotSpec
 from core.timebase import seconds_to_ns
@@ -112,23 +112,43 @@ class Episodes:
     def start(self, seed: int) -> Live:
         """A new episode with ``seed``, run to its first decision (t = 0, after every federate's step there)."""
         parts = self._set_up.get(seed)
-        if parts is None:
+        if parts is None:  # set up a copy of the pristine world with this seed and run its first instant, once
             parts = self._copy(self._pristine)
             parts[0].seed = seed
-            parts[0].setup()
+            parts[0].advance(0)
+            self._shared.update(immutables(parts))
             self._set_up[seed] = parts
             if len(self._set_up) > SEEDS_KEPT:
                 self._set_up.popitem(last=False)
         else:
             self._set_up.move_to_end(seed)
         scheduler, federates = self._copy(parts)
-        live = Live(scheduler, federates, federates[AGENT])
-        try:
-            scheduler.advance(0)
-        except FederateError:
-            finish(live)
-            raise
-        return live
+        return Live(scheduler, federates, federates[AGENT])
+
+
+def immutables(root: Any) -> dict[int, Any]:
+    """The objects reachable from ``root`` that never change once made, by id: frozen dataclasses (port contracts,
+    robot blocks, inputs) and validated pydantic models (configurations). Copies of a world share them."""
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, str | bytes | int | float | bool | np.ndarray | type) or obj is None:
+            continue
+        seen.add(id(obj))
+        params = getattr(type(obj), "__dataclass_params__", None)
+        if (params is not None and params.frozen) or isinstance(obj, BaseModel):
+            found[id(obj)] = obj
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, list | tuple | set | frozenset):
+            stack.extend(obj)
+        elif hasattr(obj, "__dict__") and not callable(obj):
+            stack.extend(vars(obj).values())
+        elif hasattr(obj, "__slots__"):
+            stack.extend(getattr(obj, name) for name in obj.__slots__ if hasattr(obj, name))
+    return found
 
 
 def finish(live: Live) -> None:
