@@ -180,7 +180,8 @@ def test_reset_is_deterministic_per_seed_and_follows_the_seed():
 
 def test_reset_copies_the_built_world_and_costs_a_fraction_of_building_it(monkeypatch):
     """A reset neither rebuilds the world nor resolves the robots again (both are made to fail after the first
-    build), also with a seed never used before; and it takes less than a fifth of building the environment."""
+    build), also with a seed never used before; and it takes a tenth of building the environment (a third with a new
+    seed)."""
     env = PlatoonEnv(PLATOON)
     env.reset(seed=1)
 
@@ -196,7 +197,8 @@ def test_reset_copies_the_built_world_and_costs_a_fraction_of_building_it(monkey
     seeds = iter(range(100, 10_000))
     reset_new, reset_seen, build = best_times(lambda: env.reset(seed=next(seeds)), lambda: env.reset(seed=1),
                                               lambda: PlatoonEnv(PLATOON), rounds=5)
-    assert reset_seen < build / 5 and reset_new < build / 5
+    # a seed seen before: one copy of the kept world; a new seed also sets the copy up and runs its first instant
+    assert reset_seen < build / 10 and reset_new < build / 3
 
 
 def test_a_collision_terminates_with_the_penalty_and_the_end_truncates():
