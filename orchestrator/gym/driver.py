@@ -37,6 +37,7 @@ from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
 
 _EGO_FIELDS = ("x", "y", "yaw", "v", "a", "yaw_rate")
+_SENSED_EGO = ("x", "y", "v", "a")  # what the observation reads of the estimate
 ACT_DELAY_NS = 1
 """[ns] from a sense step to its act step: an instant nothing else steps at, before the next physics step."""
 
@@ -173,15 +174,17 @@ class PolicyDriver(Federate):
         pred_age, leader_age = self._pred.age_s(t_ns, rows), self._leader.age_s(t_ns, rows)
         for pipeline, agent_rows in self._pipelines:
             sub = rows[agent_rows]
-            ego = LazyColumns(_EGO_FIELDS, lambda name, sub=sub: est[name][sub])
+            # read in place by a compiled law, gathered when a stage reads it (as the control federate does)
+            ego = LazyColumns(_EGO_FIELDS, lambda name, sub=sub: est[name][sub], (est.__getitem__, sub))
             out = pipeline.step(t_ns / NS_PER_S, ego, self._pred.rows(sub), self._leader.rows(sub),
                                 pred_age[agent_rows], leader_age[agent_rows], sensors.take(agent_rows))
             law_accel[agent_rows] = out.accel
             yaw_rate[agent_rows] = out.yaw_rate
             gap[agent_rows] = out.desired_gap_m
-        return Sensed(t_ns, {name: np.asarray(est[name])[rows] for name in _EGO_FIELDS}, sensed_cols,
-                      {name: self._pred.held[f, rows] for f, name in enumerate(RX_FIELDS)},
-                      {name: self._leader.held[f, rows] for f, name in enumerate(RX_FIELDS)},
+        pred, leader = self._pred.held[:, rows], self._leader.held[:, rows]  # one gather each, a row per field
+        return Sensed(t_ns, {name: est[name][rows] for name in _SENSED_EGO}, sensed_cols,
+                      {name: pred[f] for f, name in enumerate(RX_FIELDS)},
+                      {name: leader[f] for f, name in enumerate(RX_FIELDS)},
                       pred_age, leader_age, law_accel, yaw_rate, gap)
 
     def _command(self) -> dict[str, np.ndarray]:

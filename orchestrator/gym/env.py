@@ -28,7 +28,7 @@ from orchestrator.scenario import Scenario, load_scenario
 
 from .episodes import Episodes, Live, agent_robots, finish
 from .observation import FEATURES, observe
-from .reward import RewardWeights, reward, true_spacing_error
+from .reward import RewardWeights, reward, spacing_rows, true_spacing_error
 
 QUIET = ("outputs.trace=false", "outputs.plots=false", "outputs.report=false", "outputs.mcap=false")
 """Overrides applied to a scenario loaded by the environment: it records nothing."""
@@ -67,6 +67,7 @@ class PlatoonEnv(gym.Env):
         self._t_ns = 0
         self._accel = np.zeros(len(robots))
         self._collisions = 0
+        self._rows_of: tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray]] = (None, (self.agent_ids, self._preds))
         self._episode = 0
         self.seed_used: int | None = None
         """The scenario seed of the current episode."""
@@ -118,8 +119,10 @@ class PlatoonEnv(gym.Env):
         self._collisions = len(physics.collisions)
         sensed = driver.sensed
         assert sensed is not None
-        error = true_spacing_error(live.scheduler.bus["state"], self.agent_ids, self._preds, self._bumper_offset,
-                                   sensed.desired_gap_m)
+        state = live.scheduler.bus["state"]
+        if state["id"] is not self._rows_of[0]:  # the id array is replaced on a roster change, never mutated
+            self._rows_of = (state["id"], spacing_rows(state["id"], self.agent_ids, self._preds))
+        error = true_spacing_error(state, self._rows_of[1], self._bumper_offset, sensed.desired_gap_m)
         value, jerk = reward(self.weights, error, accel, self._accel, self.period_s, collided)
         self._accel = accel
         truncated = not collided and self._t_ns + self._episodes.period_ns > self._episodes.end_ns

@@ -34,15 +34,21 @@ class RewardWeights:
     """w_c, once, at the step the contact happens"""
 
 
-def true_spacing_error(state: Mapping[str, np.ndarray], agents: np.ndarray, preds: np.ndarray,
+def true_spacing_error(state: Mapping[str, np.ndarray], rows: tuple[np.ndarray, np.ndarray],
                        bumper_offset: np.ndarray, desired_gap: np.ndarray) -> np.ndarray:
     """[m] each agent robot's true spacing error: the distance between its rear axle and its predecessor's, less
     ``bumper_offset`` (0 for laws that measure rear axle to rear axle; the predecessor's rear overhang plus the
-    robot's length ahead of its rear axle for bumper-to-bumper laws), minus ``desired_gap``."""
-    rows = rows_of(state["id"], np.concatenate([agents, preds]))
-    me, ahead = rows[: len(agents)], rows[len(agents):]
+    robot's length ahead of its rear axle for bumper-to-bumper laws), minus ``desired_gap``. ``rows``: the agents'
+    and their predecessors' rows in ``state`` (``spacing_rows``)."""
+    me, ahead = rows
     gap = np.hypot(state["x"][ahead] - state["x"][me], state["y"][ahead] - state["y"][me]) - bumper_offset
     return gap - desired_gap
+
+
+def spacing_rows(ids: np.ndarray, agents: np.ndarray, preds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the agents and of their predecessors in a robot-indexed port with rows ``ids``."""
+    rows = rows_of(ids, np.concatenate([agents, preds]))
+    return rows[: len(agents)], rows[len(agents):]
 
 
 def reward(weights: RewardWeights, spacing_error: np.ndarray, accel: np.ndarray, previous_accel: np.ndarray,
