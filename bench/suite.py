@@ -212,11 +212,33 @@ def spawn_10000() -> dict:
     return {"figure": best * 1e3, "unit": "ms", "target": 20.0, "better": "lower", "detail": "best of 3"}
 
 
+def gym_one() -> dict:
+    """One Gymnasium environment of the 4-robot platoon (``bench/bench_gym.py``), ideal channel: decisions per
+    second (20 ms each), against the fused kernel's limit for the same two 10 ms steps."""
+    from bench_gym import limit_us, single
+
+    one = single("ideal")
+    limit = limit_us(4)
+    return {"figure": one["steps_per_s"], "unit": "steps/s", "target": 20_000.0, "better": "higher",
+            "detail": f"{one['us_per_step']:.0f} us/step, reset {one['reset_ms']:.2f} ms"
+                      + (f"; fused kernel {2 * limit:.1f} us per decision" if limit else "")}
+
+
+def gym_256() -> dict:
+    """A vector of 256 copies of the Gymnasium environment, ideal channel: agent-steps per second (copies stepped
+    one after the other: no one-world batching yet)."""
+    from bench_gym import vector
+
+    many = vector("ideal", 256)
+    return {"figure": many["agent_steps_per_s"], "unit": "agent-steps/s", "target": 500_000.0, "better": "higher",
+            "detail": "SyncVectorEnv of copies"}
+
+
 MEASUREMENTS: dict[str, Callable[[], dict]] = {
     "first_run": first_run, "whole_command": whole_command, "help": help_time, "full_fidelity_4": full_fidelity_4,
     "ideal_1000": ideal_1000, "ideal_10000": ideal_10000, "ideal_1000_curves": ideal_1000_curves,
     "ideal_10000_curves": ideal_10000_curves, "itsg5_1000_10hz": itsg5_1000_10hz,
-    "itsg5_10000_etsi": itsg5_10000_etsi, "spawn_10000": spawn_10000,
+    "itsg5_10000_etsi": itsg5_10000_etsi, "spawn_10000": spawn_10000, "gym_one": gym_one, "gym_256": gym_256,
 }
 
 
