@@ -6,7 +6,8 @@ from core.registry import Registry
 
 DETECTORS = Registry(
     "detector",
-    {"plausibility": "comms_models.misbehaviour.plausibility:PlausibilityDetector"},
+    {"plausibility": "comms_models.misbehaviour.plausibility:PlausibilityDetector",
+     "kalman": "comms_models.misbehaviour.kalman:KalmanDetector"},
     group="coopsim.detectors",
     base="comms_models.misbehaviour.base:Detector",
 )

@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 CHECKS = ("acceptance_range", "speed", "position_consistency", "speed_consistency", "position_speed",
-          "beacon_frequency", "sudden_appearance", "sensor_overlap", "desired_accel")
-"""Check names; bit k of a verdict's mask is ``CHECKS[k]``."""
+          "beacon_frequency", "sudden_appearance", "sensor_overlap", "desired_accel", "kalman")
+"""Check names; bit k of a verdict's mask is ``CHECKS[k]`` (``kalman``: the residual of ``kalman.KalmanTracks``)."""
+DEFAULT_CHECKS = CHECKS[:-1]
+"""The plausibility detector's checks unless the scenario lists them (``kalman`` is asked for by name)."""
 
 
 def bit(name: str) -> int:

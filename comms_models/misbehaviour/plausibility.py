@@ -13,12 +13,14 @@ from core.robots import rows_of
 from . import checks as ck
 from .base import Detector, DetectorParams
 from .history import PairHistory, pair_keys
+from .kalman import KalmanParams, KalmanTracks, cam_residuals
 
 
 class PlausibilityParams(DetectorParams):
     """Thresholds of the checks (defaults: loose enough for an honest run of the shipped scenarios)."""
 
-    checks: list[str] = Field(default_factory=lambda: list(ck.CHECKS), description="the checks to run (default: all)")
+    checks: list[str] = Field(default_factory=lambda: list(ck.DEFAULT_CHECKS), description="the checks to run "
+                              "(default: all but kalman)")
     min_failed: int = Field(1, ge=1, le=len(ck.CHECKS), description="fusion: a message is misbehaving when at least "
                             "this many checks fail")
     max_range_m: float = Field(1000.0, gt=0, description="[m] acceptance range: farthest plausible sender")
@@ -38,6 +40,8 @@ class PlausibilityParams(DetectorParams):
                                 "measured range (plus the sender's speed times the message's age and 0.1 s)")
     accel_tol_mps2: float = Field(1.5, gt=0, description="[m/s^2] desired acceleration: largest plausible gap between "
                                   "a platooning message's desired acceleration and the sender's measured one")
+    kalman: KalmanParams = Field(default_factory=KalmanParams, description="the Kalman residual check's noise and "
+                                 "gate (when kalman is in checks)")
 
     @field_validator("checks")
     @classmethod
@@ -58,6 +62,7 @@ class PlausibilityDetector(Detector):
         self.p = params
         self.enabled = sum(ck.bit(name) for name in params.checks)
         self.history = PairHistory()
+        self.tracks = KalmanTracks(params.kalman) if "kalman" in params.checks else None
         self.ids = np.empty(0, np.int64)  # stations: spawn time, bumpers ahead of / behind the rear axle
         self.spawn_ns = np.empty(0, np.int64)
         self.front_m = np.empty(0)
@@ -74,6 +79,8 @@ class PlausibilityDetector(Detector):
         self.ids, self.spawn_ns = self.ids[keep], self.spawn_ns[keep]
         self.front_m, self.rear_m = self.front_m[keep], self.rear_m[keep]
         self.history.forget(ids)
+        if self.tracks is not None:
+            self.tracks.forget(ids)
 
     def judge(self, t_ns: int, messages: Mapping[str, np.ndarray], own: Mapping[str, np.ndarray],
               sensor: Mapping[str, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -93,6 +100,8 @@ class PlausibilityDetector(Detector):
                  "speed": cam & ck.speed(m["v"], p.max_speed_mps, p.max_reverse_mps)}
         fails.update(self._against_history(np.flatnonzero(cam), m, distance, t_ns))
         fails["sensor_overlap"] = cam & self._sensor_overlap(t_ns, m, ox, oy, oyaw, sensor)
+        if self.tracks is not None:
+            fails["kalman"] = cam_residuals(self.tracks, m)
         u = m.get("u_des")
         if u is not None:
             pm_rows = np.isfinite(u) & (np.ones(n, bool) if kind is None else kind == 1)

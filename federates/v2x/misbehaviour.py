@@ -21,18 +21,22 @@ from comms_models.itsg5.pm import PM_CONTENT
 from comms_models.misbehaviour import DETECTORS
 from comms_models.misbehaviour.base import Detector
 from comms_models.misbehaviour.history import pair_keys
-from core.ports import port
+from core.ports import DELIVERY_FIELDS, port
 from core.robots import RobotSpec
 
 REACTIONS = ("none", "ignore", "fallback")
+CLAIMED = {name: DELIVERY_FIELDS[name] for name in ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")}
+"""The delivery columns the verdict trace keeps: what each message claims (the labelled data set's content)."""
 VERDICTS = ("plausible", "misbehaving")
 MISBEHAVIOUR = port("misbehaviour", {
     "t_ns": ("int64", "ns"), "receiver": ("int64", "robot id"), "sender": ("int64", "robot id"),
     "generated_ns": ("int64", "ns"), "message": ("uint8", "-", ("cam", "pm")), "attack": ("int64", "-"),
     "checks": ("int64", "-"), "verdict": ("uint8", "-", VERDICTS), "dropped": ("uint8", "-", ("no", "yes")),
+    **CLAIMED,
 }, index="event", doc="every delivery judged by the receiver's misbehaviour detector: the attack that forged it "
    "(ground truth, 0: honest), the checks it failed (bit k: comms_models.misbehaviour.checks.CHECKS[k]), the fused "
-   "verdict and whether the receiver dropped it")
+   "verdict, whether the receiver dropped it, and what it claims as the receiver decoded it (SI, local frame; a "
+   "platooning message's row carries the kinematics of the sender's newest CAM and its own u_des)")
 _EXTRA = ("kind", "attack")  # delivery columns the channel adds for the guard only
 
 
@@ -95,6 +99,9 @@ class Guard:
                  "sender": deliveries["sender"], "generated_ns": deliveries["generated_ns"],
                  "message": kind.astype(np.uint8), "attack": attack, "checks": checks,
                  "verdict": verdict.astype(np.uint8), "dropped": drop.astype(np.uint8)}
+        for name in CLAIMED:
+            col = deliveries.get(name)
+            table[name] = np.full(n, np.nan) if col is None else np.asarray(col, np.float64)
         return apps, table
 
     def _untaint(self, deliveries: Deliveries, apps: Deliveries, kind: np.ndarray, drop: np.ndarray) -> Deliveries:

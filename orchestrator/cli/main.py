@@ -175,6 +175,10 @@ def _dispatch(args: argparse.Namespace, console: Console, err: Console) -> int:
         from .metrics_command import run_metrics_command
 
         return run_metrics_command(args, console, err)
+    if args.command == "dataset":
+        from .dataset_command import run_dataset_command
+
+        return run_dataset_command(args, console)
     if args.command == "mcap":
         from orchestrator.mcap_export.command import run_mcap_command
 

@@ -1,5 +1,5 @@
 """The ``coopsim`` command line's argument parser: one function per subcommand (the commands that live elsewhere
-add their own: metrics, mcap, sweep, can-dbc, host)."""
+add their own: metrics, dataset, mcap, sweep, can-dbc, host)."""
 
 from __future__ import annotations
 
@@ -95,14 +95,16 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_elsewhere(sub: argparse._SubParsersAction) -> None:
-    """The subcommands whose modules define their own arguments: metrics, mcap, sweep, can-dbc."""
+    """The subcommands whose modules define their own arguments: metrics, dataset, mcap, sweep, can-dbc."""
     from orchestrator.batch.args import add_sweep_parser
     from orchestrator.mcap_export.command import add_mcap_parser
 
     from .can_dbc_command import add_can_dbc_parser
+    from .dataset_command import add_dataset_parser
     from .metrics_command import add_metrics_parser
 
     add_metrics_parser(sub)
+    add_dataset_parser(sub)
     add_mcap_parser(sub)
     add_sweep_parser(sub)
     add_can_dbc_parser(sub)

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from comms_models.misbehaviour.checks import CHECKS
+
 from .registry import run_metric
 from .rundata import RunData
 
@@ -20,7 +22,8 @@ def _ratio(num: int, den: int) -> float | None:
 @run_metric("misbehaviour", section="misbehaviour")
 def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """Detection quality per attack (precision over the attack's and the honest messages, recall, F1, time to
-    detection) and the false-positive rate of the honest messages (None without a detector's trace)."""
+    detection) and the false-positive rate of the honest messages, with the honest messages each check failed (None
+    without a detector's trace)."""
     verdicts = run.trace("misbehaviour")
     if verdicts is None:
         return None
@@ -29,6 +32,8 @@ def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> di
     t_s = np.asarray(verdicts["t_ns"], np.int64) / 1e9
     honest = attack == 0
     false_pos = int(np.count_nonzero(flagged & honest))
+    failed = np.asarray(verdicts["checks"], np.int64)[honest]
+    by_check = {name: int(np.count_nonzero((failed >> k) & 1)) for k, name in enumerate(CHECKS)}
     entries = []
     for k, entry in enumerate(getattr(run.scenario, "attacks", None) or []):
         mine = attack == k + 1
@@ -40,4 +45,6 @@ def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> di
                         "detected": tp, "precision": precision, "recall": recall, "f1": f1,
                         "time_to_detection_s": float(first.min() - entry.from_s) if len(first) else None})
     return {"messages": len(attack), "honest_messages": int(np.count_nonzero(honest)), "false_positives": false_pos,
-            "false_positive_rate": _ratio(false_pos, int(np.count_nonzero(honest))), "attacks": entries}
+            "false_positive_rate": _ratio(false_pos, int(np.count_nonzero(honest))),
+            "false_positives_by_check": {name: count for name, count in by_check.items() if count},
+            "attacks": entries}
