@@ -27,7 +27,11 @@ ATTACKS = [  # (attack, params); the k-th attacks robot k + 1, label k + 1
     ("ghost", {"ahead_m": 5.0, "decel_mps2": 2.0, "brake_after_s": 1.0}),
     ("desired_accel_constant", {"u_mps2": 5.0}),
     ("desired_accel_sinusoid", {"amplitude_mps2": 4.0, "frequency_hz": 0.5}),
+    ("delayed_message", {"delay_s": 1.0}),
+    ("forged_leader", {"impersonate": "robot0", "u_leader_mps2": 3.0}),
+    ("forged_maneuver", {"request": "split", "peer": "robot0", "platoon_index": 3}),
 ]
+"""Every built-in attack on the messages (the jammers, which act on the air, are tests/comms/test_jamming.py's)."""
 ROBOTS = len(ATTACKS) + 2  # the last robot honest: every attacker has a follower that hears it
 
 
