@@ -51,6 +51,7 @@ class Cv2xLog:
         self.sent = 0
         self.replaced = 0
         self.too_big = 0
+        self.cr_dropped = 0
         self.reselections = dict.fromkeys(RESELECTIONS[1:], 0)
         self.causes = dict.fromkeys(LOSS_CAUSES, 0)  # every link within the radius
         self.interest_causes = dict.fromkeys(LOSS_CAUSES, 0)
@@ -73,12 +74,15 @@ class Cv2xLog:
                 "subframe": np.full(k, sf, np.int64), "subchannel": x0.copy(), "subchannels": length.copy(),
                 "reselection": reselection.astype(np.uint8), "loss": np.zeros(k, np.uint8)})
 
-    def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray, too_big: bool = False) -> None:
-        """Messages that never went on air: replaced by a newer one before their resource came, or too big for the
-        carrier (``too_big``). Logged as ``dcc_dropped``, as the ITS-G5 model logs a replaced CAM."""
+    def dropped(self, t_ns: int, senders: np.ndarray, generated_ns: np.ndarray, cause: str = "replaced") -> None:
+        """Messages that never went on air: ``replaced`` by a newer one before their resource came, ``too_big`` for
+        the carrier, or dropped by congestion control (``cr_limit``: their transmission would have taken the
+        station's CR over its limit). Logged as ``dcc_dropped``, as the ITS-G5 model logs a replaced CAM."""
         k = len(senders)
-        if too_big:
+        if cause == "too_big":
             self.too_big += k
+        elif cause == "cr_limit":
+            self.cr_dropped += k
         else:
             self.replaced += k
         if self.keep and k:
@@ -152,16 +156,18 @@ class Cv2xLog:
         return {name: np.concatenate([c[name] for c in chunks]) for name in ("t_ns", "robot", "cbr")}
 
     def summary(self) -> dict[str, Any]:
-        """Counts for ``metrics()``: CBR mean and max, messages sent, replaced and too big, reselections by cause,
-        link outcomes by loss cause (all links within the radius, and the interest pairs) and the interest PDR."""
+        """Counts for ``metrics()``: CBR mean and max, messages sent, replaced, too big and dropped by congestion
+        control, reselections by cause, link outcomes by loss cause (all links within the radius, and the interest
+        pairs) and the interest PDR."""
         attempts = sum(self.interest_causes.values())
         return {
             "cbr_mean": self._cbr_sum / self._cbr_count if self._cbr_count else 0.0,
             "cbr_max": self._cbr_max,
             "cams_sent": self.sent,
-            "cams_dcc_dropped": self.replaced + self.too_big,
+            "cams_dcc_dropped": self.replaced + self.too_big + self.cr_dropped,
             "cams_replaced": self.replaced,
             "cams_too_big": self.too_big,
+            "cams_cr_dropped": self.cr_dropped,
             "reselections": dict(self.reselections),
             "loss_causes": dict(self.causes),
             "interest_loss_causes": dict(self.interest_causes),

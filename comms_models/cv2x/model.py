@@ -13,11 +13,13 @@ Per channel step (``step(t_ns, estimate, interest)``):
    ``packet_bytes``), which fixes how many subchannels it needs (``tbs``).
 3. Receptions whose receive processing completes by ``t_ns`` are returned.
 
-No congestion control (CR limits) is modelled; the CBR is measured and reported (``channel_load``).
+The CBR is measured and reported (``channel_load``); with ``congestion_control`` a station drops the transmissions
+that would take its channel occupancy ratio over the limit for its CBR (``sidelink``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, ClassVar
@@ -40,6 +42,7 @@ from .reception import LOSS_CAUSES, RECEIVED
 from .sidelink import NS_PER_SF, Sidelink, Subframe
 
 CAM_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
+_LONG_AGO = -(1 << 62)  # [ns] "never" that stays finite in differences
 
 CV2X_LOG = port("v2x", {**V2X_LOG_FIELDS, "subframe": ("int64", "ms"), "subchannel": ("int64", "-"),
                         "subchannels": ("int64", "-"), "reselection": ("uint8", "-", RESELECTIONS),
@@ -51,13 +54,15 @@ log port (``log_port``)."""
 
 
 @cache
-def cam_sizes(station_type: int) -> dict[bool, int]:
-    """UPER size [byte] of a CAM without (False) and with (True) its low-frequency container (the ITS-G5 model's
-    codec, with neutral field values: the encoding's size does not depend on them)."""
+def cam_sizes(station_type: int, path_points: int = 0) -> dict[bool, int]:
+    """UPER size [byte] of a CAM without (False) and with (True) its low-frequency container, whose path history
+    has ``path_points`` points with their delta time (the ITS-G5 model's codec, with neutral field values: the
+    encoding's size does not depend on them)."""
     codec = CamCodec()
     fields = {"latitude": 0, "longitude": 0, "heading": 0, "speed": 0, "drive_direction": 0,
               "longitudinal_acceleration": 0, "yaw_rate": 0, "curvature": 0, "curvature_calculation_mode": 0}
-    return {lf: len(codec.encode(build_cam(0, station_type, 0, fields, lf))) for lf in (False, True)}
+    history = [(0, 0, 0)] * path_points
+    return {lf: len(codec.encode(build_cam(0, station_type, 0, fields, lf, history))) for lf in (False, True)}
 
 
 def _member(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -89,7 +94,11 @@ class Cv2xChannel(CommsModel):
             self.packet_bytes = {False: cfg.packet_bytes, True: cfg.packet_bytes}
         else:  # the CAM's own size (the codec is compiled only then)
             extra = cfg.headers_bytes + cfg.security_bytes
-            self.packet_bytes = {lf: n + extra for lf, n in cam_sizes(cfg.station_type).items()}
+            self.packet_bytes = {lf: n + extra for lf, n in cam_sizes(cfg.station_type,
+                                                                      cfg.path_history_points).items()}
+        self.cert_ns = round(cfg.certificate_interval_s * 1e9)
+        self.cert_last = np.empty(0, np.int64)  # per station: generation time of its last CAM with the certificate
+        self.bytes_generated = self.messages_generated = 0
         self.tx_latency_key = purpose_key(seed, "cv2x", "tx_latency")
         self.rx_latency_key = purpose_key(seed, "cv2x", "rx_latency")
         self.pending: Deliveries = empty_deliveries()
@@ -110,6 +119,7 @@ class Cv2xChannel(CommsModel):
              for spec in robots], np.int64)
         self.link.spawn(np.asarray([spec.id for spec in robots], np.int64), spawn_ns)
         self.generation.spawn(spawn_ns + offsets)
+        self.cert_last = np.concatenate([self.cert_last, np.full(len(robots), _LONG_AGO, np.int64)])
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
         """Remove stations; what they sent stays sensed, their waiting packets and receptions vanish."""
@@ -119,6 +129,7 @@ class Cv2xChannel(CommsModel):
         removed = self.link.ids[gone]
         self.link.despawn(~gone)
         self.generation.despawn(~gone)
+        self.cert_last = self.cert_last[~gone]
         alive = ~np.isin(self.pending["receiver"], removed)
         self.pending = {k: v[alive] for k, v in self.pending.items()}
 
@@ -161,6 +172,12 @@ class Cv2xChannel(CommsModel):
         draws = KeyedDraws(self.tx_latency_key, self.link.ids[rows], None, gen)
         arrival = t_ns + np.round(self.cfg.latency.tx_processing.draw(draws, k) * 1e9).astype(np.int64)
         size = np.where(with_lf[rows], self.packet_bytes[True], self.packet_bytes[False])
+        if self.cfg.certificate_bytes and self.cfg.packet_bytes is None:
+            cert = t_ns - self.cert_last[rows] >= self.cert_ns  # the first CAM too (cert_last starts long ago)
+            self.cert_last[rows[cert]] = t_ns
+            size = size + np.where(cert, self.cfg.certificate_bytes, 0)
+        self.bytes_generated += int(size.sum())
+        self.messages_generated += k
         self.link.queue(t_ns, rows, gen, arrival, size, content)
 
     def _content(self, rows: np.ndarray, estimate: Mapping[str, np.ndarray], x: np.ndarray, y: np.ndarray,
@@ -238,6 +255,8 @@ class Cv2xChannel(CommsModel):
     def metrics(self) -> dict[str, Any]:
         """The log's counts (``Cv2xLog.summary``), the message sizes and the resource grid."""
         phy = self.cfg.phy
+        mean = self.bytes_generated / self.messages_generated if self.messages_generated else math.nan
         return {**self.log.summary(), "packet_bytes": {"hf": self.packet_bytes[False], "lf": self.packet_bytes[True]},
+                "packet_bytes_mean": mean,
                 "subchannels": phy.n_subchannels, "subchannel_rbs": phy.subchannel_rbs, "mcs": phy.mcs,
                 "extra_log_columns": list(CV2X_COLUMNS)}

@@ -146,11 +146,40 @@ class Cv2xParams(_Strict):
         "or without its low-frequency container) plus headers_bytes and security_bytes")
     headers_bytes: int = Field(44, ge=0, le=1000, description="[byte] GeoNetworking SHB and BTP-B headers (4 + 8 + "
                                "28 + 4) added to the CAM")
-    security_bytes: int = Field(0, ge=0, le=2000, description="[byte] security envelope per message")
+    security_bytes: int = Field(0, ge=0, le=2000, description="[byte] security envelope per message (signed "
+                                "with a digest of the signer's certificate)")
+    path_history_points: int = Field(0, ge=0, le=40, description="points (with their delta time) in the path "
+                                     "history of a CAM's low-frequency container (CDD PathHistory: 0..40; 23 "
+                                     "points: a 241-byte CAM)")
+    certificate_bytes: int = Field(0, ge=0, le=2000, description="[byte] added when the message carries the "
+                                   "signer's full certificate instead of its digest (ETSI TS 103 097: once per "
+                                   "certificate_interval_s); 0: never")
+    certificate_interval_s: float = Field(1.0, gt=0.0, le=60.0, description="[s] a CAM carries the certificate when "
+                                          "at least this long passed since the last one that did (and the first)")
     station_type: int = Field(5, ge=0, le=255, description="CDD StationType of the encoded CAMs (5 passenger car)")
     cbr_threshold_dbm: float = Field(-94.0, ge=-150.0, le=0.0, description="[dBm] a subchannel counts busy in a "
                                      "subframe when its S-RSSI exceeds this (TS 36.214 5.1.30)")
     cbr_window_ms: int = Field(100, ge=10, le=10_000, description="[ms] CBR measurement window")
+    congestion_control: bool = Field(False, description="limit each station's channel occupancy ratio (CR, over "
+                                     "the last 1,000 subframes) to cr_limits for the CBR of its last window, by "
+                                     "dropping the transmissions that would exceed it (TS 36.213 14.1.1.4C, ETSI "
+                                     "TS 103 574)")
+    cr_limits: tuple[tuple[float, float], ...] = Field(
+        ((0.3, 1.0), (0.65, 0.03), (0.8, 0.006), (1.0, 0.003)),
+        description="(CBR upper bound, CR limit) per CBR range, ascending, the last bound 1: ETSI TS 103 574 "
+        "V1.1.1 Table 1 for the CAM's priority (PPPP 5): no limit up to 0.3, 0.03 to 0.65, 0.006 to 0.8, 0.003 "
+        "above")
+
+    @field_validator("cr_limits")
+    @classmethod
+    def _cr_limits(cls, value: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+        bounds = [b for b, _ in value]
+        if not value or bounds != sorted(set(bounds)) or bounds[-1] != 1.0 or bounds[0] <= 0.0:
+            raise ValueError(f"cr_limits must be (CBR bound, CR limit) pairs with strictly ascending bounds in (0, 1], "
+                             f"the last 1.0; got bounds {bounds}")
+        if not all(0.0 < limit <= 1.0 for _, limit in value):
+            raise ValueError("every CR limit of cr_limits must be in (0, 1]")
+        return value
     trace: Literal["interest", "all"] = Field(
         "interest", description="rx rows of trace/v2x.parquet: only the pairs the applications read, or all links"
     )

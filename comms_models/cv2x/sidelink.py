@@ -15,6 +15,8 @@ Per subframe k (only subframes in which something happens are visited):
    20 ms). A packet arriving while the previous one still waits replaces it (the old one is logged as dropped).
 3. **Load.** Each station counts the subchannels it senses busy (S-RSSI above -94 dBm); every ``cbr_window_ms`` the
    channel busy ratio closes (``Cv2xLog.window``).
+4. **Congestion control** (``congestion_control``): before transmitting, a station whose channel occupancy ratio
+   would exceed the limit for its last CBR drops the packet (``_within_cr_limit``).
 
 Every random number is keyed by its event (``core.rng.KeyedDraws``): the pick, the order of equal candidates and the
 counter by (station, subframe), the keep draw likewise, each under its own purpose; so the same seed gives
@@ -41,6 +43,7 @@ from .sps import PHASE_MS, select
 from .tbs import SCI_RBS, subchannels_needed
 
 NS_PER_SF = 1_000_000
+CR_WINDOW_MS = 1000  # a + b + 1 subframes of the channel occupancy ratio (TS 36.214 5.1.31)
 _NEVER = np.iinfo(np.int64).max
 _FIRST, _COUNTER, _SIZE, _LATENCY, _UNUSED = (RESELECTIONS.index(n) for n in
                                               ("first", "counter", "size", "latency", "unused"))
@@ -91,6 +94,9 @@ class Sidelink:
         self.window_ms = cfg.cbr_window_ms
         self.window_end = self.window_ms
         self.tx_subframes = 0  # subframes with a transmission in the current CBR window
+        self.cbr_last = np.empty(0)  # per station: the CBR of its last closed window (NaN: none measured yet)
+        self.cr_bounds = np.array([b for b, _ in cfg.cr_limits])
+        self.cr_limit = np.array([lim for _, lim in cfg.cr_limits])
 
     # -- stations ------------------------------------------------------------------------------------------------
     def spawn(self, ids: np.ndarray, spawn_ns: np.ndarray) -> None:
@@ -106,6 +112,7 @@ class Sidelink:
             setattr(self, name, np.concatenate([getattr(self, name), np.full(n, value, np.int64)]))
         since = -(-np.asarray(spawn_ns, np.int64) // NS_PER_SF)
         self.meas_since = np.concatenate([self.meas_since, since])
+        self.cbr_last = np.concatenate([self.cbr_last, np.full(n, np.nan)])
         for name in ("pkt_on", "inc_on", "reselect"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n, bool)]))
         for name in ("pkt_content", "inc_content"):
@@ -114,7 +121,7 @@ class Sidelink:
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
-        for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content"):
+        for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content", "cbr_last"):
             setattr(self, name, getattr(self, name)[keep])
         self.snaps.despawn(keep)
 
@@ -126,7 +133,7 @@ class Sidelink:
         length = subchannels_needed(size_bytes, self.cfg.phy.mcs, self.cfg.phy.subchannel_rbs, self.n_sub)
         big = length == 0
         if big.any():
-            self.log.dropped(t_ns, self.ids[rows[big]], generated_ns[big], too_big=True)
+            self.log.dropped(t_ns, self.ids[rows[big]], generated_ns[big], cause="too_big")
         r = rows[~big]
         overtaken = r[self.inc_on[r]]
         if len(overtaken):
@@ -151,6 +158,8 @@ class Sidelink:
             if k >= end_sf:
                 break
             sending = np.flatnonzero(due == k)
+            if len(sending) and self.cfg.congestion_control:
+                sending = self._within_cr_limit(k, sending)
             if len(sending):  # first: a packet arriving in k is too late for a transmission in k
                 on_subframe(self._transmit(k, sending, x, y))
             arriving = np.flatnonzero(arr == k)
@@ -159,7 +168,8 @@ class Sidelink:
                 self._decide(k, arriving)
             self.sf = k + 1
         self.sf = max(self.sf, end_sf)
-        self.history.prune(self.sf - self.cfg.sps.sensing_window_ms - PHASE_MS)
+        reach = max(self.cfg.sps.sensing_window_ms, CR_WINDOW_MS if self.cfg.congestion_control else 0)
+        self.history.prune(self.sf - reach - PHASE_MS)
 
     def _arrive(self, n: int, rows: np.ndarray) -> None:
         """The packets in processing of ``rows`` reach the MAC in subframe ``n``, replacing any still waiting."""
@@ -247,12 +257,32 @@ class Sidelink:
             self.reselect[expired] = ~keeps
         return out
 
+    def _within_cr_limit(self, k: int, rows: np.ndarray) -> np.ndarray:
+        """The rows of ``rows`` whose transmission in subframe ``k`` keeps their channel occupancy ratio within the
+        limit for their last CBR (TS 36.213 14.1.1.4C); the others' packets are dropped and their reservation moves
+        on unused. CR (TS 36.214 5.1.31, a = 999, b = 0): the subchannels the station used in [k - 999, k - 1] and
+        this transmission's, over every subchannel of those 1,000 subframes."""
+        past = self.history.window(k - CR_WINDOW_MS + 1, k)
+        used = np.bincount(past["slot"], weights=past["length"], minlength=self.slots)[self.slot[rows]]
+        cr = (used + self.res_len[rows]) / (CR_WINDOW_MS * self.n_sub)
+        cbr = np.nan_to_num(self.cbr_last[rows], nan=0.0)  # no window measured yet: no limit
+        limit = self.cr_limit[np.minimum(np.searchsorted(self.cr_bounds, cbr, side="left"), len(self.cr_limit) - 1)]
+        over = cr > limit
+        if over.any():
+            drop = rows[over]
+            self.log.dropped(k * NS_PER_SF, self.ids[drop], self.pkt_gen_ns[drop], cause="cr_limit")
+            self.pkt_on[drop] = False
+            self.pkt_tx_sf[drop] = -1
+            self.res_sf[drop] = k + self.cfg.sps.rri_ms
+        return rows[~over]
+
     def _close_window(self) -> None:
         """The CBR window ending at ``window_end`` closes (NaN for stations that joined within it)."""
         start = self.window_end - self.window_ms
         idle_busy = self.n_sub * (self.window_ms - self.tx_subframes) if self.noise_sub_mw > self.cbr_mw else 0
         cbr = (self.busy + idle_busy) / (self.window_ms * self.n_sub)
         cbr = np.where(self.meas_since <= start, cbr, np.nan)
+        self.cbr_last = cbr
         self.log.window(self.window_end * NS_PER_SF, self.ids, cbr)
         self.busy[:] = 0
         self.tx_subframes = 0
