@@ -88,6 +88,13 @@ class ManeuverMachine(Transitions, Endings):
                              (SPLITTING, s.gap_open_s + s.move_timeout_s)):
             self._timeout_s[state] = limit
 
+    def request(self, r: Request) -> None:
+        """A request made while the run goes (a reaction to misbehaviour): started at the next step at or after
+        ``r.at_ns``, after the scenario's requests due by then."""
+        self.requests.insert(self._next + sum(q.at_ns <= r.at_ns for q in self.requests[self._next:]), r)
+        self._type_of[r.index] = MANEUVER_TYPES.index(r.type)
+        self._by_index[r.index] = r
+
     # -- rows ---------------------------------------------------------------------------------------------------
     def add(self, ids: np.ndarray, role: np.ndarray, platoon: np.ndarray, position: np.ndarray,
             dims: Mapping[str, np.ndarray], v: np.ndarray) -> None:

@@ -11,7 +11,8 @@ In a scenario with maneuvers (``federates.control.maneuvering``) every robot als
 its partner's messages: robots change role at run time (a leader's drive or a group to the maneuver layer, which
 drives joiners and mergers to their slot and steers lane changes, and into a platoon's group), whose messages they
 use changes, and two more ports go out: ``platoon_state`` (which the V2X federate sends and builds its interest
-from) and ``maneuver_events``.
+from) and ``maneuver_events``. With the ``open_gap`` or ``leave`` reaction to misbehaviour, ``suspicions`` (queued)
+come in and ``federates.control.reactions`` widens gaps or requests leaves.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
 from federates.control.diagnostics import control_diagnostics, with_gaps
 from federates.control.drivers import Drivers
 from federates.control.maneuvering import ManeuverLayer
+from federates.control.reactions import Reactions, widen
 from federates.control.received import RX_FIELDS, Received
 from federates.control.sensing import RangeSensing
 
@@ -79,7 +81,8 @@ class ControlFederate(RowTable, Federate):
 
     ROW_COLUMNS = (*_ROW_ARRAYS, "_kmax")
 
-    def __init__(self, name: str, period_ns: int, maneuvers: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, name: str, period_ns: int, maneuvers: Mapping[str, Any] | None = None,
+                 reactions: Mapping[str, Any] | None = None) -> None:
         super().__init__(name)
         self._plan = maneuvers  # the world's maneuver plan (``federates.control.maneuvering``), None without
         self.period_ns = period_ns
@@ -109,6 +112,7 @@ class ControlFederate(RowTable, Federate):
         self._row_of_id = np.full(1, -1, np.int64)  # robot id -> row (-1: not ours), for the receive kernel
         self._maneuvers = None if maneuvers is None else ManeuverLayer(maneuvers, self._platoon_law)
         self._kmax = np.empty(0)  # [1/m] tightest curvature per row (lane steering)
+        self._reactions = None if reactions is None else Reactions(reactions, self.dt)  # to misbehaviour
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._drivers = Drivers(self.period_ns, ctx.end_ns)
@@ -119,6 +123,8 @@ class ControlFederate(RowTable, Federate):
                 Input("estimate", fields=ESTIMATE.fields),
                 Input("cam_rx", queued=True, fields=(CAM_RX_PLATOONING if maneuvering else CAM_RX).fields),
                 Input("range", fields=fields_of(RANGE, range_fields)),
+                *((Input("suspicions", queued=True, optional=True, fields=Reactions.port.fields),)
+                  if self._reactions is not None else ()),
             ),
             outputs=(COMMANDS, CONTROL_DIAG, *((PLATOON_STATE, MANEUVER_EVENT_PORT) if maneuvering else ())),
             period_ns=self.period_ns,
@@ -173,6 +179,8 @@ class ControlFederate(RowTable, Federate):
         self._leader.add(optional_ids(spec_column(robots, "leader")))
         if self._maneuvers is not None:
             self._maneuvers.spawn(robots, external.tolist())
+        if self._reactions is not None:
+            self._reactions.add(len(robots))
         self._reindex()
 
     def despawn(self, robot_ids: Sequence[int]) -> None:
@@ -195,6 +203,8 @@ class ControlFederate(RowTable, Federate):
         self._leader.remove(keep)
         if self._maneuvers is not None:
             self._maneuvers.despawn(keep)
+        if self._reactions is not None:
+            self._reactions.keep(keep)
         self._reindex()
 
     def _group_of_block(self, controller: ControllerSpec | None, name: str) -> str:
@@ -246,6 +256,8 @@ class ControlFederate(RowTable, Federate):
         accel = self._accel_cmd  # held between a law's own steps (zero-order hold)
         yaw_rate = self._yaw_rate_cmd
         maneuver = None
+        if self._reactions is not None:
+            self._react(t_ns, inputs.get("suspicions"))
         if self._maneuvers is not None:
             maneuver = self._maneuvers.step(t_ns, est, self._pred, self._leader, self._kmax)
             self._apply(maneuver.actions)
@@ -255,9 +267,11 @@ class ControlFederate(RowTable, Federate):
             if t_ns % group.period_ns == 0:
                 pred = self._pred.rows(rows)
                 group_sensors = sensors.take(rows)  # gathered only if a stage reads them
+                extra = self._extra_gap(t_ns, group, rows, maneuver, est)
                 if maneuver is not None:
-                    self._widen_gaps(group, rows, maneuver.extra_gap[rows], pred, group_sensors, inputs.get("range"),
-                                     est)
+                    self._widen_gaps(group, rows, extra, pred, group_sensors, inputs.get("range"), est)
+                elif extra is not None:
+                    widen(pred, group_sensors, extra, getattr(group.pipeline.law, "gap_reference", "axle"))
                 # the followers' estimates, gathered when read (or read in place by a compiled law)
                 ego = LazyColumns(_EGO_FIELDS, lambda name, rows=rows: est[name][rows], (est.__getitem__, rows))
                 out = group.pipeline.step(
@@ -302,6 +316,26 @@ class ControlFederate(RowTable, Federate):
         if self._gap_parts:
             self._desired_gap = with_gaps(self._desired_gap, self._gap_parts.values())
             self._gap_parts = {}
+
+    # -- reactions to misbehaviour ------------------------------------------------------------------------------
+    def _react(self, t_ns: int, suspicions: Sequence[Mapping[str, np.ndarray]] | None) -> None:
+        """Suspicions heard; with ``leave``, the requests of the followers that suspect their platoon."""
+        assert self._reactions is not None
+        self._reactions.hear(suspicions, self._row_of_id, self._pred.wanted, self._leader.wanted)
+        if self._reactions.kind == "leave" and self._maneuvers is not None and self._plan is not None:
+            machine = self._maneuvers.machine
+            for request in self._reactions.leaves(t_ns, self._ids, machine.a["role"], machine.a["st"],
+                                                  int(self._plan["reactive_platoons"])):
+                machine.request(request)
+
+    def _extra_gap(self, t_ns: int, group: _Group, rows: np.ndarray, maneuver: Any,
+                   est: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """The distance [m] a group's rows keep beyond their law's gap: a maneuver's, plus open_gap's."""
+        extra = None if maneuver is None else maneuver.extra_gap[rows]
+        if self._reactions is None or self._reactions.kind != "open_gap":
+            return extra
+        own = self._reactions.gap(t_ns, rows, np.asarray(group.pipeline.law.desired_gap(est["v"][rows]), float))
+        return own if extra is None else extra + own
 
     # -- maneuvers ----------------------------------------------------------------------------------------------
     def _maneuver_outputs(self) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from core.ports import (
 from core.robots import RobotSpec, rows_of
 
 from .misbehaviour import MISBEHAVIOUR, Guard
+from .suspicions import REACTS_IN_CONTROL, SUSPICIONS
 
 
 class V2XFederate(Federate):
@@ -89,6 +90,7 @@ class V2XFederate(Federate):
         if self.guard is not None:  # the detector compares claims with the receiver's own range sensor
             inputs += (Input("range", optional=True, fields=RANGE.fields),)
             outputs += (MISBEHAVIOUR,) if self.record else ()
+            outputs += (SUSPICIONS,) if self.guard.reaction in REACTS_IN_CONTROL else ()
         return FederateMeta(inputs=inputs, outputs=outputs, period_ns=self.step_ns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
@@ -169,14 +171,16 @@ class V2XFederate(Federate):
             n = len(deliveries["receiver"])
             deliveries = {**deliveries, **{name: np.full(n, np.nan) for name in PLATOON_MESSAGE_FIELDS
                                            if name not in deliveries}}
+        reacting = {} if verdicts is None or self.guard.reaction not in REACTS_IN_CONTROL else \
+            {"suspicions": self.guard.suspicions(verdicts)}  # type: ignore[union-attr]
         if not self.record:  # the model keeps no log then (keep_log): nothing to drain
-            return {"cam_rx": deliveries}
+            return {"cam_rx": deliveries, **reacting}
         records = self.model.drain_records()
         load = self.model.drain_load()
         log = _as_codes(records) if records is not None else _log(deliveries)
         if "message" not in log:  # a model that sends CAMs only
             log = {**log, "message": np.zeros(len(log["t_ns"]), np.uint8)}
-        out: dict[str, Any] = {"cam_rx": deliveries, "v2x": log}
+        out: dict[str, Any] = {"cam_rx": deliveries, "v2x": log, **reacting}
         if load is not None:
             if "dcc_t_off_s" not in load:  # a model without DCC
                 load = {**load, "dcc_t_off_s": np.full(len(load["t_ns"]), np.nan)}

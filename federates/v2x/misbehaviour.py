@@ -4,7 +4,9 @@
 before its encoder), and judges every delivery with the scenario's detector before the applications get it. By the
 scenario's ``reaction``, a message judged misbehaving is kept (``none``), dropped (``ignore``), or the receiver stops
 listening to its sender for ``hold_s`` (``fallback``: a follower's predecessor data then goes stale and its
-``controller.fallback`` switches it to ACC on its own range sensor). The verdicts are published on the
+``controller.fallback`` switches it to ACC on its own range sensor); with ``open_gap`` and ``leave`` it is kept and
+its (receiver, sender) pair goes to the control federate on the ``suspicions`` port, which widens the receiver's
+gap or makes it leave its platoon (``federates.control.reactions``). The verdicts are published on the
 ``misbehaviour`` port, one row per delivery, with the ground truth of the message.
 """
 
@@ -24,7 +26,9 @@ from comms_models.misbehaviour.history import pair_keys
 from core.ports import DELIVERY_FIELDS, port
 from core.robots import RobotSpec
 
-REACTIONS = ("none", "ignore", "fallback")
+from .suspicions import REACTS_IN_CONTROL
+
+REACTIONS = ("none", "ignore", "fallback", *REACTS_IN_CONTROL)
 CLAIMED = {name: DELIVERY_FIELDS[name] for name in ("x", "y", "yaw", "v", "a", "yaw_rate", "u_des")}
 """The delivery columns the verdict trace keeps: what each message claims (the labelled data set's content)."""
 VERDICTS = ("plausible", "misbehaving")
@@ -103,6 +107,11 @@ class Guard:
             col = deliveries.get(name)
             table[name] = np.full(n, np.nan) if col is None else np.asarray(col, np.float64)
         return apps, table
+
+    def suspicions(self, verdicts: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The rows of ``verdicts`` judged misbehaving, as the ``suspicions`` port has them."""
+        flagged = np.asarray(verdicts["verdict"]) == 1
+        return {name: np.asarray(verdicts[name], np.int64)[flagged] for name in ("t_ns", "receiver", "sender")}
 
     def _untaint(self, deliveries: Deliveries, apps: Deliveries, kind: np.ndarray, drop: np.ndarray) -> Deliveries:
         """The channel model hands a CAM row the newest platooning fields it received from the pair, also those of

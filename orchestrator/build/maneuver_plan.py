@@ -25,8 +25,11 @@ STRAIGHT_LENGTH_M = 1000.0
 
 
 def maneuver_plan(scenario: Scenario, robots: list[RobotSpec]) -> dict[str, Any] | None:
-    """The plan (plain data), or None for a scenario without maneuvers."""
-    if not scenario.maneuvers:
+    """The plan (plain data), or None for a scenario without maneuvers (and without the ``leave`` reaction to
+    misbehaviour, whose leaves the control federate requests while the run goes: each robot's own platoon after
+    it is ``reactive_platoons`` + its id, with its home platoon's block)."""
+    leaves = getattr(scenario.detection, "reaction", None) == "leave"
+    if not scenario.maneuvers and not leaves:
         return None
     names = platoon_names(scenario)
     plans = plan_robots(scenario)
@@ -72,8 +75,15 @@ def maneuver_plan(scenario: Scenario, robots: list[RobotSpec]) -> dict[str, Any]
             blocks[new] = blocks[home]
         requests.append(request)
     settings = scenario.maneuver_settings or ManeuverSettings()
-    return {"requests": requests, "settings": settings.model_dump(), "paths": paths,
-            "lanes": {k: list(v) for k, v in lanes.items()}, "blocks": blocks}
+    out = {"requests": requests, "settings": settings.model_dump(), "paths": paths,
+           "lanes": {k: list(v) for k, v in lanes.items()}, "blocks": blocks}
+    if leaves:
+        base = len(names) + len(scenario.maneuvers)
+        out["reactive_platoons"] = base
+        for plan in plans:
+            if plan.position > 0 and plan.platoon in blocks:
+                blocks[base + ids[plan.name]] = blocks[plan.platoon]
+    return out
 
 
 def _reference(plan: Any) -> tuple[list[list[float]], bool]:

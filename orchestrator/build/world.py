@@ -15,7 +15,7 @@ from core.timebase import seconds_to_ns
 from federates import FEDERATE_KINDS
 from orchestrator.engine.run_control import RunControl
 from orchestrator.engine.scheduler import Scheduler, federate_failure
-from orchestrator.scenario.attacks_block import misbehaviour_config
+from orchestrator.scenario.attacks_block import misbehaviour_config, reaction_config
 from orchestrator.scenario.model import COORDINATE_LIMIT_M, Loc, Scenario
 from orchestrator.scenario.platoons_block import RobotPlan, plan_robots
 
@@ -153,7 +153,9 @@ def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | Non
     if plan is not None:  # the platoons' blocks run at their own periods too
         periods |= {seconds_to_ns(block["period_s"]) for block in plan["blocks"].values()}
         control_period = math.gcd(control_period, *periods)
-    control = _built_in(scenario, "control", period_ns=control_period, **({"maneuvers": plan} if plan else {}))
+    reactions = reaction_config(scenario.detection)  # open_gap and leave: the control federate reacts
+    control = _built_in(scenario, "control", period_ns=control_period, **({"maneuvers": plan} if plan else {}),
+                        **({"reactions": reactions} if reactions else {}))
     federates: dict[str, Any] = {"physics": physics, "v2x": v2x, "control": control}
     for extra in scenario.federates:
         if extra.name in given:

@@ -1,6 +1,7 @@
 """Misbehaviour detection scored against the ground truth (``trace/misbehaviour.parquet``): per attack, the
 precision, recall and F1 of the receivers' verdicts and the time from the attack's start to its first detected
-message; over the honest messages, the false-positive rate."""
+message; over the honest messages, the false-positive rate (``misbehaviour``); per follower as a receiver, what its
+detector missed and flagged wrongly (``detection``, which sweeps and comparisons take as any follower metric)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import numpy as np
 
 from comms_models.misbehaviour.checks import CHECKS
 
-from .registry import run_metric
+from .follower import FollowerView
+from .registry import follower_metric, run_metric
 from .rundata import RunData
 
 
@@ -48,3 +50,23 @@ def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> di
             "false_positive_rate": _ratio(false_pos, int(np.count_nonzero(honest))),
             "false_positives_by_check": {name: count for name, count in by_check.items() if count},
             "attacks": entries}
+
+
+@follower_metric("detection", report=("forged_missed", "false_alarms"))
+def detection(f: FollowerView) -> dict[str, Any]:
+    """This follower as a receiver (runs with a detector's trace only): the forged messages delivered to it, those
+    its detector missed, the honest ones it flagged, and the time from the first attack whose messages reached it
+    to its first detection (a worst follower for sweeps: more missed, more false alarms, later is worse)."""
+    verdicts = f.run.trace("misbehaviour")
+    if verdicts is None:
+        return {}
+    mine = np.asarray(verdicts["receiver"], np.int64) == f.robot.id
+    attack = np.asarray(verdicts["attack"], np.int64)[mine]
+    flagged = (np.asarray(verdicts["verdict"]) == "misbehaving")[mine]
+    forged = attack > 0
+    entries = getattr(f.run.scenario, "attacks", None) or []
+    starts = np.array([entries[k - 1].from_s if 0 < k <= len(entries) else np.nan for k in attack[forged]])
+    caught = np.asarray(verdicts["t_ns"], np.int64)[mine][forged & flagged] / 1e9
+    return {"forged_received": int(forged.sum()), "forged_missed": int((forged & ~flagged).sum()),
+            "false_alarms": int((~forged & flagged).sum()),
+            "time_to_detection_s": float(caught.min() - np.nanmin(starts)) if len(caught) else None}

@@ -62,6 +62,7 @@ BUILTIN_ORDER = (
     "collisions",
     "aoi",
     "degradation",
+    "detection",
     "link",
     "transition",
     "summary",
@@ -73,7 +74,8 @@ BUILTIN_ORDER = (
 _ELSEWHERE = {"gamma": "orchestrator.metrics.excitation:gamma",
               "maneuvers": "orchestrator.metrics.maneuvers:maneuvers",
               "cut_ins": "orchestrator.metrics.maneuvers:cut_ins",
-              "misbehaviour": "orchestrator.metrics.misbehaviour:misbehaviour"}  # built-ins in a module of their own
+              "misbehaviour": "orchestrator.metrics.misbehaviour:misbehaviour",
+              "detection": "orchestrator.metrics.misbehaviour:detection"}  # built-ins in a module of their own
 METRICS = Registry("metric", {name: _ELSEWHERE.get(name, f"{_BUILTIN}:{name}") for name in BUILTIN_ORDER},
                    group="coopsim.metrics")
 

@@ -12,6 +12,8 @@ import numpy as np
 
 from orchestrator.recording.safe_files import write_atomic
 
+from .misbehaviour_report import misbehaviour_section
+
 _STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1em}
@@ -251,6 +253,10 @@ def write_run_report(out_dir: Path, run_info: Mapping[str, Any], metrics: Mappin
     if maneuvers:
         sections.insert(next((k + 1 for k, (h, _) in enumerate(sections) if h == "Followers"), len(sections)),
                         ("Maneuvers and roles", maneuvers))
+    attacked = misbehaviour_section(metrics, table)
+    if attacked:
+        sections.insert(next((k + 1 for k, (h, _) in enumerate(sections) if h == "Followers"), len(sections)),
+                        ("Attacks and misbehaviour detection", attacked))
     sections += list(charts)
     sections += [(p.stem.replace("_", " ").capitalize(), image(p)) for p in plots if p != timeline or not maneuvers]
     if missing_plots:

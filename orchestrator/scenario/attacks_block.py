@@ -51,10 +51,18 @@ class DetectionBlock(Strict):
     type: str = Field("plausibility", description="detector: a built-in (comms_models.misbehaviour.DETECTORS), an "
                       "entry point of 'coopsim.detectors' or a 'package.module:Class' path")
     params: dict[str, Any] = Field(default_factory=dict, description="the detector's parameters")
-    reaction: Literal["none", "ignore", "fallback"] = Field(
+    reaction: Literal["none", "ignore", "fallback", "open_gap", "leave"] = Field(
         "none", description="none: only judge; ignore: drop misbehaving messages; fallback: stop listening to their "
-        "sender for hold_s (a follower's controller.fallback then switches it to ACC on its range sensor)")
-    hold_s: float = Field(1.0, gt=0, le=1e6, description="[s] fallback: how long a misbehaving sender is not heard")
+        "sender for hold_s (a follower's controller.fallback then switches it to ACC on its range sensor); open_gap: "
+        "a follower that judges its predecessor's or leader's messages misbehaving multiplies its desired gap (time "
+        "gap and standstill distance) by gap_factor until hold_s after the last one; leave: it leaves its platoon "
+        "(the leave maneuver: it opens a gap, changes lane and drives on alone)")
+    hold_s: float = Field(1.0, gt=0, le=1e6, description="[s] fallback: how long a misbehaving sender is not heard; "
+                          "open_gap: how long the gap stays open after the last misbehaving message")
+    gap_factor: float = Field(2.0, gt=1, le=10, description="open_gap: factor on the time gap and standstill distance")
+    gap_rate_mps: float = Field(1.0, gt=0, le=10, description="[m/s] open_gap: how fast the gap opens and closes")
+    leave_lane_offset_m: float | None = Field(None, ge=-50, le=50, description="[m] leave: the lane offset the leaver "
+                                              "changes to (default: two vehicle widths right of its lane)")
 
     @field_validator("type")
     @classmethod
@@ -104,3 +112,13 @@ def misbehaviour_config(attacks: Sequence[AttackEntry], detection: DetectionBloc
         "names": dict(ids_of),
         "detection": None if detection is None else detection.model_dump(),
     }
+
+
+def reaction_config(detection: DetectionBlock | None) -> dict[str, Any] | None:
+    """The control federate's ``reactions`` parameter for the reactions it carries out (open_gap, leave), else
+    None."""
+    if detection is None or detection.reaction not in ("open_gap", "leave"):
+        return None
+    return {"reaction": detection.reaction, "hold_ns": round(detection.hold_s * 1e9),
+            "gap_factor": detection.gap_factor, "gap_rate_mps": detection.gap_rate_mps,
+            "lane_offset_m": detection.leave_lane_offset_m}

@@ -280,7 +280,14 @@ _DEFAULT_TYPES = {"controller": "ela_cacc", "channel": "ideal"}
 def _forget_old_parameters(node: Any, loc: Loc, value: Any) -> None:
     """``--set controller.type=X`` (or ``channel.type=X``, at any level) switching to another law or model drops
     the old one's parameters, as a per-robot override naming another law does (``merge_controller``); the block's
-    own keys (period, prediction, lateral, fallback) stay."""
+    own keys (period, prediction, lateral, fallback) stay. Likewise ``attacks[k].type`` and ``detection.type`` drop
+    the old attack's or detector's ``params``."""
+    if len(loc) >= 2 and loc[-1] == "type" and isinstance(node, dict) and (
+            loc[-2] == "detection" or (len(loc) >= 3 and loc[-3] == "attacks" and isinstance(loc[-2], int))):
+        # an attack or a detector of another type takes other params: ``--param attacks[0].type=a,b`` sweeps them
+        if node.get("type", "plausibility" if loc[-2] == "detection" else None) != value:
+            node.pop("params", None)
+        return
     if len(loc) < 2 or loc[-1] != "type" or loc[-2] not in _DEFAULT_TYPES or not isinstance(node, dict):
         return
     if node.get("type", _DEFAULT_TYPES[str(loc[-2])]) == value:

@@ -61,7 +61,7 @@ def table(outs: dict[str, Path]) -> str:
     lines = [head, "|" + "---|" * (len(CHECKS) + 3)]
     for name, out in outs.items():
         r = rates(out)
-        cells = [f"{n} ({n / r['honest']:.2%})" if n else "0" for n in r["by_check"].values()]
+        cells = [f"{n} ({n / r['honest']:.3%})" if n else "0" for n in r["by_check"].values()]
         fp = r["false_positives"]
         lines.append(f"| {name} | {r['honest']:,} | " + " | ".join(cells) + f" | {fp / r['honest']:.3%} |")
     return "\n".join(lines)
