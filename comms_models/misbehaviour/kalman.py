@@ -16,7 +16,9 @@ offset of a few m/s, which the filter partly absorbs and the consecutive checks 
 ``window`` NIS of the pair instead: the innovations of a consistent filter are white, so the sum is chi-square with
 4 x window degrees of freedom (the time-average NIS test, Bar-Shalom et al. sec. 5.4.2), gated at the same
 ``false_alarm`` (and a CAM fails it only when its own NIS is above the mean, 4). A CAM beyond the single gate is an
-outlier: it is not used to update the track, which coasts on its prediction. Both axes share the same noise, so
+outlier: it is not used to update the track, which coasts on its prediction; after ``max_misses`` outliers in a row
+the track starts again from the newest CAM, so that one real jump (or the end of an offset) costs a few verdicts,
+not the seconds a coasting track needs to take it in. Both axes share the same noise, so
 they share one covariance per pair (3 numbers), and the whole step is a few vectorised array operations.
 """
 
@@ -32,7 +34,7 @@ from .base import Detector, DetectorParams
 from .checks import bit
 from .history import pair_keys
 
-_STATE = ("gen", "px", "py", "vx", "vy", "ux", "uy", "p_pp", "p_pv", "p_vv", "filled", "nis")
+_STATE = ("gen", "px", "py", "vx", "vy", "ux", "uy", "p_pp", "p_pv", "p_vv", "filled", "nis", "misses")
 
 
 class KalmanParams(DetectorParams):
@@ -47,6 +49,8 @@ class KalmanParams(DetectorParams):
                                "(chi-square)")
     window: int = Field(10, ge=1, le=100, description="CAMs whose NIS are summed for the bias gate (1: no window)")
     max_gap_s: float = Field(3.0, gt=0, description="[s] a pair silent this long starts a new track (no verdict)")
+    max_misses: int = Field(3, ge=1, le=100, description="outliers in a row after which the track starts again "
+                            "from the newest CAM (a sender that really jumped, or whose offset stays)")
 
 
 def chi2_survival(x: float, dof: int) -> float:
@@ -77,8 +81,8 @@ class KalmanTracks:
         self.gate = chi2_quantile(params.false_alarm, 4)
         self.window_gate = chi2_quantile(params.false_alarm, 4 * params.window)
         self.keys = np.empty(0, np.int64)
-        self.cols: dict[str, np.ndarray] = {name: np.empty(0, np.int64 if name in ("gen", "filled") else np.float64)
-                                            for name in _STATE}
+        self.cols: dict[str, np.ndarray] = {name: np.empty(0, np.int64 if name in ("gen", "filled", "misses")
+                                                            else np.float64) for name in _STATE}
         self.cols["nis"] = np.empty((0, params.window))  # the pair's last NIS, newest in column 0
 
     def forget(self, ids: np.ndarray) -> None:
@@ -151,7 +155,14 @@ class KalmanTracks:
         # ended, whose window still holds it (under no attack this only lowers the false alarm rate)
         failed = outlier | (tracked & (filled == w) & (window.sum(axis=1) > self.window_gate) & (nis > 4.0))
         # update: K = P S^-1, state += K innovation, P = P - K P (symmetric); an outlier is not used: the track
-        # coasts on its prediction (a validation gate), so one forged CAM does not drag it and fail the next one
+        # coasts on its prediction (a validation gate), so one forged CAM does not drag it and fail the next one;
+        # after max_misses outliers in a row it starts again from the newest CAM (as a new track, like a new pair)
+        misses = np.where(outlier, h["misses"] + 1, 0)
+        restart = outlier & (misses >= p.max_misses)
+        outlier &= ~restart
+        tracked &= ~restart
+        misses[restart] = 0
+        filled[restart] = 0
         use = tracked & ~outlier
         k_pp, k_pv = (pp * s_vv - pv * s_pv) / det, (pv * s_pp - pp * s_pv) / det
         k_vp, k_vv = (pv * s_vv - vv * s_pv) / det, (vv * s_pp - pv * s_pv) / det
@@ -166,7 +177,7 @@ class KalmanTracks:
             "p_pp": np.where(use, pp - (k_pp * pp + k_pv * pv), np.where(outlier, pp, r_p)),
             "p_pv": np.where(use, pv - (k_pp * pv + k_pv * vv), np.where(outlier, pv, 0.0)),
             "p_vv": np.where(use, vv - (k_vp * pv + k_vv * vv), np.where(outlier, vv, r_v)),
-            "filled": filled, "nis": window,
+            "filled": filled, "nis": window, "misses": misses,
         }
         for name in ("ux", "uy"):
             new[name] = np.nan_to_num(new[name])  # an unavailable acceleration or yaw rate drives nothing

@@ -58,7 +58,7 @@ def write_dataset(run_dir: Path, out: Path, fmt: str = "jsonl") -> dict[str, Any
     receiver = rx.pop("receiver")
     for rid in np.unique(receiver):
         rows = np.flatnonzero(receiver == rid)
-        name = names.get(int(rid), f"robot{int(rid)}")
+        name = names.setdefault(int(rid), f"robot{int(rid)}")  # robots spawned by a federate (SUMO) are unnamed
         counts[name] = len(rows)
         _write({"receiver": receiver[rows], **{k: v[rows] for k, v in rx.items()}},
                out / "receivers" / f"{name}.{fmt}", fmt)
