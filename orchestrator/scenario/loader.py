@@ -280,13 +280,11 @@ _DEFAULT_TYPES = {"controller": "ela_cacc", "channel": "ideal"}
 def _forget_old_parameters(node: Any, loc: Loc, value: Any) -> None:
     """``--set controller.type=X`` (or ``channel.type=X``, at any level) switching to another law or model drops
     the old one's parameters, as a per-robot override naming another law does (``merge_controller``); the block's
-    own keys (period, prediction, lateral, fallback) stay. Likewise ``attacks[k].type`` and ``detection.type`` drop
-    the old attack's or detector's ``params``."""
+    own keys (period, prediction, lateral, fallback) stay. Likewise ``attacks[k].type`` and ``detection.type`` keep
+    only the ``params`` the new attack or detector takes (``_keep_known_params``)."""
     if len(loc) >= 2 and loc[-1] == "type" and isinstance(node, dict) and (
             loc[-2] == "detection" or (len(loc) >= 3 and loc[-3] == "attacks" and isinstance(loc[-2], int))):
-        # an attack or a detector of another type takes other params: ``--param attacks[0].type=a,b`` sweeps them
-        if node.get("type", "plausibility" if loc[-2] == "detection" else None) != value:
-            node.pop("params", None)
+        _keep_known_params(node, value, "detection" if loc[-2] == "detection" else "attack")
         return
     if len(loc) < 2 or loc[-1] != "type" or loc[-2] not in _DEFAULT_TYPES or not isinstance(node, dict):
         return
@@ -295,3 +293,22 @@ def _forget_old_parameters(node: Any, loc: Loc, value: Any) -> None:
     keep = set(BLOCK_KEYS) if loc[-2] == "controller" else set()
     for name in [k for k in node if k not in keep and k != "type"]:
         del node[name]
+
+
+def _keep_known_params(node: dict[str, Any], value: Any, kind: str) -> None:
+    """An attack or detector switched to type ``value`` keeps the parameters its ``Params`` declares and drops the
+    others (``--param attacks[0].type=desired_accel_constant,dos`` sweeps both, and a jammer switched to another
+    jammer keeps its power and place); an unknown type keeps them all, for validation to report."""
+    params = node.get("params")
+    if not isinstance(params, dict) or not params:
+        return
+    from comms_models.attacks import ATTACKS
+    from comms_models.misbehaviour import DETECTORS
+    from core.registry import UnknownNameError
+
+    try:
+        cls = (ATTACKS if kind == "attack" else DETECTORS).get(str(value))
+    except (UnknownNameError, ImportError, TypeError):
+        return
+    known = set(getattr(cls.Params, "model_fields", {}))
+    node["params"] = {k: v for k, v in params.items() if k in known}

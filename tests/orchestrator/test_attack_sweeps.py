@@ -1,5 +1,5 @@
 """Sweeping attacks and reactions: ``--param attacks[0].type=...`` (a list index in the path) switches the attack and
-drops the old attack's parameters, as ``detection.type`` does the detector's; a sweep over attack types and
+keeps only the parameters the new one takes, as ``detection.type`` does the detector's; a sweep over attack types and
 reactions reports each follower's missed forged messages, false alarms and time to detection beside the platoon's
 gaps and collisions; and each run's report has a misbehaviour section."""
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "scenarios" / "attacks_platoon.yaml"
 
 
-def test_an_attack_of_another_type_starts_from_its_own_parameters() -> None:
+def test_an_attack_of_another_type_keeps_only_the_parameters_it_takes() -> None:
     shipped = load_scenario(SCENARIO)
     assert shipped.attacks[0].params == {"u_mps2": 4.0}
     switched = load_scenario(SCENARIO, ["attacks[0].type=dos"])
@@ -28,6 +28,9 @@ def test_an_attack_of_another_type_starts_from_its_own_parameters() -> None:
     assert (switched.attacks[0].robot, switched.attacks[0].from_s) == ("car2", 15.0)  # the rest of the entry stays
     same = load_scenario(SCENARIO, ["attacks[0].type=desired_accel_constant"])
     assert same.attacks[0].params == {"u_mps2": 4.0}
+    jammer = load_scenario(REPO / "scenarios" / "attacks_jamming.yaml", ["attacks[0].type=jamming_periodic",
+                                                                          "attacks[0].params.period_s=0.05"])
+    assert jammer.attacks[0].params == {"power_dbm": 20.0, "x_m": 600.0, "y_m": 10.0, "period_s": 0.05}  # shared
     detector = load_scenario(SCENARIO, ["detection.params={min_failed: 2}", "detection.type=kalman"])
     assert detector.detection.type == "kalman" and detector.detection.params == {}
     with pytest.raises(ScenarioError, match="min_failed"):  # kalman takes no min_failed: the params did not go
