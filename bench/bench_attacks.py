@@ -8,13 +8,13 @@ Both runs are ``scenarios/platoon.yaml`` as bench/suite.py's itsg5_1000_10hz row
 of 8, ideal placement along the line, ITS-G5 with CAMs at a fixed 10 Hz, no traces) with platooning messages at
 10 Hz, so that the desired acceleration attacks have something to forge. The attacked run adds one attacker per
 platoon (its third member, 125 on 1,000 stations), the attack types taken in turn over the platoons (every
-built-in but the ghost and the DoS, which add frames and so change the channel load rather than cost: see
-``--with-added-frames``), attacking from 1 s on, and the default plausibility detector on every receiver with the
-``ignore`` reaction. ``--split`` also times the attacks without detection and the detection without attacks: the
-attacks change the traffic and what the channel carries, which costs apart from the attack code and the detector.
-Each configuration runs in its own process (for its peak memory): one warm-up run, then the best of ``--repeat``
-timed runs of the scheduler loop (bench/bench_platoon.py's ``once``). ``--profile`` prints the top self times of
-one attacked run (cProfile).
+built-in attack on messages but the ghost and the DoS, which add frames and so change the channel load rather than
+cost: see ``--with-added-frames``; the jammers act on the channel, not on messages), attacking from 1 s on, and the
+default plausibility detector on every receiver with the ``ignore`` reaction. ``--split`` also times the attacks
+without detection and the detection without attacks: the attacks change the traffic and what the channel carries,
+which costs apart from the attack code and the detector. Each configuration runs in its own process (for its peak
+memory): one warm-up run, then the best of ``--repeat`` timed runs of the scheduler loop (bench/bench_platoon.py's
+``once``). ``--profile`` prints the top self times of one attacked run (cProfile).
 """
 
 from __future__ import annotations
@@ -49,6 +49,9 @@ ATTACK_TYPES: list[tuple[str, dict]] = [
     ("data_replay", {}),
     ("desired_accel_constant", {"u_mps2": 2.0}),
     ("desired_accel_sinusoid", {"amplitude_mps2": 1.0, "frequency_hz": 0.5}),
+    ("delayed_message", {"delay_s": 1.0}),
+    ("forged_leader", {"u_leader_mps2": 1.0}),
+    ("forged_maneuver", {"request": "split"}),
 ]
 ADDED_FRAMES: list[tuple[str, dict]] = [("dos", {"rate_hz": 50.0}), ("ghost", {"ahead_m": 5.0})]
 
@@ -60,8 +63,9 @@ def attacks(stations: int, size: int, added_frames: bool) -> list[dict]:
     for k, first in enumerate(range(0, stations - 2, size)):
         name, params = kinds[k % len(kinds)]
         params = dict(params)
-        if name == "data_replay":
-            params["target"] = f"robot{first}"  # its platoon's leader
+        if name in ("data_replay", "forged_leader", "forged_maneuver"):  # its platoon's leader
+            params["impersonate" if name == "forged_leader" else "peer" if name == "forged_maneuver" else "target"] \
+                = f"robot{first}"
         if name == "ghost":
             params["station_id"] = 900_000 + k
         out.append({"robot": f"robot{first + 2}", "type": name, "params": params, "from_s": 1.0})
