@@ -266,11 +266,14 @@ def reserved_power(res_sf, res_x0, res_len, res_rri, res_p, lo, hi, rri_tx, leng
                    out):  # pragma: no cover - compiled
     """``out[y - lo, x]``: the strongest power of a sensed reservation that the candidate of ``length`` subchannels
     from x in subframe y (or one of its later occurrences y + j rri_tx) overlaps; -inf where none. A reservation
-    announced in subframe s with interval P occupies s + q P, q = 1 (q <= phase_ms / P for P < phase_ms).
+    announced in subframe s with interval P occupies s + q P, q = 1 (q <= phase_ms / P for P < phase_ms); P = 0
+    (a dynamic grant) nothing.
     ``grid`` (window, subchannels) is scratch."""
     grid[:, :] = -np.inf
     for r in range(res_sf.shape[0]):
         rri = res_rri[r]
+        if rri <= 0:  # a dynamic grant: its SCI reserves nothing ahead
+            continue
         q_max = phase_ms // rri if rri < phase_ms else 1
         for q in range(1, q_max + 1):
             proj = res_sf[r] + q * rri

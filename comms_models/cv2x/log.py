@@ -18,10 +18,11 @@ import numpy as np
 from ..base import OUTCOMES
 from .reception import COLLISION, HALF_DUPLEX, LOSS_CAUSES, PROPAGATION, RECEIVED, SENSING
 
-RESELECTIONS = ("none", "first", "counter", "size", "latency", "unused")
+RESELECTIONS = ("none", "first", "counter", "size", "latency", "unused", "dynamic", "retransmission")
 """Why a transmission's resource was selected anew: not at all (its reservation), the station's first packet, the
 reselection counter expired (and the keep draw said reselect), the packet did not fit the reservation, the
-reservation came too late for the packet's delay budget, or it had not been used for a second."""
+reservation came too late for the packet's delay budget, or it had not been used for a second; with NR dynamic
+scheduling every packet's first copy is ``dynamic`` and its blind retransmissions ``retransmission``."""
 
 _TX, _RX = np.uint8(0), np.uint8(1)
 _OUTCOME_OF_CAUSE = np.zeros(len(LOSS_CAUSES), np.uint8)
@@ -45,6 +46,7 @@ class Cv2xLog:
 
     def __init__(self) -> None:
         self.keep = True
+        self.ns_slot = 1_000_000  # [ns] a subframe (NR: a slot; set by the sidelink)
         self._records: list[dict[str, np.ndarray]] = []
         self._load: list[dict[str, np.ndarray]] = []
         self._triggers: list[dict[str, np.ndarray]] = []
@@ -66,7 +68,7 @@ class Cv2xLog:
             if code:
                 self.reselections[RESELECTIONS[code]] += int(count)
         if self.keep and k:
-            t = np.full(k, sf * 1_000_000, np.int64)
+            t = np.full(k, sf * self.ns_slot, np.int64)
             self._records.append({
                 "t_ns": t, "event": np.full(k, _TX), "sender": senders.copy(), "receiver": np.full(k, -1, np.int64),
                 "generated_ns": generated_ns.copy(), "latency_s": (t - generated_ns) / 1e9,
@@ -97,8 +99,9 @@ class Cv2xLog:
 
     def receptions(self, cause: np.ndarray, interest: np.ndarray, record: np.ndarray, t_rx: np.ndarray,
                    sender: np.ndarray, receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray,
-                   sf: int, x0: np.ndarray, length: np.ndarray) -> None:
-        """Reception attempts (every link) with their loss causes; the rows of mask ``record`` are logged."""
+                   sf: np.ndarray, x0: np.ndarray, length: np.ndarray) -> None:
+        """Reception attempts (every link) with their loss causes (``sf``: the slot of each link's outcome); the
+        rows of mask ``record`` are logged."""
         for scope, mask in ((self.causes, slice(None)), (self.interest_causes, interest)):
             for code, count in enumerate(np.bincount(cause[mask], minlength=len(LOSS_CAUSES)).tolist()):
                 scope[LOSS_CAUSES[code]] += count
@@ -111,7 +114,7 @@ class Cv2xLog:
         self._records.append({
             "t_ns": t_rx[record], "event": np.full(k, _RX), "sender": sender[record], "receiver": receiver[record],
             "generated_ns": gen, "latency_s": np.where(ok, (t_rx[record] - gen) / 1e9, np.nan),
-            "rx_power_dbm": power_dbm[record], "outcome": outcome_codes(c), "subframe": np.full(k, sf, np.int64),
+            "rx_power_dbm": power_dbm[record], "outcome": outcome_codes(c), "subframe": sf[record].astype(np.int64),
             "subchannel": x0[record], "subchannels": length[record], "reselection": np.zeros(k, np.uint8),
             "loss": c.astype(np.uint8)})
 

@@ -1,5 +1,6 @@
 """The C-V2X channel model: LTE-V2X PC5 sidelink, transmission mode 4 (autonomous, sensing-based semi-persistent
-scheduling), carrying the CAMs of the ETSI CA basic service.
+scheduling), or NR-V2X mode 2 (``rat: nr``: slots of a numerology, dynamic grants, blind retransmissions), carrying
+the CAMs of the ETSI CA basic service.
 
 Per channel step (``step(t_ns, estimate, interest)``):
 
@@ -39,7 +40,7 @@ from .log import CV2X_COLUMNS, RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import SPEED_OF_LIGHT_MPS, Propagation
 from .reception import LOSS_CAUSES, RECEIVED
-from .sidelink import NS_PER_SF, Sidelink, Subframe
+from .sidelink import Sidelink, Subframe
 
 CAM_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
 _LONG_AGO = -(1 << 62)  # [ns] "never" that stays finite in differences
@@ -145,7 +146,7 @@ class Cv2xChannel(CommsModel):
         y = np.ascontiguousarray(estimate["y"], np.float64)
         self._x, self._y = x, y
         self._set_interest(interest)
-        self.link.advance(-(-t_ns // NS_PER_SF), x, y, self._received)
+        self.link.advance(-(-t_ns // self.link.ns_slot), x, y, self._received)
         if len(ids):
             self._generate(t_ns, estimate, x, y)
         return self._release(t_ns)
@@ -208,8 +209,8 @@ class Cv2xChannel(CommsModel):
                          self._y[links.rx[timed]] - self._y[txs.row[links.tx[timed]]])
             delay[timed] = np.round(self.cfg.latency.rx_processing.draw(draws, int(timed.sum())) * 1e9
                                     + d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
-        t_rx = (txs.sf + 1) * NS_PER_SF + delay
-        self.log.receptions(links.cause, interest, record, t_rx, sender, receiver, gen, links.power_dbm, txs.sf,
+        t_rx = (sub.link_sf + 1) * self.link.ns_slot + delay
+        self.log.receptions(links.cause, interest, record, t_rx, sender, receiver, gen, links.power_dbm, sub.link_sf,
                             txs.x0[links.tx], txs.length[links.tx])
         deliver = ok if self.cfg.deliver == "all" else ok & interest
         if deliver.any():
@@ -254,9 +255,9 @@ class Cv2xChannel(CommsModel):
 
     def metrics(self) -> dict[str, Any]:
         """The log's counts (``Cv2xLog.summary``), the message sizes and the resource grid."""
-        phy = self.cfg.phy
+        phy, cfg = self.cfg.phy, self.cfg
         mean = self.bytes_generated / self.messages_generated if self.messages_generated else math.nan
         return {**self.log.summary(), "packet_bytes": {"hf": self.packet_bytes[False], "lf": self.packet_bytes[True]},
                 "packet_bytes_mean": mean,
-                "subchannels": phy.n_subchannels, "subchannel_rbs": phy.subchannel_rbs, "mcs": phy.mcs,
+                "subchannels": cfg.n_subchannels, "subchannel_rbs": phy.subchannel_rbs, "mcs": phy.mcs,
                 "extra_log_columns": list(CV2X_COLUMNS)}

@@ -21,6 +21,10 @@ from ..itsg5.params import GenerationParams, LatencyParams
 SUBCHANNEL_SIZES_RB = (4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20, 25, 30, 48, 50, 75, 100)
 """Subchannel sizes [resource blocks] a sidelink pool may be configured with (TS 36.331 SL-CommResourcePoolV2X-r14
 ``sizeSubchannel-r14``, adjacent and non-adjacent PSCCH values together)."""
+NR_SUBCHANNEL_SIZES_RB = (10, 12, 15, 20, 25, 50, 75, 100)
+"""Subchannel sizes [PRB] of an NR sidelink pool (TS 38.331 sl-SubchannelSize-r16)."""
+NR_CARRIER_RBS = {(10, 15): 52, (10, 30): 24, (10, 60): 11, (20, 15): 106, (20, 30): 51, (20, 60): 24}
+"""Resource blocks of an NR carrier by (bandwidth [MHz], subcarrier spacing [kHz]) (TS 38.101-1 Table 5.3.2-1)."""
 RRI_MS = (20, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000)
 """Resource reservation intervals [ms] (TS 36.213 Table 14.2.1-2; 20 and 50 ms need
 ``restrictResourceReservationPeriod``)."""
@@ -93,9 +97,9 @@ class SpsParams(_Strict):
     rri_ms: int = Field(100, description="[ms] resource reservation interval (20, 50, 100, 200 ... 1000)")
     t1_ms: int = Field(1, ge=1, le=4, description="[ms] start of the selection window after the packet arrives "
                        "(T1 <= 4)")
-    t2_ms: int = Field(100, ge=20, le=100, description="[ms] end of the selection window (20 <= T2 <= 100, and "
-                       "within the packet delay budget)")
-    delay_budget_ms: int = Field(100, ge=20, le=1000, description="[ms] packet delay budget: the window ends at "
+    t2_ms: int = Field(100, ge=1, le=100, description="[ms] end of the selection window (LTE: 20 <= T2 <= 100; NR: "
+                       "T2min, 1..20 ms, <= T2; and within the packet delay budget)")
+    delay_budget_ms: int = Field(100, ge=1, le=1000, description="[ms] packet delay budget: the window ends at "
                                  "min(T2, budget); a reservation that would send later triggers a reselection")
     sensing_window_ms: int = Field(1000, ge=100, le=1000, description="[ms] how far back the station senses")
     rsrp_threshold_dbm: float = Field(-90.5, ge=-150.0, le=0.0, description="[dBm] a candidate overlapping a "
@@ -137,6 +141,16 @@ class Cv2xParams(_Strict):
 
     generation: GenerationParams = Field(default_factory=GenerationParams, description="CAM generation (the ITS-G5 "
                                          "model's ETSI rules)")
+    rat: Literal["lte", "nr"] = Field("lte", description="'lte': LTE-V2X mode 4 (Rel-14, 1 ms subframes); 'nr': "
+                                      "NR-V2X mode 2 (Rel-16, slots of the numerology scs_khz)")
+    scs_khz: Literal[15, 30, 60] = Field(15, description="[kHz] subcarrier spacing (NR only): a slot lasts 15 / "
+                                         "scs_khz ms and a resource block is 12 x scs_khz wide")
+    scheduling: Literal["sps", "dynamic"] = Field("sps", description="'sps': semi-persistent reservations; "
+                                                  "'dynamic' (NR only): a new selection for every packet, nothing "
+                                                  "reserved for the next")
+    blind_retransmissions: int = Field(0, ge=0, le=2, description="copies sent after the first, in other slots of "
+                                       "the selection window chosen with it (NR dynamic scheduling only; a "
+                                       "receiver decodes the packet if it decodes any copy)")
     latency: LatencyParams = Field(default_factory=LatencyParams, description="processing delays")
     phy: PhyParams = Field(default_factory=PhyParams, description="carrier, resources, MCS, receiver")
     propagation: PropagationParams = Field(default_factory=PropagationParams, description="path loss and fading")
@@ -188,3 +202,42 @@ class Cv2xParams(_Strict):
     )
     origin_lat_deg: float = Field(51.4934, ge=-90.0, le=90.0, description="[deg] WGS84 latitude of local (0, 0)")
     origin_lon_deg: float = Field(7.4136, ge=-180.0, le=180.0, description="[deg] WGS84 longitude of local (0, 0)")
+
+    @model_validator(mode="after")
+    def _rat(self) -> Cv2xParams:
+        if self.rat == "lte":
+            if self.scs_khz != 15 or self.scheduling != "sps" or self.blind_retransmissions:
+                raise ValueError("scs_khz other than 15, scheduling 'dynamic' and blind_retransmissions are NR-V2X "
+                                 "options: set rat: nr (LTE-V2X mode 4 here is 15 kHz, semi-persistent, without "
+                                 "retransmissions)")
+            if self.sps.t2_ms < 20 or self.sps.delay_budget_ms < 20:
+                raise ValueError("LTE-V2X: sps.t2_ms and sps.delay_budget_ms must be at least 20 (TS 36.213)")
+            return self
+        if self.phy.subchannel_rbs not in NR_SUBCHANNEL_SIZES_RB:
+            raise ValueError(f"rat nr: phy.subchannel_rbs must be one of {NR_SUBCHANNEL_SIZES_RB}, not "
+                             f"{self.phy.subchannel_rbs}")
+        if self.n_subchannels < 1:
+            raise ValueError(f"rat nr: a {self.phy.bandwidth_mhz} MHz carrier at {self.scs_khz} kHz has "
+                             f"{self.carrier_rbs} resource blocks, fewer than one subchannel of "
+                             f"{self.phy.subchannel_rbs}")
+        if self.blind_retransmissions and self.scheduling != "dynamic":
+            raise ValueError("blind_retransmissions need scheduling: dynamic")
+        window = min(self.sps.t2_ms, self.sps.delay_budget_ms) - self.sps.t1_ms + 1
+        if window * self.slots_per_ms < self.blind_retransmissions + 1:
+            raise ValueError("the selection window holds fewer slots than copies of a packet")
+        return self
+
+    @property
+    def slots_per_ms(self) -> int:
+        """Slots (LTE: subframes) per millisecond: 2^mu."""
+        return self.scs_khz // 15 if self.rat == "nr" else 1
+
+    @property
+    def carrier_rbs(self) -> int:
+        """Resource blocks of the carrier (LTE: 5 per MHz; NR: TS 38.101-1 by bandwidth and spacing)."""
+        return self.phy.carrier_rbs if self.rat == "lte" else NR_CARRIER_RBS[self.phy.bandwidth_mhz, self.scs_khz]
+
+    @property
+    def n_subchannels(self) -> int:
+        """Subchannels the carrier holds."""
+        return self.carrier_rbs // self.phy.subchannel_rbs

@@ -18,6 +18,12 @@ Per subframe k (only subframes in which something happens are visited):
 4. **Congestion control** (``congestion_control``): before transmitting, a station whose channel occupancy ratio
    would exceed the limit for its last CBR drops the packet (``_within_cr_limit``).
 
+NR-V2X mode 2 (``rat: nr``) runs the same loop in slots of 1 / 2^mu ms (``scs_khz``; every duration of the
+parameters, given in ms, counts 2^mu slots per ms), picks uniformly among the candidates left after the exclusions
+(``sps.select_nr``) and, with ``scheduling: dynamic``, selects anew for every packet (``dynamic``) without reserving
+anything ahead, sending it ``1 + blind_retransmissions`` times in distinct slots of its window (``retransmission``
+rows; a receiver's outcome is reported once per packet, ``copies``).
+
 Every random number is keyed by its event (``core.rng.KeyedDraws``): the pick, the order of equal candidates and the
 counter by (station, subframe), the keep draw likewise, each under its own purpose; so the same seed gives
 bit-identical runs.
@@ -33,20 +39,21 @@ import numpy as np
 from core.rng import KeyedDraws, purpose_key
 
 from .bler import sinr_shift_db
+from .copies import MAX_COPIES, CopyHolder, Outcomes
 from .history import PositionSnapshots, TxHistory
 from .log import RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import Propagation
 from .reception import Links, Transmissions, receive
 from .sensing import sense
-from .sps import PHASE_MS, select
+from .sps import PHASE_MS, select, select_nr
 from .tbs import SCI_RBS, subchannels_needed
 
-NS_PER_SF = 1_000_000
+NS_PER_SF = 1_000_000  # an LTE subframe (NR slots: NS_PER_SF / 2^mu)
 CR_WINDOW_MS = 1000  # a + b + 1 subframes of the channel occupancy ratio (TS 36.214 5.1.31)
 _NEVER = np.iinfo(np.int64).max
-_FIRST, _COUNTER, _SIZE, _LATENCY, _UNUSED = (RESELECTIONS.index(n) for n in
-                                              ("first", "counter", "size", "latency", "unused"))
+_FIRST, _COUNTER, _SIZE, _LATENCY, _UNUSED, _DYNAMIC, _RETX = (
+    RESELECTIONS.index(n) for n in ("first", "counter", "size", "latency", "unused", "dynamic", "retransmission"))
 CONTENT_COLUMNS = 6  # x, y, yaw, v, a, yaw_rate of the message
 
 
@@ -58,19 +65,26 @@ class Subframe:
     links: Links
     generated_ns: np.ndarray  # per transmission
     content: np.ndarray  # (transmissions, CONTENT_COLUMNS)
+    link_sf: np.ndarray  # per link: the slot of the copy its outcome is from
 
 
 class Sidelink:
     """Stations (rows in spawn order), their reservations and packets, and the subframe loop."""
 
     _INT = ("slot", "res_sf", "res_x0", "res_len", "counter", "last_tx_sf", "pkt_gen_ns", "pkt_len", "pkt_tx_sf",
-            "pkt_cause", "carry", "inc_gen_ns", "inc_arr_sf", "inc_len", "busy", "meas_since")
+            "pkt_cause", "carry", "inc_gen_ns", "inc_arr_sf", "inc_len", "busy", "meas_since", "copy_next")
 
     def __init__(self, cfg: Cv2xParams, seed: int, prop: Propagation, log: Cv2xLog) -> None:
         self.cfg, self.prop, self.log = cfg, prop, log
         phy = cfg.phy
-        self.n_sub = phy.n_subchannels
-        self.noise_rb_mw = 10.0 ** (phy.noise_floor_dbm / 10.0) / phy.carrier_rbs
+        f = cfg.slots_per_ms
+        log.ns_slot = self.ns_slot
+        s = cfg.sps
+        self.sps = s.model_copy(update={name: getattr(s, name) * f for name in (
+            "rri_ms", "t1_ms", "t2_ms", "delay_budget_ms", "sensing_window_ms", "unused_reselect_ms")})  # in slots
+        self.copies = CopyHolder()  # NR dynamic scheduling: each station's packet copies
+        self.n_sub = cfg.n_subchannels
+        self.noise_rb_mw = 10.0 ** (phy.noise_floor_dbm / 10.0) / cfg.carrier_rbs
         self.noise_sub_mw = self.noise_rb_mw * phy.subchannel_rbs
         self.cbr_mw = 10.0 ** (cfg.cbr_threshold_dbm / 10.0)
         lengths = np.arange(1, self.n_sub + 1)
@@ -91,12 +105,37 @@ class Sidelink:
         self.pkt_content = np.empty((0, CONTENT_COLUMNS))
         self.inc_content = np.empty((0, CONTENT_COLUMNS))
         self.sf = 0  # the next subframe to process
-        self.window_ms = cfg.cbr_window_ms
+        self.window_ms = cfg.cbr_window_ms * f  # in slots
         self.window_end = self.window_ms
         self.tx_subframes = 0  # subframes with a transmission in the current CBR window
         self.cbr_last = np.empty(0)  # per station: the CBR of its last closed window (NaN: none measured yet)
-        self.cr_bounds = np.array([b for b, _ in cfg.cr_limits])
-        self.cr_limit = np.array([lim for _, lim in cfg.cr_limits])
+        self.cr_limits = np.array(cfg.cr_limits)  # (CBR upper bound, CR limit) rows
+
+    # -- the grid ------------------------------------------------------------------------------------------------
+    @property
+    def ns_slot(self) -> int:
+        """[ns] a slot (LTE: a 1 ms subframe; NR: 1 / 2^mu ms)."""
+        return NS_PER_SF // self.cfg.slots_per_ms
+
+    @property
+    def phase(self) -> int:
+        """Slots in 100 ms (the period of the S-RSSI average and of the half-duplex exclusion)."""
+        return PHASE_MS * self.cfg.slots_per_ms
+
+    @property
+    def cr_window(self) -> int:
+        """Slots in the 1,000 ms of the channel occupancy ratio."""
+        return CR_WINDOW_MS * self.cfg.slots_per_ms
+
+    @property
+    def nr(self) -> bool:
+        """NR-V2X mode 2 (uniform pick among the candidates)."""
+        return self.cfg.rat == "nr"
+
+    @property
+    def dynamic(self) -> bool:
+        """Dynamic grants: a selection per packet, nothing reserved."""
+        return self.cfg.scheduling == "dynamic"
 
     # -- stations ------------------------------------------------------------------------------------------------
     def spawn(self, ids: np.ndarray, spawn_ns: np.ndarray) -> None:
@@ -107,20 +146,22 @@ class Sidelink:
         self.slots += n
         init = {"res_sf": -1, "res_x0": 0, "res_len": 0, "counter": 0, "last_tx_sf": -(10**9), "pkt_gen_ns": 0,
                 "pkt_len": 0, "pkt_tx_sf": -1, "pkt_cause": 0, "carry": 0, "inc_gen_ns": 0, "inc_arr_sf": 0,
-                "inc_len": 0, "busy": 0}
+                "inc_len": 0, "busy": 0, "copy_next": 0}
         for name, value in init.items():
             setattr(self, name, np.concatenate([getattr(self, name), np.full(n, value, np.int64)]))
-        since = -(-np.asarray(spawn_ns, np.int64) // NS_PER_SF)
+        since = -(-np.asarray(spawn_ns, np.int64) // self.ns_slot)
         self.meas_since = np.concatenate([self.meas_since, since])
         self.cbr_last = np.concatenate([self.cbr_last, np.full(n, np.nan)])
         for name in ("pkt_on", "inc_on", "reselect"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n, bool)]))
         for name in ("pkt_content", "inc_content"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros((n, CONTENT_COLUMNS))]))
+        self.copies.spawn(n)
         self.snaps.spawn(n)
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
+        self.copies.despawn(keep, self.ids[~keep])
         for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content", "cbr_last"):
             setattr(self, name, getattr(self, name)[keep])
         self.snaps.despawn(keep)
@@ -140,7 +181,7 @@ class Sidelink:
             self.log.dropped(t_ns, self.ids[overtaken], self.inc_gen_ns[overtaken])
         self.inc_on[r] = True
         self.inc_gen_ns[r] = generated_ns[~big]
-        self.inc_arr_sf[r] = np.maximum(-(-arrival_ns[~big] // NS_PER_SF), self.sf)
+        self.inc_arr_sf[r] = np.maximum(-(-arrival_ns[~big] // self.ns_slot), self.sf)
         self.inc_len[r] = length[~big]
         self.inc_content[r] = content[~big]
 
@@ -148,7 +189,7 @@ class Sidelink:
     def advance(self, end_sf: int, x: np.ndarray, y: np.ndarray, on_subframe: Callable[[Subframe], None]) -> None:
         """Process subframes [self.sf, end_sf) at positions ``x, y`` (this step's), calling ``on_subframe`` for each
         one with transmissions."""
-        self.snap = self.snaps.take(end_sf * NS_PER_SF, x, y)
+        self.snap = self.snaps.take(end_sf * self.ns_slot, x, y)
         while True:
             arr = np.where(self.inc_on, self.inc_arr_sf, _NEVER)
             due = np.where(self.pkt_on, self.pkt_tx_sf, _NEVER)
@@ -168,16 +209,17 @@ class Sidelink:
                 self._decide(k, arriving)
             self.sf = k + 1
         self.sf = max(self.sf, end_sf)
-        reach = max(self.cfg.sps.sensing_window_ms, CR_WINDOW_MS if self.cfg.congestion_control else 0)
-        self.history.prune(self.sf - reach - PHASE_MS)
+        reach = max(self.sps.sensing_window_ms, self.cr_window if self.cfg.congestion_control else 0)
+        self.history.prune(self.sf - reach - self.phase)
 
     def _arrive(self, n: int, rows: np.ndarray) -> None:
         """The packets in processing of ``rows`` reach the MAC in subframe ``n``, replacing any still waiting."""
         waiting = rows[self.pkt_on[rows]]
         if len(waiting):
-            self.log.dropped(n * NS_PER_SF, self.ids[waiting], self.pkt_gen_ns[waiting])
+            self.log.dropped(n * self.ns_slot, self.ids[waiting], self.pkt_gen_ns[waiting])
             # a reservation selected for the replaced packet is first used by this one: it reports why
             self.carry[waiting] = self.pkt_cause[waiting]
+            self.copies.forget(self.ids[waiting])
         self.pkt_on[rows] = True
         self.inc_on[rows] = False
         self.pkt_gen_ns[rows] = self.inc_gen_ns[rows]
@@ -187,7 +229,11 @@ class Sidelink:
 
     def _decide(self, n: int, rows: np.ndarray) -> None:
         """Reservation or reselection for the packets of ``rows`` that arrived in subframe ``n``."""
-        sps = self.cfg.sps
+        if self.dynamic:
+            for row in rows.tolist():
+                self._reselect(n, row, _DYNAMIC)
+            return
+        sps = self.sps
         rri = sps.rri_ms
         has = self.res_sf[rows] >= 0
         behind = has & (self.res_sf[rows] <= n)  # the next usable occasion is after n
@@ -210,17 +256,31 @@ class Sidelink:
             self._reselect(n, row, code)
 
     def _reselect(self, n: int, row: int, code: int) -> None:
-        sps, station = self.cfg.sps, int(self.ids[row])
+        sps, station = self.sps, int(self.ids[row])
         length = int(self.pkt_len[row])
-        sensed = sense(self.history, self.snaps, self.prop, row, station, n, sps.sensing_window_ms, PHASE_MS,
+        sensed = sense(self.history, self.snaps, self.prop, row, station, n, sps.sensing_window_ms, self.phase,
                        self.n_sub, self.cfg.phy.sensitivity_dbm, self.slots)
         ev = (np.array([station]), None, np.array([n]))
-        u = float(KeyedDraws(self.keys["pick"], *ev).random(1)[0])
-        window = min(sps.t2_ms, sps.delay_budget_ms) - sps.t1_ms + 1
-        cells = window * (self.n_sub - length + 1)
-        tie = KeyedDraws(self.keys["tie"], np.full(cells, station), np.arange(cells), np.full(cells, n)).random(cells)
-        choice = select(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, tie)
-        lo, hi = sps.counter_range
+        if self.nr:
+            k = 1 + self.cfg.blind_retransmissions
+            u = KeyedDraws(self.keys["pick"], np.full(k, station), np.arange(k), np.full(k, n)).random(k)
+            picks = select_nr(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, self.phase, self.dynamic)
+            choice = picks[0]
+            if self.dynamic:  # nothing reserved: the copies of this packet only
+                self.copies.plan(row, [p.sf for p in picks], [p.x0 for p in picks])
+                self.copy_next[row] = 0
+                self.res_x0[row], self.res_len[row] = choice.x0, length
+                self.last_tx_sf[row] = max(int(self.last_tx_sf[row]), n)
+                self.pkt_tx_sf[row], self.pkt_cause[row] = choice.sf, code
+                return
+        else:
+            u = float(KeyedDraws(self.keys["pick"], *ev).random(1)[0])
+            window = min(sps.t2_ms, sps.delay_budget_ms) - sps.t1_ms + 1
+            cells = window * (self.n_sub - length + 1)
+            tie = KeyedDraws(self.keys["tie"], np.full(cells, station), np.arange(cells),
+                             np.full(cells, n)).random(cells)
+            choice = select(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, tie, self.phase)
+        lo, hi = self.cfg.sps.counter_range
         self.counter[row] = int(KeyedDraws(self.keys["counter"], *ev).integers(lo, hi + 1, 1)[0])
         self.res_sf[row], self.res_x0[row], self.res_len[row] = choice.sf, choice.x0, length
         self.reselect[row] = False
@@ -229,51 +289,88 @@ class Sidelink:
         self.pkt_cause[row] = code
 
     def _transmit(self, k: int, rows: np.ndarray, x: np.ndarray, y: np.ndarray) -> Subframe:
-        sps = self.cfg.sps
         length = self.res_len[rows]
         txs = Transmissions(sf=k, sender=self.ids[rows], row=rows, x0=self.res_x0[rows], length=length,
                             noise_mw=self.noise_tb_mw[length - 1], shift_db=self.shift_db[length - 1])
         links = receive(txs, self.ids, x, y, self.prop, self.cfg.phy.sensitivity_dbm, self.keys["bler"], self.n_sub,
                         self.noise_sub_mw, self.cbr_mw, self.busy)
-        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length, np.full(len(rows), sps.rri_ms), self.snap,
+        rri = 0 if self.dynamic else self.sps.rri_ms  # a dynamic grant's SCI announces no reservation
+        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length, np.full(len(rows), rri), self.snap,
                          x[rows], y[rows])
-        out = Subframe(txs=txs, links=links, generated_ns=self.pkt_gen_ns[rows].copy(),
-                       content=self.pkt_content[rows].copy())
-        self.log.transmissions(k, txs.sender, out.generated_ns, txs.x0, length, self.pkt_cause[rows])
+        gen, content = self.pkt_gen_ns[rows].copy(), self.pkt_content[rows].copy()
+        cause = np.where(self.copy_next[rows] > 0, _RETX, self.pkt_cause[rows]) if self.dynamic else \
+            self.pkt_cause[rows]
+        self.log.transmissions(k, txs.sender, gen, txs.x0, length, cause)
         self.tx_subframes += 1  # (``receive`` counted the busy subchannels)
-        # the reservation moves on; the counter counts this transmission
-        self.pkt_on[rows] = False
-        self.pkt_tx_sf[rows] = -1
         self.last_tx_sf[rows] = k
+        if self.dynamic and self.cfg.blind_retransmissions:
+            links, link_sf = self._next_copies(k, rows, txs, links)
+        else:
+            link_sf = np.full(len(links.tx), k, np.int64)
+            self.pkt_on[rows] = False
+            self.pkt_tx_sf[rows] = -1
+            if not self.dynamic:
+                self._count_down(k, rows)
+        return Subframe(txs=txs, links=links, generated_ns=gen, content=content, link_sf=link_sf)
+
+    def _count_down(self, k: int, rows: np.ndarray) -> None:
+        """The reservations of ``rows`` move on after their transmission in ``k``; the counter counts it."""
+        sps = self.sps
         self.res_sf[rows] = k + sps.rri_ms
         self.counter[rows] -= 1
         expired = rows[self.counter[rows] <= 0]
         if len(expired):
             ev = (self.ids[expired], None, np.full(len(expired), k, np.int64))
             keeps = KeyedDraws(self.keys["keep"], *ev).random(len(expired)) < sps.p_keep
-            lo, hi = sps.counter_range
+            lo, hi = self.cfg.sps.counter_range
             fresh = KeyedDraws(self.keys["counter"], *ev).integers(lo, hi + 1, len(expired))
             self.counter[expired] = np.where(keeps, fresh, 0)
             self.reselect[expired] = ~keeps
-        return out
+
+    def _next_copies(self, k: int, rows: np.ndarray, txs: Transmissions, links: Links) -> tuple[Links, np.ndarray]:
+        """After the copies of ``rows`` sent in ``k``: the links of the packets whose last copy this was, with the
+        outcome of all their copies (``copies``) and the slot each comes from; the others wait for their next."""
+        nxt = self.copy_next[rows] + 1
+        self.copy_next[rows] = nxt
+        later = np.where(nxt < MAX_COPIES, self.copies.sf[rows, np.minimum(nxt, MAX_COPIES - 1)], -1)
+        final = later < 0
+        parts = []
+        for t in range(len(rows)):
+            m = links.tx == t
+            done = self.copies.add(int(txs.sender[t]), Outcomes(links.rx[m], links.cause[m], links.power_dbm[m],
+                                                                np.full(int(m.sum()), k, np.int64)), bool(final[t]))
+            if done is not None:
+                parts.append((np.full(len(done.rx), t, np.int64), done.rx, done.power_dbm, done.cause, done.sf))
+        more = rows[~final]
+        self.pkt_tx_sf[more] = later[~final]
+        self.res_x0[more] = self.copies.x0[more, nxt[~final]]
+        self.pkt_on[rows[final]] = False
+        self.pkt_tx_sf[rows[final]] = -1
+        cols = [np.concatenate(c) for c in zip(*parts, strict=True)] if parts else \
+            [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)]
+        return Links(tx=cols[0], rx=cols[1], power_dbm=cols[2], cause=cols[3], rx_power_mw=links.rx_power_mw), cols[4]
 
     def _within_cr_limit(self, k: int, rows: np.ndarray) -> np.ndarray:
         """The rows of ``rows`` whose transmission in subframe ``k`` keeps their channel occupancy ratio within the
         limit for their last CBR (TS 36.213 14.1.1.4C); the others' packets are dropped and their reservation moves
         on unused. CR (TS 36.214 5.1.31, a = 999, b = 0): the subchannels the station used in [k - 999, k - 1] and
         this transmission's, over every subchannel of those 1,000 subframes."""
-        past = self.history.window(k - CR_WINDOW_MS + 1, k)
+        past = self.history.window(k - self.cr_window + 1, k)
         used = np.bincount(past["slot"], weights=past["length"], minlength=self.slots)[self.slot[rows]]
-        cr = (used + self.res_len[rows]) / (CR_WINDOW_MS * self.n_sub)
+        cr = (used + self.res_len[rows]) / (self.cr_window * self.n_sub)
         cbr = np.nan_to_num(self.cbr_last[rows], nan=0.0)  # no window measured yet: no limit
-        limit = self.cr_limit[np.minimum(np.searchsorted(self.cr_bounds, cbr, side="left"), len(self.cr_limit) - 1)]
+        bounds, limits = self.cr_limits[:, 0], self.cr_limits[:, 1]
+        limit = limits[np.minimum(np.searchsorted(bounds, cbr, side="left"), len(limits) - 1)]
         over = cr > limit
         if over.any():
             drop = rows[over]
-            self.log.dropped(k * NS_PER_SF, self.ids[drop], self.pkt_gen_ns[drop], cause="cr_limit")
+            self.log.dropped(k * self.ns_slot, self.ids[drop], self.pkt_gen_ns[drop], cause="cr_limit")
             self.pkt_on[drop] = False
             self.pkt_tx_sf[drop] = -1
-            self.res_sf[drop] = k + self.cfg.sps.rri_ms
+            if self.dynamic:  # the packet's other copies go with it
+                self.copies.forget(self.ids[drop])
+            else:
+                self.res_sf[drop] = k + self.sps.rri_ms
         return rows[~over]
 
     def _close_window(self) -> None:
@@ -283,7 +380,7 @@ class Sidelink:
         cbr = (self.busy + idle_busy) / (self.window_ms * self.n_sub)
         cbr = np.where(self.meas_since <= start, cbr, np.nan)
         self.cbr_last = cbr
-        self.log.window(self.window_end * NS_PER_SF, self.ids, cbr)
+        self.log.window(self.window_end * self.ns_slot, self.ids, cbr)
         self.busy[:] = 0
         self.tx_subframes = 0
         self.window_end += self.window_ms
