@@ -51,10 +51,20 @@ class RobotSpec:
     driver: DriveSpec | None = None
     command_source: CommandSourceSpec | None = None
     posed_by: str | None = None
+    universe: int = 0
+    """The batch point the robot belongs to when many points share one world (``orchestrator.batch.batched``):
+    robots of different universes never sense, touch or hear each other."""
+    stream_id: int | None = None
+    """The id its random draws are keyed by: its id in a separate run of its point (None: ``id``)."""
 
     def __post_init__(self) -> None:
         if self.dims is VEHICLE_DIMS:
             object.__setattr__(self, "dims", self.vehicle.dims)
+
+    @property
+    def draw_id(self) -> int:
+        """The robot id its keyed random draws use (``stream_id``, else ``id``)."""
+        return self.id if self.stream_id is None else self.stream_id
 
     @property
     def external(self) -> bool:

@@ -146,6 +146,16 @@ def _any_near(x, y, reach):  # pragma: no cover - compiled
     return False
 
 
+@njit(cache=True)
+def _near_by_universe(x, y, reach, order, bounds):  # pragma: no cover - compiled
+    """``_any_near`` of each universe's rows alone (``core.universes.universe_segments``)."""
+    out = np.zeros(bounds.shape[0] - 1, dtype=np.bool_)
+    for u in range(bounds.shape[0] - 1):
+        rows = order[bounds[u]:bounds[u + 1]]
+        out[u] = _any_near(x[rows], y[rows], reach[rows])
+    return out
+
+
 class ContactMonitor(RowTable):
     """New contacts between vehicle bodies at each step, per robot row (``add``/``remove`` like the sensors).
 
@@ -187,9 +197,13 @@ class ContactMonitor(RowTable):
         self._clear_until_ns = -1
 
     def new_contacts(self, t_ns: int, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
-                     ids: np.ndarray) -> list[tuple[int, int]]:
+                     ids: np.ndarray, universes: tuple[np.ndarray, np.ndarray] | None = None
+                     ) -> list[tuple[int, int]]:
         """Id pairs ``(a, b)``, ``a < b``, sorted, whose bodies overlap at ``t_ns`` but did not at the last call;
-        poses are rear-axle ``x, y`` [m], ``yaw`` [rad], speeds ``v`` [m/s], rows as added."""
+        poses are rear-axle ``x, y`` [m], ``yaw`` [rad], speeds ``v`` [m/s], rows as added. ``universes``:
+        ``core.universes.universe_segments`` of the rows; bodies of different universes never touch."""
+        if universes is not None:
+            return self._new_contacts_by_universe(t_ns, x, y, yaw, v, ids, universes)
         if not self._contacts:
             if t_ns < self._clear_until_ns or len(x) < 2:
                 return []
@@ -201,6 +215,32 @@ class ContactMonitor(RowTable):
                 return []
         hit = colliding_pairs(x, y, yaw, self.length, self.width, self.rear)
         now = {(int(ids[i]), int(ids[j])) for i, j in hit}
+        new = sorted(now - self._contacts)
+        self._contacts = now
+        return new
+
+    def _new_contacts_by_universe(self, t_ns: int, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray,
+                                  ids: np.ndarray, universes: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, int]]:
+        """``new_contacts`` of each universe alone: the same screening, and the exact test on the universes where
+        two bodies' circles overlap or that had a contact at the last call (the only ones where bodies can touch
+        or stop touching)."""
+        order, bounds = universes
+        if not self._contacts:
+            if t_ns < self._clear_until_ns:
+                return []
+            travel = _SCREEN_SLACK * (np.abs(v) + self._accel_max * SCREEN_S) * SCREEN_S
+            if not _near_by_universe(x, y, self._reach + travel, order, bounds).any():
+                self._clear_until_ns = t_ns + seconds_to_ns(SCREEN_S)
+                return []
+        check = _near_by_universe(x, y, self._reach, order, bounds)
+        if self._contacts:
+            touching = np.isin(ids[order], np.array(sorted({i for pair in self._contacts for i in pair}), np.int64))
+            check |= np.add.reduceat(touching.astype(np.int64), bounds[:-1]) > 0
+        now: set[tuple[int, int]] = set()
+        for u in np.flatnonzero(check).tolist():
+            rows = order[bounds[u]:bounds[u + 1]]
+            hit = colliding_pairs(x[rows], y[rows], yaw[rows], self.length[rows], self.width[rows], self.rear[rows])
+            now.update((int(ids[rows[i]]), int(ids[rows[j]])) for i, j in hit)
         new = sorted(now - self._contacts)
         self._contacts = now
         return new

@@ -24,7 +24,9 @@ Ports (robot-indexed ones in roster order, ``id`` first):
 
 Randomness: per-step sensor noise is ``core.rng.KeyedNormal(seed, <federate name>, <purpose>)``, keyed by
 robot id and time; constant errors (wheel scale factors, gyro bias) come from ``stream(seed, <federate name>,
-<purpose>, robot id)``. A new robot never changes another robot's draws.
+<purpose>, robot id)``. A new robot never changes another robot's draws. Draws are keyed by a robot's ``draw_id``
+and the range scan and contact test run per universe (``core.universes``), so many batch points can share this
+federate and each gets what a run of it alone gets.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from core.rng import KeyedNormal, stream
 from core.robots import RobotSpec, param_column, rows_of
 from core.spawn_columns import block_column, shared_blocks, spec_column, vehicle_params
 from core.timebase import ns_to_seconds, seconds_to_ns
+from core.universes import universe_segments
 
 from .collisions import CollisionError, ContactMonitor
 from .command_sources import NO_EVENTS, CommandSources
@@ -82,6 +85,9 @@ class PhysicsFederate(Federate):
         self._group_number = np.empty(0, np.int64)  # per row: the position of its group in self._groups
         self._group_rows: dict[GroupKey, np.ndarray] = {}  # per group, its rows in roster order
         self._ids = np.empty(0, np.int64)
+        self._draw_ids = np.empty(0, np.int64)  # the ids random draws are keyed by (``RobotSpec.draw_id``)
+        self._universe = np.empty(0, np.int64)  # per row, its batch point (``RobotSpec.universe``)
+        self._universes: tuple[np.ndarray, np.ndarray] | None = None  # universe_segments; None: one universe
         self._noises: list[KeyedNormal] = []
         self._names: list[str] = []
         self._stepped_once = False
@@ -137,7 +143,7 @@ class PhysicsFederate(Federate):
         """Per-step sensor noise keyed by (seed, federate, purpose, robot id, time): one robot's noise never
         changes when other robots appear or leave."""
         noise = KeyedNormal(self._seed, self.name, purpose)
-        noise.ids = self._ids
+        noise.ids = self._draw_ids
         self._noises.append(noise)
         return noise
 
@@ -170,13 +176,16 @@ class PhysicsFederate(Federate):
         self._names.extend(names)
         ids = np.array(spec_column(robots, "id"), np.int64)
         self._ids = np.concatenate([self._ids, ids])
+        draw_ids = np.array(spec_column(robots, "draw_id"), np.int64)
+        self._draw_ids = np.concatenate([self._draw_ids, draw_ids])
+        self._universe = np.concatenate([self._universe, np.array(spec_column(robots, "universe"), np.int64)])
         for noise in self._noises:
-            noise.ids = self._ids
+            noise.ids = self._draw_ids
         dims = spec_column(robots, "dims")
         length, width, rear = (block_column(dims, key) for key in ("length_m", "width_m", "rear_overhang_m"))
         self._bodies.add(length, width, rear, params.column("max_accel_mps2", 10.0))
         self.sources.add(robots, params, max(min(spec_column(robots, "spawn_ns")), 0), initial["v"], names)
-        self._spawn_sensors(robots, params, ids, initial, length, rear, width)
+        self._spawn_sensors(robots, params, draw_ids, initial, length, rear, width)
         self._rows_changed()
 
     def _new_model(self, key: GroupKey) -> Any:
@@ -188,6 +197,7 @@ class PhysicsFederate(Federate):
     def _spawn_sensors(self, robots: Sequence[RobotSpec], params: list[dict[str, Any]], ids: np.ndarray,
                        initial: dict[str, np.ndarray], length: np.ndarray, rear: np.ndarray,
                        width: np.ndarray) -> None:
+        """The robots' sensor rows; ``ids``: their draw ids (the constant errors' streams)."""
         cfg = self.config
         n = len(robots)
         x, y, yaw = initial["x"], initial["y"], initial["yaw"]
@@ -220,8 +230,10 @@ class PhysicsFederate(Federate):
                 sensor.remove(rows)
         keep = ~gone
         self._ids = self._ids[keep]
+        self._draw_ids = self._draw_ids[keep]
+        self._universe = self._universe[keep]
         for noise in self._noises:
-            noise.ids = self._ids
+            noise.ids = self._draw_ids
         self._group_number = self._group_number[keep]
         self._names = [n for n, k in zip(self._names, keep, strict=True) if k]
         self._bodies.remove(keep, self._ids.tolist())
@@ -231,6 +243,7 @@ class PhysicsFederate(Federate):
     def _rows_changed(self) -> None:
         self._group_rows = {key: np.flatnonzero(self._group_number == g) for g, key in enumerate(self._groups)}
         self._aligned_ids = None
+        self._universes = universe_segments(self._universe)
         self._next_range_ns = 0  # the held range rows no longer match: measure at the next step
 
     def _hold_commands(self) -> dict[str, np.ndarray]:
@@ -339,12 +352,12 @@ class PhysicsFederate(Federate):
     def _measure_range(self, truth: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
         assert self._range is not None
         return range_port(self._range, truth, self._ids, self._bearing_noise,
-                          self.config.range_sensor.bearing_noise_std_rad)
+                          self.config.range_sensor.bearing_noise_std_rad, self._universes)
 
     def _check_collisions(self, t_ns: int, truth: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """New contacts at this step (``ContactMonitor``), kept in ``collisions`` and published as rows."""
         ids = self._ids
-        new = self._bodies.new_contacts(t_ns, truth["x"], truth["y"], truth["yaw"], truth["v"], ids)
+        new = self._bodies.new_contacts(t_ns, truth["x"], truth["y"], truth["yaw"], truth["v"], ids, self._universes)
         if not new:
             return _NO_COLLISIONS
         self.collisions.extend((t_ns, a, b) for a, b in new)

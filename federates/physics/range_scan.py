@@ -153,6 +153,33 @@ def _range_scan(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, 
     return rng_out, rate_out, bearing_out, row_out, id_out
 
 
+@njit(cache=True)
+def _range_scan_universes(x, y, yaw, v, front, rear, ids, max_range, half_fov, curvature, corridor, locked, keep,
+                          order, bounds):  # pragma: no cover - compiled
+    """``_range_scan`` run on each universe's rows alone (``core.universes.universe_segments``: ``order`` and
+    ``bounds``), so a sensor only ever sees robots of its own universe and each universe's scan is the scan of a
+    world holding it alone; target rows are in the caller's numbering."""
+    n = x.shape[0]
+    rng_out = np.full(n, np.nan)
+    rate_out = np.full(n, np.nan)
+    bearing_out = np.full(n, np.nan)
+    row_out = np.full(n, -1, dtype=np.int64)
+    id_out = np.full(n, -1, dtype=np.int64)
+    for u in range(bounds.shape[0] - 1):
+        rows = order[bounds[u]:bounds[u + 1]]
+        r, rate, bearing, row, target = _range_scan(
+            x[rows], y[rows], yaw[rows], v[rows], front[rows], rear[rows], ids[rows], max_range, half_fov,
+            curvature[rows], corridor[rows], locked[rows], keep)
+        for k in range(rows.shape[0]):
+            i = rows[k]
+            rng_out[i] = r[k]
+            rate_out[i] = rate[k]
+            bearing_out[i] = bearing[k]
+            row_out[i] = rows[row[k]] if row[k] >= 0 else -1
+            id_out[i] = target[k]
+    return rng_out, rate_out, bearing_out, row_out, id_out
+
+
 def path_curvature(yaw_rate: np.ndarray | None, v: np.ndarray, min_speed_mps: float = 0.1) -> np.ndarray:
     """Curvature of the predicted path, yaw rate / speed [1/m]; 0 (straight ahead) without a yaw rate or below
     ``min_speed_mps``, where the ratio means nothing."""
@@ -226,13 +253,17 @@ class RangeSensor(RowTable):
 
     def measure_ids(self, x: np.ndarray, y: np.ndarray, yaw: np.ndarray, v: np.ndarray, ids: np.ndarray,
                     noise: bool = True, yaw_rate: np.ndarray | None = None,
+                    universes: tuple[np.ndarray, np.ndarray] | None = None,
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Range [m], range rate [m/s], bearing [rad] (noise-free), target row and target id (from ``ids``) per
-        robot."""
-        rng_out, rate_out, bearing, rows, target = _range_scan(
-            x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
-            0.5 * float(self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, self.locked_id,
-            float(self.keep_factor))
+        robot. ``universes``: ``core.universes.universe_segments`` of the rows, each universe scanned alone."""
+        args = (x, y, yaw, v, self.front_offset_m, self.rear_offset_m, ids, float(self.max_range_m),
+                0.5 * float(self.fov_rad), path_curvature(yaw_rate, v), self.corridor_m, self.locked_id,
+                float(self.keep_factor))
+        if universes is None:
+            rng_out, rate_out, bearing, rows, target = _range_scan(*args)
+        else:
+            rng_out, rate_out, bearing, rows, target = _range_scan_universes(*args, *universes)
         self.locked_id = target.copy()
         if noise and len(x):
             self.add_noise(rng_out, rate_out, self.rng.standard_normal((2, len(x))))
@@ -247,13 +278,14 @@ class RangeSensor(RowTable):
 
 
 def range_port(sensor: RangeSensor, truth: Mapping[str, np.ndarray], ids: np.ndarray,
-               bearing_noise: KeyedNormal | None, bearing_noise_std_rad: float) -> Mapping[str, np.ndarray]:
+               bearing_noise: KeyedNormal | None, bearing_noise_std_rad: float,
+               universes: tuple[np.ndarray, np.ndarray] | None = None) -> Mapping[str, np.ndarray]:
     """The physics federate's ``range`` port: targets now, the noisy columns when first read (a law that does not
     use the range sensor never pays for its noise). The sensor's noise (a ``KeyedNormal``) and ``bearing_noise``
     are keyed by robot and tick and taken in this tick's order, so they are the same whenever they are computed;
     the scan's arrays are new at every measurement."""
     rng, rate, bearing, _, target = sensor.measure_ids(truth["x"], truth["y"], truth["yaw"], truth["v"], ids,
-                                                       noise=False, yaw_rate=truth["yaw_rate"])
+                                                       noise=False, yaw_rate=truth["yaw_rate"], universes=universes)
     n = len(rng)
     if not n:
         return {"id": ids, "range_m": rng, "range_rate_mps": rate, "bearing_rad": bearing, "target": target}

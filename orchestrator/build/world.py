@@ -127,14 +127,16 @@ def _construct(name: str, cls: Any, params: dict[str, Any], where: dict[str, Any
 
 
 def build_world(scenario: Scenario, out_dir: Path | None = None, seed: int | None = None,
-                run_control: RunControl | None = None, given: Mapping[str, Any] | None = None) -> World:
+                run_control: RunControl | None = None, given: Mapping[str, Any] | None = None,
+                robots: list[RobotSpec] | None = None) -> World:
     """Robots, federates and a scheduler with the robots' spawns and despawns queued. ``run_control``: the run's
     interrupts and watchdog (``run_control``), when there is one. ``given``: federates the caller built, taking the
     place of the ``federates:`` entries of the same names, in process and trusted like the built-ins (the
-    Gymnasium environment's policy driver, ``orchestrator.gym``)."""
+    Gymnasium environment's policy driver, ``orchestrator.gym``). ``robots``: the robots to build instead of the
+    scenario's (many batch points in one world, ``orchestrator.build.batched``)."""
     given = given or {}
     seed = scenario.seed if seed is None else seed
-    robots = expand_robots(scenario)
+    robots = expand_robots(scenario) if robots is None else robots
     scheduler = Scheduler(end_ns=seconds_to_ns(scenario.duration_s), seed=seed, out_dir=out_dir,
                           control=run_control)
     step_ns = seconds_to_ns(scenario.step_s)

@@ -17,7 +17,7 @@ out by default because ``trace/v2x.parquet`` already holds every reception with 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,11 @@ _NUMPY_DTYPE = {"float64": np.float64, "int64": np.int64, "bool": np.bool_, "uin
 class PortRecorder(BaseObserver):
     """Writes ``trace_dir/<port>.parquet`` for every output port except those in ``skip``."""
 
-    def __init__(self, trace_dir: Path, period_ns: int, skip: Iterable[str] = DEFAULT_SKIP) -> None:
+    def __init__(self, trace_dir: Path, period_ns: int, skip: Iterable[str] = DEFAULT_SKIP,
+                 appender: Callable[..., Any] = ParquetAppender) -> None:
+        """``appender``: what takes each file's columns (a ``ParquetAppender``'s signature; a batched world's
+        ``split.SplitAppender``)."""
+        self.appender = appender
         self.trace_dir = Path(trace_dir)
         self.period_ns = period_ns
         self.skip = frozenset(skip)
@@ -57,7 +61,8 @@ class PortRecorder(BaseObserver):
         self._scheduler = scheduler
         for port, (producer, spec) in scheduler.ports.items():
             if port not in self.skip:
-                self._tables[port] = _PortTable(self.trace_dir / f"{port}.parquet", spec, producer, self.period_ns)
+                self._tables[port] = _PortTable(self.trace_dir / f"{port}.parquet", spec, producer, self.period_ns,
+                                                self.appender)
 
     def on_instant(self, t_ns: int, bus: dict, stepped: Sequence[str]) -> None:
         if ParquetAppender.failures != self._failures:  # a write failed somewhere: stop now if it was one of ours
@@ -85,7 +90,8 @@ class PortRecorder(BaseObserver):
 class _PortTable:
     """One port's Parquet file."""
 
-    def __init__(self, path: Path, spec: PortSpec, producer: str, period_ns: int) -> None:
+    def __init__(self, path: Path, spec: PortSpec, producer: str, period_ns: int,
+                 appender: Callable[..., Any] = ParquetAppender) -> None:
         self.spec = spec
         self.producer = producer
         self.period_ns = period_ns if spec.index == "robot" else 0
@@ -96,7 +102,7 @@ class _PortTable:
         units = {"t_ns": "ns", **({"robot": "robot id"} if spec.index == "robot" else {}), **spec.units}
         metadata = {"coopsim.port": json.dumps({"name": spec.name, "producer": producer, "index": spec.index,
                                                 "typed": spec.typed, "doc": spec.doc, "units": spec.units})}
-        self._table = ParquetAppender(path, units=units, metadata=metadata, empty_schema=self._schema())
+        self._table = appender(path, units=units, metadata=metadata, empty_schema=self._schema())
         # typed ports: (time, value) references kept until a row group's worth is there, then assembled with one
         # concatenation per column (published values are immutable, see the scheduler): an instant costs an append
         self._pending: list[tuple[int, Mapping[str, Any]]] = []

@@ -7,7 +7,7 @@ the roster changes). The file is closed on every exit path, so a failed run leav
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +52,15 @@ def column_units() -> dict[str, str]:
 class VehicleRecorder(BaseObserver):
     """Samples ``state``, ``estimate`` and ``commands`` every ``period_ns`` (on instants where ``trigger`` ran)."""
 
-    def __init__(self, path: Path, period_ns: int, trigger: str = "physics", chunk_rows: int = 262_144) -> None:
+    def __init__(self, path: Path, period_ns: int, trigger: str = "physics", chunk_rows: int = 262_144,
+                 appender: Callable[..., Any] = ParquetAppender) -> None:
+        """``appender``: what takes the columns (a ``ParquetAppender``'s signature; a batched world's
+        ``split.SplitAppender``)."""
         self.path = Path(path)
         self.period_ns = period_ns
         self.trigger = trigger
         self.chunk_rows = chunk_rows  # rows (instants x robots) per row group: bounds memory at any fleet size
-        self._table = ParquetAppender(self.path, flush_rows=0, units=column_units())
+        self._table = appender(self.path, flush_rows=0, units=column_units())
         self._next_ns = 0
         self._ids: np.ndarray | None = None
         self._samples: list[tuple[Any, ...]] = []  # (t_ns, state, estimate, commands, range)
