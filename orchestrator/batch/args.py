@@ -45,8 +45,17 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--stable-param", metavar="PATH",
                    help="the numeric parameter to find the smallest string-stable value of (default: the first "
                         "swept parameter whose values are all numbers)")
+    add_batch_argument(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
+
+
+def add_batch_argument(parser: argparse.ArgumentParser) -> None:
+    """``--no-batch``, shared by ``sweep`` and ``compare``."""
+    parser.add_argument("--no-batch", action="store_true",
+                        help="run every point in its own process (by default, points that share a world's structure "
+                             "and seed run as independent copies in one world: same traces, metrics and digest, "
+                             "no plots or report per point)")
 
 
 def add_scheduler_argument(parser: argparse.ArgumentParser) -> None:

@@ -112,6 +112,13 @@ def plan_batches(tasks: Sequence[Task], jobs: int, scheduler: str | None = None
     return batches, alone, reasons
 
 
+def batching_summary(worlds: Sequence[BatchTask], alone: Sequence[Task], reasons: dict[str, int]) -> dict[str, Any]:
+    """What a batch's result says about its worlds: how many runs shared how many worlds, how many ran alone and
+    why."""
+    return {"worlds": len(worlds), "batched_runs": sum(len(w.tasks) for w in worlds), "alone_runs": len(alone),
+            "alone_because": dict(reasons)}
+
+
 def _trace_bytes(scenario: Scenario) -> float:
     """About what one point's traces take in memory [bytes]: per robot and sample, the vehicles trace's 26 columns
     and a few V2X rows of 9 columns."""
@@ -262,4 +269,5 @@ def _version() -> str:
     return __version__
 
 
-__all__ = ["BATCHED_CHANNELS", "BatchTask", "plan_batches", "run_any", "run_batch", "why_not_batched", "world_key"]
+__all__ = ["BATCHED_CHANNELS", "BatchTask", "batching_summary", "plan_batches", "run_any", "run_batch",
+           "why_not_batched", "world_key"]

@@ -38,7 +38,8 @@ def run_sweep_command(args: argparse.Namespace, console: Any) -> int:
         result = sweep(args.scenario, params, out, metrics=metrics, seeds=args.seeds, seed=args.seed,
                        overrides=args.overrides, jobs=args.jobs, tolerance=args.tolerance,
                        stable_param=args.stable_param, criterion=criterion, source=source,
-                       console=None if args.quiet else err, scheduler=args.scheduler, shared_dir=args.shared_dir)
+                       console=None if args.quiet else err, scheduler=args.scheduler, shared_dir=args.shared_dir,
+                       batch=not args.no_batch)
     except ScenarioError as exc:
         print(f"error: invalid scenario\n{exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -56,7 +57,7 @@ def print_sweep_summary(result: dict[str, Any], console: Any) -> None:
     from rich.table import Table
 
     from .aggregate import sort_key
-    from .outputs import label, number, status_text
+    from .outputs import batching_text, label, number, status_text
 
     replicated = result["seeds"] > 1
     title = (f"{result['scenario']} · {len(result['points'])} points · "
@@ -75,6 +76,8 @@ def print_sweep_summary(result: dict[str, Any], console: Any) -> None:
                     *(number(p["metrics"][m]["worst"], p["metrics"][m].get("std")) for m in result["metrics"]),
                     stable, status_text(p))
     console.print(tbl)
+    if result.get("batching"):
+        console.print(batching_text(result["batching"]), highlight=False, markup=False)
     for m, close in result.get("missing_metrics", {}).items():
         hint = f" (did you mean '{close}'?)" if close else ""
         console.print(f"warning: no run reported the metric '{m}'{hint}", highlight=False, markup=False)

@@ -68,6 +68,20 @@ def write_csv(path: Path, result: dict[str, Any]) -> None:
             writer.writerow(row)
 
 
+def batching_text(batching: Mapping[str, Any] | None) -> str:
+    """One line on how the runs ran: how many shared worlds, how many ran alone and why."""
+    if not batching:
+        return ""
+    parts = []
+    if batching["batched_runs"]:
+        parts.append(f"{batching['batched_runs']} runs as copies in {batching['worlds']} shared world(s) (no plots or "
+                     "report per run: 'coopsim metrics RUN_DIR' draws them)")
+    if batching["alone_runs"]:
+        why = "; ".join(f"{reason}: {n}" for reason, n in batching["alone_because"].items())
+        parts.append(f"{batching['alone_runs']} runs in processes of their own ({why})")
+    return " · ".join(parts)
+
+
 def write_html(out: Path, result: dict[str, Any]) -> None:
     """sweep.html: the grid table, the smallest string-stable values, and each metric against the first
     parameter."""
@@ -111,7 +125,8 @@ def write_html(out: Path, result: dict[str, Any]) -> None:
     last = result["seed"] + result["seeds"] - 1
     seeds = f"seeds {result['seed']} .. {last}" if result["seeds"] > 1 else f"seed {result['seed']}"
     meta = (f"scenario <b>{html.escape(str(result['scenario']))}</b> · {seeds} · "
-            f"{len(result['points'])} points · parameters {html.escape(', '.join(paths))}")
+            f"{len(result['points'])} points · parameters {html.escape(', '.join(paths))}"
+            f"<br>{html.escape(batching_text(result.get('batching')))}")
     (out / "sweep.html").write_text(page("coopsim: parameter sweep", sections, meta), encoding="utf-8")
 
 
@@ -160,4 +175,4 @@ def plot_metric(plots_dir: Path, result: dict[str, Any], metric: str) -> Path | 
     return path
 
 
-__all__ = ["label", "number", "plot_metric", "status_text", "write_csv", "write_html", "write_sweep"]
+__all__ = ["batching_text", "label", "number", "plot_metric", "status_text", "write_csv", "write_html", "write_sweep"]

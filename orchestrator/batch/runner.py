@@ -16,12 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .task import Record, Task, run_task
 
+if TYPE_CHECKING:
+    from .batched import BatchTask
 
-def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], None] | None = None, *,
+
+def execute(tasks: Sequence[Task | BatchTask], jobs: int = 0, on_done: Callable[[Record], None] | None = None, *,
             scheduler: str | None = None, shared_dir: str | Path | None = None, partial: Path | None = None,
             notify: Callable[[str], None] | None = None) -> list[Record]:
     """Run every task, ``jobs`` processes at a time (0: one per core; one task or one job runs in this process),
@@ -29,8 +32,10 @@ def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], No
     ``shared_dir``, a directory every worker mounts at the same path, runs are written in place). ``on_done``
     sees each record as its run ends, ``notify`` the cluster's messages (retries). Returns the records in
     completion order. On an interrupt (Ctrl-C) the queued runs are not started, the finished ones keep their run
-    directories and, with ``partial``, their records are written there as JSON before the interrupt goes on."""
+    directories and, with ``partial``, their records are written there as JSON before the interrupt goes on.
+    A ``batched.BatchTask`` (local processes only) runs its points in one world and gives a record per point."""
     records: list[Record] = []
+    total = sum(len(t.tasks) if hasattr(t, "tasks") else 1 for t in tasks)
 
     def done(record: Record) -> None:
         records.append(record)
@@ -50,32 +55,36 @@ def execute(tasks: Sequence[Task], jobs: int = 0, on_done: Callable[[Record], No
             _execute_locally(tasks, jobs, done)
     except KeyboardInterrupt:
         if partial is not None:
-            write_partial(partial, records, len(tasks))
+            write_partial(partial, records, total)
         raise
     return records
 
 
-def _execute_locally(tasks: Sequence[Task], jobs: int, done: Callable[[Record], None]) -> None:
+def _execute_locally(tasks: Sequence[Task | BatchTask], jobs: int, done: Callable[[Record], None]) -> None:
+    from .batched import run_any
+
     workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
     if workers == 1:
         for task in tasks:
-            record = run_task(task)
-            done(record)
-            if record["status"] == "interrupted":  # Ctrl-C stopped the run in this process: stop the batch too
-                raise KeyboardInterrupt
+            for record in run_any(task):
+                done(record)
+                if record["status"] == "interrupted":  # Ctrl-C stopped the run in this process: stop the batch too
+                    raise KeyboardInterrupt
         return
     pool = ProcessPoolExecutor(max_workers=workers)
     try:
-        futures: dict[Future[Record], Task] = {pool.submit(run_task, t): t for t in tasks}
+        futures: dict[Future[list[Record]], Task | BatchTask] = {pool.submit(run_any, t): t for t in tasks}
         for fut in as_completed(futures):
-            task = futures[fut]
+            item = futures[fut]
             try:
-                record = fut.result()
+                records = fut.result()
             except Exception as exc:  # the worker process itself died (e.g. killed): record and go on
-                record = {"point": task.point, "replicate": task.replicate, "seed": task.seed,
-                          "dir": str(task.run_dir), "status": "error",
-                          "error": {"type": type(exc).__name__, "message": str(exc) or repr(exc)}}
-            done(record)
+                records = [{"point": task.point, "replicate": task.replicate, "seed": task.seed,
+                            "dir": str(task.run_dir), "status": "error",
+                            "error": {"type": type(exc).__name__, "message": str(exc) or repr(exc)}}
+                           for task in ((item,) if isinstance(item, Task) else item.tasks)]
+            for record in records:
+                done(record)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, do not start the queued runs
         _end_workers(pool)

@@ -16,6 +16,7 @@ from typing import Any
 from ..scenario import Problem, Scenario, ScenarioError, parse_scenario
 from .aggregate import RULE, aggregate_point, is_number, min_stable, summarise_run
 from .args import DEFAULT_METRICS
+from .batched import BatchTask, batching_summary, plan_batches
 from .criteria import DEFAULT, Criterion, excitation_note
 from .grid import Params, Point, build_scenarios, check_params, grid_points, scenario_text
 from .outputs import write_sweep
@@ -39,6 +40,7 @@ def sweep(
     console: Any = None,
     scheduler: str | None = None,
     shared_dir: str | Path | None = None,
+    batch: bool = True,
 ) -> dict[str, Any]:
     """Run ``scenario`` (a file path, YAML text when the string has a newline, or a validated Scenario) at every
     point of the grid of ``params`` ([(path, [values])]) and write sweep.json, sweep.csv and sweep.html into ``out``.
@@ -50,7 +52,9 @@ def sweep(
     sweep goes on. String stability is judged by ``criterion`` (``criteria.py``). ``scheduler``: run the points
     on a Dask cluster (``tcp://host:port`` or ``local``, see ``dask_runner``; ``shared_dir``: workers write in place
     there) instead of local processes; an
-    interrupt leaves ``sweep.partial.json`` with the runs that finished. Returns what sweep.json holds."""
+    interrupt leaves ``sweep.partial.json`` with the runs that finished. ``batch``: points that share a world's
+    structure and seed run as copies in one world (``batched``; their plots and reports are not drawn), the
+    others one process each; ``batching`` in the result says which. Returns what sweep.json holds."""
     text, source = scenario_text(scenario, source)
     params = [(str(p), list(v)) for p, v in params]
     metrics = tuple(dict.fromkeys((*metrics, criterion.metric)))  # the deciding ratio is always in the table
@@ -58,7 +62,8 @@ def sweep(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = _tasks(plan, out, seeds, source)
-    records = _execute(tasks, plan.points, out, jobs, console, scheduler, shared_dir)
+    worlds, alone, reasons = plan_batches(tasks, jobs, scheduler) if batch else ([], tasks, {"--no-batch": len(tasks)})
+    records = _execute([*worlds, *alone], len(tasks), plan.points, out, jobs, console, scheduler, shared_dir)
     result_points, available = _point_results(plan.points, records, out, metrics, seeds is not None, tolerance,
                                               criterion)
     result: dict[str, Any] = {
@@ -74,6 +79,7 @@ def sweep(
         # metrics no run reported (a misspelt name), with the closest name the runs did report
         "missing_metrics": {m: next(iter(difflib.get_close_matches(m, sorted(available), n=1)), None)
                             for m in metrics if available and m not in available},
+        "batching": batching_summary(worlds, alone, reasons),
         "points": result_points,
         "min_stable": min_stable(result_points, plan.stable_param, tolerance, criterion) if plan.stable_param
         else None,
@@ -126,15 +132,15 @@ def _tasks(plan: _Plan, out: Path, seeds: int | None, source: str) -> list[Task]
     return tasks
 
 
-def _execute(tasks: list[Task], points: list[Point], out: Path, jobs: int, console: Any, scheduler: str | None,
-             shared_dir: str | Path | None) -> list[Record]:
+def _execute(tasks: list[Task | BatchTask], total: int, points: list[Point], out: Path, jobs: int, console: Any,
+             scheduler: str | None, shared_dir: str | Path | None) -> list[Record]:
     """Run the tasks (locally or on a cluster), telling ``console`` as each finishes."""
     finished = [0]
 
     def report(record: Record) -> None:
         finished[0] += 1
         if console is not None:
-            _say(console, record, points[record["point"]].name, finished[0], len(tasks))
+            _say(console, record, points[record["point"]].name, finished[0], total)
 
     notify = None if console is None else (lambda m: console.print(m, highlight=False, markup=False))
     records = execute(tasks, jobs, report, scheduler=scheduler, shared_dir=shared_dir,
