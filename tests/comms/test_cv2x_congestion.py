@@ -62,6 +62,7 @@ def _occupied(log: dict[str, np.ndarray], heard: np.ndarray, window: int) -> flo
     return len(cells) / 400
 
 
+@pytest.mark.slow
 def test_the_cbr_is_the_occupancy_of_the_stations_heard_above_minus_94_dbm() -> None:
     """Three clusters of 120 stations, 190-byte messages (one subchannel) every 100 ms, the second 1 km away
     (-85 dBm: SCIs decoded, reservations excluded), the third 5 km (-99 dBm, under -94 dBm). In every window from
@@ -113,6 +114,7 @@ def _limit_in_force(load: dict[str, np.ndarray], sender: np.ndarray, sf: np.ndar
     return np.select([c <= 0.3, c <= 0.65, c <= 0.8], [1.0, 0.03, 0.006], 0.003)
 
 
+@pytest.mark.slow
 def test_with_congestion_control_no_station_exceeds_the_cr_limit_of_its_cbr() -> None:
     """280 stations side by side with 300-byte messages (two subchannels) every 100 ms load the channel to a CBR of
     0.85 (their resources overlap): above 0.8 the CAM limit is 0.003, 12 of the 4,000 subchannel-subframes of a

@@ -69,6 +69,7 @@ def _within(measured: float, p: float, trials: int, sigmas: float = 4.0) -> bool
     return abs(measured - p) <= sigmas * np.sqrt(p * (1 - p) / trials)
 
 
+@pytest.mark.slow
 def test_nr_slots_follow_the_numerology() -> None:
     """30 kHz: slots of 0.5 ms, 24 resource blocks on 10 MHz (two 12-RB subchannels); 60 kHz: 0.25 ms. A lone
     station's one-subchannel message every 100 ms fills 1 of the 200 x 2 subchannel-slots of a CBR window."""
@@ -97,6 +98,7 @@ def test_nr_slots_follow_the_numerology() -> None:
     assert np.allclose(cbr[1:], 1 / 400)
 
 
+@pytest.mark.slow
 def test_dynamic_grants_collide_with_probability_one_over_n() -> None:
     """30 kHz, T1 = 2 slots, T2 = 40 slots: 39 slots x 2 subchannels, N = 78; every packet a new uniform pick."""
     _, log = run_groups(300, 16.0, _nr(30, 12, 20, 0))
@@ -109,6 +111,7 @@ def test_dynamic_grants_collide_with_probability_one_over_n() -> None:
     assert np.mean(loss == 0) == pytest.approx(1 - collided, abs=1e-3)  # nothing else is lost at 50 m
 
 
+@pytest.mark.slow
 def test_one_blind_retransmission_squares_the_loss_by_collision() -> None:
     """15 kHz, 52 resource blocks, two 25-RB subchannels, T2 = 5 slots: N = 10 candidates. A copy collides with
     probability 2 / N = 0.2 (B has two copies), a packet is lost only if both copies do: 1 / (45 - 5) = 0.025
