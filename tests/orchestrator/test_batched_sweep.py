@@ -1,0 +1,98 @@
+"""Batched sweeps: points that share a world's structure run as copies in one world and each gets what a run of it
+alone gets (traces, digest, metrics.json); robots of different points never see or touch each other; points that
+cannot share run alone and the sweep says why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.universes import universe_segments
+from federates.physics.collisions import ContactMonitor
+from orchestrator.batch.sweep import sweep
+
+REPO = Path(__file__).resolve().parents[2]
+PLATOON = REPO / "scenarios" / "platoon.yaml"
+# 10 s: the S-curve starts after 5 s, so the followers' spacing errors and the range sensor's targets change
+TEN_S = ("duration_s=10", "outputs.plots=false", "outputs.report=false")
+
+
+def _runs(result: dict) -> dict[tuple[str, int], dict]:
+    return {(p["name"], r["seed"]): r for p in result["points"] for r in p["runs"]}
+
+
+@pytest.fixture(scope="module")
+def batched_and_alone(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict, Path, Path]:
+    root = tmp_path_factory.mktemp("batched")
+    params = [("controller.time_gap_s", [0.5, 1.0]), ("controller.k2", [1.0, 1.5])]
+    batched = sweep(PLATOON, params, root / "b", overrides=TEN_S, seeds=2, seed=3, jobs=2)
+    alone = sweep(PLATOON, params, root / "a", overrides=TEN_S, seeds=2, seed=3, jobs=2, batch=False)
+    return batched, alone, root / "b", root / "a"
+
+
+def test_batched_points_give_the_digests_and_metrics_of_runs_alone(batched_and_alone):
+    batched, alone, b_dir, a_dir = batched_and_alone
+    # 4 points x 2 seeds: one world per seed (the worlds of a seed are split to keep both jobs busy)
+    assert batched["batching"]["batched_runs"] == 8 and batched["batching"]["alone_runs"] == 0
+    assert alone["batching"] == {"worlds": 0, "batched_runs": 0, "alone_runs": 8, "alone_because": {"--no-batch": 8}}
+    b_runs, a_runs = _runs(batched), _runs(alone)
+    assert set(b_runs) == set(a_runs) and len(b_runs) == 8
+    for key, run in a_runs.items():
+        assert run["status"] == "ok" and b_runs[key]["status"] == "ok"
+        assert b_runs[key]["digest"] == run["digest"], key
+        assert (b_dir / b_runs[key]["dir"] / "metrics.json").read_bytes() == \
+            (a_dir / run["dir"] / "metrics.json").read_bytes(), key
+        # every trace file, not only the digested ones, holds the same rows (the range sensor's noise included)
+        a_traces = sorted(p.name for p in (a_dir / run["dir"] / "trace").iterdir())
+        assert sorted(p.name for p in (b_dir / b_runs[key]["dir"] / "trace").iterdir()) == a_traces
+    # the two seeds differ (the range sensor's noise is drawn per seed), so equal digests are not a coincidence
+    assert b_runs[("time_gap_s=0.5__k2=1.0", 3)]["digest"] != b_runs[("time_gap_s=0.5__k2=1.0", 4)]["digest"]
+    assert [p["metrics"] for p in batched["points"]] == [p["metrics"] for p in alone["points"]]
+
+
+def test_a_batched_run_json_names_its_world_and_its_own_robots(batched_and_alone):
+    batched, _, b_dir, a_dir = batched_and_alone
+    run = json.loads((b_dir / batched["points"][0]["runs"][0]["dir"] / "run.json").read_text())
+    alone = json.loads((a_dir / batched["points"][0]["runs"][0]["dir"] / "run.json").read_text())
+    assert run["robot_names"] == alone["robot_names"] == {"1": "robot0", "2": "robot1", "3": "robot2", "4": "robot3"}
+    assert run["batched"]["points"] >= 2 and run["outcomes"] == alone["outcomes"]
+    assert any("coopsim metrics RUN_DIR" in note for note in run["notes"])
+    assert not (b_dir / batched["points"][0]["runs"][0]["dir"] / "report.html").exists()
+
+
+def test_points_that_cannot_share_a_world_run_alone_and_the_sweep_says_why(tmp_path):
+    result = sweep(PLATOON, [("channel.type", ["ideal", "itsg5"]), ("controller.time_gap_s", [0.5, 1.0])],
+                   tmp_path, overrides=("duration_s=2", *TEN_S[1:]), jobs=2)
+    assert result["ok"]
+    assert result["batching"]["batched_runs"] == 2 and result["batching"]["worlds"] == 1
+    assert result["batching"]["alone_because"] == {"the itsg5 channel is not batched yet": 2}
+    assert "2 runs in processes of their own (the itsg5 channel is not batched yet: 2)" in \
+        (tmp_path / "sweep.html").read_text()
+
+
+def test_universe_segments_keep_roster_order_within_each_universe():
+    assert universe_segments(np.array([0, 0, 0])) is None
+    order, bounds = universe_segments(np.array([1, 0, 1, 0, 2]))
+    assert order.tolist() == [1, 3, 0, 2, 4] and bounds.tolist() == [0, 2, 4, 5]
+
+
+def test_bodies_of_different_universes_never_touch():
+    # four 4 m x 2 m bodies: rows 0 and 1 overlap (universe 0); rows 2 and 3 (universe 1) lie on rows 0 and 1
+    # exactly but 5 m apart from each other
+    monitor = ContactMonitor()
+    monitor.add(np.full(4, 4.0), np.full(4, 2.0), np.full(4, 1.0), np.full(4, 3.0))
+    x = np.array([0.0, 3.0, 0.0, 5.0])
+    y = np.zeros(4)
+    ids = np.array([1, 2, 11, 12])
+    universes = universe_segments(np.array([0, 0, 1, 1]))
+    assert monitor.new_contacts(0, x, y, np.zeros(4), np.zeros(4), ids, universes) == [(1, 2)]
+    assert monitor.new_contacts(10_000_000, x, y, np.zeros(4), np.zeros(4), ids, universes) == []  # not new
+    x[3] = 3.5  # now universe 1's bodies overlap too (0.5 m)
+    assert monitor.new_contacts(20_000_000, x, y, np.zeros(4), np.zeros(4), ids, universes) == [(11, 12)]
+    # without universes every body on top of another one touches it
+    alone = ContactMonitor()
+    alone.add(np.full(4, 4.0), np.full(4, 2.0), np.full(4, 1.0), np.full(4, 3.0))
+    assert (1, 11) in alone.new_contacts(0, x, y, np.zeros(4), np.zeros(4), ids)
