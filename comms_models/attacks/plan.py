@@ -25,9 +25,17 @@ ATTACK_FIELD = ("attack", "int64", "-")
 frame (its index in the scenario's ``attacks`` plus one), 0 for an honest one."""
 
 
-def with_attack_column(log_port: Any) -> Any:
-    """``log_port`` (the V2X log's contract) with the ground-truth column."""
-    return replace(log_port, fields=(*log_port.fields, FieldSpec(*ATTACK_FIELD)))
+JAMMER_FIELD = ("jammer", "int64", "-")
+"""The cause column of ``trace/v2x.parquet`` in runs with jammers: on a frame dropped before the air
+(``dcc_dropped``), the label of the jammer whose power held its station's medium busy then (the frame waited for
+a medium the jammer kept busy and was replaced, or the DCC gatekeeper the jammer's load tightened dropped it);
+0 for any other row."""
+
+
+def with_attack_column(log_port: Any, jammers: bool = False) -> Any:
+    """``log_port`` (the V2X log's contract) with the ground-truth column (and with ``jammers`` the cause)."""
+    extra = (FieldSpec(*ATTACK_FIELD), *((FieldSpec(*JAMMER_FIELD),) if jammers else ()))
+    return replace(log_port, fields=(*log_port.fields, *extra))
 
 
 def build_attacks(entries: Sequence[Mapping[str, Any]], seed: int, ids_of: Mapping[str, int]) -> list[Attack]:

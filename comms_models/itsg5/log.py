@@ -32,6 +32,9 @@ class ChannelLog:
         self.interest_counts = dict.fromkeys(OUTCOMES, 0)
         self.pm: dict[str, dict[str, int]] | None = None  # the platooning messages' share of the counts, when sent
         self.attacks: Any = None  # the run's AttackPlan: rows then carry "attack", their ground truth
+        # with jammers: station ids -> the label of the jammer holding each one's medium busy now (0: none); rows
+        # then carry "jammer", the cause of a frame dropped before the air
+        self.jammed_by: Any = None
         # With PMs, the rows get a "message" column (0 CAM, 1 PM: the v2x port's ``message``); without them the
         # V2X federate fills it with CAM.
 
@@ -100,6 +103,7 @@ class ChannelLog:
             **self._message(k, pm),
             **({"attack": self.attacks.label_at(np.asarray(senders, np.int64), np.asarray(generated_ns, np.int64),
                                                 pm)} if self.attacks is not None else {}),
+            **({"jammer": self.jammed_by(np.asarray(senders, np.int64))} if self.jammed_by is not None else {}),
         })
 
     def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
@@ -147,6 +151,11 @@ class ChannelLog:
             columns, dtypes = (*columns, "message"), (*dtypes, np.uint8)
         if self.attacks is not None:
             columns, dtypes = (*columns, "attack"), (*dtypes, np.int64)
+        if self.jammed_by is not None:  # on dropped rows only: the others were not kept off the air
+            columns, dtypes = (*columns, "jammer"), (*dtypes, np.int64)
+            for c in chunks:
+                if "jammer" not in c:
+                    c["jammer"] = np.zeros(len(c["t_ns"]), np.int64)
         if not chunks:
             return {name: np.empty(0, dt) for name, dt in zip(columns, dtypes, strict=True)}
         return {name: np.concatenate([c[name] for c in chunks]) for name in columns}

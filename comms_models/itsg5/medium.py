@@ -342,6 +342,29 @@ class Medium:
         k = int(self.ctr[ax.C_RX_OUT])
         return self.buffers.rx_out_i[:k], self.buffers.rx_out_f[:k]
 
+    def jammer_holding(self, sender_ids: np.ndarray) -> np.ndarray:
+        """Per station id: 1 + the index of a jammer whose power it senses above the carrier-sense level now (its
+        medium busy by that jammer alone), 0 for none (or no jammers)."""
+        out = np.zeros(len(sender_ids), np.int64)
+        if self.jammers is None or not len(sender_ids) or not len(self.ids):
+            return out
+        rows = rows_of(self.ids, sender_ids, missing=-1)
+        there = rows >= 0
+        sensed = self.jammers.s[:, rows[there]] == 1  # jammers x the stations' rows
+        out[there] = np.where(sensed.any(axis=0), sensed.argmax(axis=0) + 1, 0)
+        return out
+
+    def positions_of(self, sender_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """This step's position of each sender (NaN when gone): where its radio sends from, what its frames'
+        GeoNetworking position vector says (a forged frame's too: the attacks forge the message, not the header)."""
+        x_out, y_out = np.full(len(sender_ids), np.nan), np.full(len(sender_ids), np.nan)
+        if self.pos is None or len(self.ids) == 0 or len(sender_ids) == 0:
+            return x_out, y_out
+        rows = rows_of(self.ids, sender_ids, missing=-1)
+        there = rows >= 0
+        x_out[there], y_out[there] = self.pos[0][rows[there]], self.pos[1][rows[there]]
+        return x_out, y_out
+
     def propagation_ns(self, sender_ids: np.ndarray, receiver_rows: np.ndarray) -> np.ndarray:
         """Free-space propagation delay d / c [ns] between sender and receiver (0 when the sender is gone)."""
         out = np.zeros(len(sender_ids), np.int64)

@@ -168,9 +168,11 @@ class ItsG5Channel(CommsModel):
             self.pm.forger = plan
         if plan.jammers:  # jammers act on the air: the medium adds their power (comms_models.itsg5.jamming)
             self.medium.attach_jammers([a.jammer() for a in plan.jammers])
+            labels = np.array([0, *(a.ctx.label for a in plan.jammers)], np.int64)
+            self.log.jammed_by = lambda ids: labels[self.medium.jammer_holding(ids)]
         self.log.attacks = plan
         self.receptions.attach(plan)
-        self.log_port = with_attack_column(V2X_LOG)
+        self.log_port = with_attack_column(V2X_LOG, jammers=bool(plan.jammers))
 
     # -- outputs ------------------------------------------------------------------------------------------------------
     @property

@@ -211,9 +211,16 @@ class PmReceptions:
             out[name] = out_kin[c, keep]
         for name in ("u_des", *columns):
             out[name] = out_pm[PM_CONTENT.index(name), keep]
-        if "attack" in due:  # a run with attacks or detection: each row's message kind and ground truth
+        if "attack" in due:  # a run with attacks or detection: each row's message kind and ground truth, every
+            # platooning column and the frame's GeoNetworking position (what the detector judges)
             out["kind"] = np.asarray(due["kind"], np.int64)[keep]
             out["attack"] = np.asarray(due["attack"], np.int64)[keep]
+            for name in PM_COLUMNS:
+                if name not in out:
+                    out[name] = out_pm[PM_CONTENT.index(name), keep]
+            for name in ("gn_x", "gn_y"):
+                if name in due:
+                    out[name] = np.asarray(due[name], np.float64)[keep]
         return out
 
 

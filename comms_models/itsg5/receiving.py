@@ -42,6 +42,8 @@ class Receptions:
                 table[name] = np.empty(0)
         if self.attacks is not None:
             table["attack"] = np.empty(0, np.int64)
+            if self.carries_pm:
+                table["gn_x"], table["gn_y"] = np.empty(0), np.empty(0)
         return table
 
     def attach(self, attacks: Any) -> None:
@@ -77,8 +79,10 @@ class Receptions:
                                                                                    oi[:, ax.RX_ROW]), 0)
         receiver = medium.ids[oi[:, ax.RX_ROW]]
         rec = slice(None) if self.cfg.trace == "all" else interest
-        attack = None
+        attack = gn = None
         if self.attacks is not None:  # what the frames claim (a ghost's id, a delayed CAM's time), their truth
+            if self.carries_pm:  # where each frame came from, as its GeoNetworking header says (for the detector)
+                gn = medium.positions_of(oi[:, ax.RX_SENDER])
             oi = oi.copy()
             attack, oi[:, ax.RX_SENDER], oi[:, ax.RX_GEN] = self.attacks.truth(oi[:, ax.RX_FRAME],
                                                                                oi[:, ax.RX_SENDER], oi[:, ax.RX_GEN])
@@ -89,10 +93,11 @@ class Receptions:
                             is_pm, attack)
         deliver = received if self.cfg.deliver == "all" else received & interest
         if deliver.any():
-            self._hold(deliver, oi, of, receiver, t_rx, is_pm, attack)
+            self._hold(deliver, oi, of, receiver, t_rx, is_pm, attack, gn)
 
     def _hold(self, deliver: np.ndarray, oi: np.ndarray, of: np.ndarray, receiver: np.ndarray, t_rx: np.ndarray,
-              is_pm: np.ndarray, attack: np.ndarray | None = None) -> None:
+              is_pm: np.ndarray, attack: np.ndarray | None = None,
+              gn: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         new: Deliveries = {
             "receiver": receiver[deliver],
             "sender": oi[deliver, ax.RX_SENDER].copy(),
@@ -111,6 +116,8 @@ class Receptions:
                 new[name] = of[deliver, 1 + c].copy()
         if attack is not None:
             new["attack"] = attack[deliver]
+        if gn is not None:
+            new["gn_x"], new["gn_y"] = gn[0][deliver], gn[1][deliver]
         self.pending = {name: np.concatenate([self.pending[name], new[name]]) for name in new}
 
     def release(self, t_ns: int, pm: PmService | None) -> Deliveries:

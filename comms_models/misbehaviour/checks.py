@@ -6,10 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.ports import MANEUVER_STATES
+
+_JOIN, _LEAVE, _SPLIT, _MERGE = (MANEUVER_STATES.index(f"{m}_request") for m in ("join", "leave", "split", "merge"))
+
 CHECKS = ("acceptance_range", "speed", "position_consistency", "speed_consistency", "position_speed",
-          "beacon_frequency", "sudden_appearance", "sensor_overlap", "desired_accel", "kalman")
-"""Check names; bit k of a verdict's mask is ``CHECKS[k]`` (``kalman``: the residual of ``kalman.KalmanTracks``)."""
-DEFAULT_CHECKS = CHECKS[:-1]
+          "beacon_frequency", "sudden_appearance", "sensor_overlap", "desired_accel", "kalman", "freshness",
+          "leader_consistency", "maneuver_entitlement")
+"""Check names; bit k of a verdict's mask is ``CHECKS[k]`` (``kalman``: the residual of ``kalman.KalmanTracks``;
+new checks go at the end, so that a mask keeps its meaning)."""
+DEFAULT_CHECKS = tuple(name for name in CHECKS if name != "kalman")
 """The plausibility detector's checks unless the scenario lists them (``kalman`` is asked for by name)."""
 
 
@@ -70,3 +76,48 @@ def desired_accel(u_des: np.ndarray, a: np.ndarray, max_accel: float, tol_mps2: 
     """A platooning message's desired acceleration beyond any vehicle's, or far from what the sender does."""
     with np.errstate(invalid="ignore"):
         return (np.abs(u_des) > max_accel) | (np.abs(u_des - a) > tol_mps2)
+
+
+def freshness(age_s: np.ndarray, backwards: np.ndarray, max_age_s: float, max_future_s: float) -> np.ndarray:
+    """A CAM generated longer before its reception than an honest channel delivers one, or after its reception,
+    or before the previous CAM of its sender (its generation times go backwards). The delayed-message fault of the
+    VeReMi extension (Kamel et al., ICC 2020) sends old content with its old time stamp; a receiver's relevance
+    check of the generation time against its own clock (IEEE 1609.2's generation-time checks; a CAM's
+    generationDeltaTime, EN 302 637-2) and the order of a sender's time stamps catch it."""
+    return (age_s > max_age_s) | (age_s < -max_future_s) | backwards
+
+
+def leader_claim(index: np.ndarray, sender: np.ndarray, known_leader: np.ndarray,
+                 same_platoon: np.ndarray) -> np.ndarray:
+    """A platooning message claims position 0 (the leader) of the receiver's platoon from another station than
+    the leader the receiver knows (itself when it leads; -1: unknown, no verdict). A platoon has one leader, and
+    its members know it from the platoon's management (join, ``../shared/reference/platooning.md``)."""
+    return (index == 0) & same_platoon & (known_leader >= 0) & (sender != known_leader)
+
+
+def leader_moved(distance_m: np.ndarray, age_s: np.ndarray, max_accel: float, tol_m: float) -> np.ndarray:
+    """A platooning message under the leader's station id sent from farther from where the leader's last CAM puts
+    it (moved on at its claimed speed and heading for ``age_s``) than the largest acceleration allows: someone else
+    speaks as the leader (the frame's GeoNetworking position is where its radio is)."""
+    with np.errstate(invalid="ignore"):
+        return distance_m > tol_m + 0.5 * max_accel * age_s**2
+
+
+def maneuver_entitlement(state: np.ndarray, index: np.ndarray, sender: np.ndarray, peer: np.ndarray,
+                         member: np.ndarray, known_leader: np.ndarray) -> np.ndarray:
+    """A maneuver request its sender is not entitled to send for its role as the receiver knows it (``member``:
+    the sender is in the receiver's platoon; ``index``: the position the message claims, NaN unknown). The roles
+    of the platooning maneuvers (Segata et al.'s Plexe, ``../shared/reference/platooning.md``, and
+    ``controllers.maneuvers``): a station outside a platoon asks its leader to join; a follower asks its own
+    leader to leave; the leader asks a follower to split off; a platoon's leader asks another platoon's leader to
+    merge. Amoozadeh et al. (IEEE Commun. Mag. 2015) list forged management messages among the attacks on
+    platoons."""
+    with np.errstate(invalid="ignore"):
+        leads, follows = index == 0, index > 0
+    not_leader = member & (sender != known_leader)
+    join = (state == _JOIN) & member & (peer == known_leader)  # asks to join the platoon it is in
+    leave = (state == _LEAVE) & (leads | (member & (peer != known_leader)))  # a leader, or not to its own leader
+    split = (state == _SPLIT) & (follows | not_leader | (member & (peer == known_leader)))  # only the leader splits
+    merge = (state == _MERGE) & (follows | not_leader)  # only a leader merges its platoon
+    request = np.isin(state, (_JOIN, _LEAVE, _SPLIT, _MERGE))
+    return join | leave | split | merge | (request & (peer == sender))

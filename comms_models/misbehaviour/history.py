@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_FIELDS = ("gen", "x", "y", "v")
+_FIELDS = ("gen", "x", "y", "yaw", "v")
 
 
 def pair_keys(receiver: np.ndarray, sender: np.ndarray) -> np.ndarray:
@@ -14,11 +14,11 @@ def pair_keys(receiver: np.ndarray, sender: np.ndarray) -> np.ndarray:
 
 
 class PairHistory:
-    """Per pair: generation time [ns], claimed position [m] and speed [m/s] of its newest CAM."""
+    """Per pair: generation time [ns], claimed position [m], heading [rad] and speed [m/s] of its newest CAM."""
 
     def __init__(self) -> None:
         self.keys = np.empty(0, np.int64)
-        self.cols = {"gen": np.empty(0, np.int64), "x": np.empty(0), "y": np.empty(0), "v": np.empty(0)}
+        self.cols = {"gen": np.empty(0, np.int64), **{name: np.empty(0) for name in _FIELDS[1:]}}
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per key: its position in the table and whether it is there."""

@@ -14,6 +14,7 @@ from . import checks as ck
 from .base import Detector, DetectorParams
 from .history import PairHistory, pair_keys
 from .kalman import KalmanParams, KalmanTracks, cam_residuals
+from .roles import receiver_roles, role_checks
 
 
 class PlausibilityParams(DetectorParams):
@@ -40,6 +41,12 @@ class PlausibilityParams(DetectorParams):
                                 "measured range (plus the sender's speed times the message's age and 0.1 s)")
     accel_tol_mps2: float = Field(1.5, gt=0, description="[m/s^2] desired acceleration: largest plausible gap between "
                                   "a platooning message's desired acceleration and the sender's measured one")
+    max_age_s: float = Field(0.5, gt=0, description="[s] freshness: oldest plausible CAM at its reception (an "
+                             "honest one waits for the medium and DCC at most a few hundred ms)")
+    max_future_s: float = Field(0.01, ge=0, description="[s] freshness: a CAM generated this long after its "
+                                "reception is from the future")
+    leader_tol_m: float = Field(5.0, gt=0, description="[m] leader consistency: farthest a message under the "
+                                "leader's id may come from where the leader's last CAM puts it")
     kalman: KalmanParams = Field(default_factory=KalmanParams, description="the Kalman residual check's noise and "
                                  "gate (when kalman is in checks)")
 
@@ -99,6 +106,9 @@ class PlausibilityDetector(Detector):
         fails = {"acceptance_range": cam & ck.acceptance_range(distance, p.max_range_m),
                  "speed": cam & ck.speed(m["v"], p.max_speed_mps, p.max_reverse_mps)}
         fails.update(self._against_history(np.flatnonzero(cam), m, distance, t_ns))
+        if kind is not None and self.enabled & (ck.bit("leader_consistency") | ck.bit("maneuver_entitlement")):
+            fails.update(role_checks(np.flatnonzero(kind == 1), m, receiver_roles(own, o_rows, m["receiver"]),
+                                     self.history, p))
         fails["sensor_overlap"] = cam & self._sensor_overlap(t_ns, m, ox, oy, oyaw, sensor)
         if self.tracks is not None:
             fails["kalman"] = cam_residuals(self.tracks, m)
@@ -119,7 +129,7 @@ class PlausibilityDetector(Detector):
         """The checks that compare a CAM with the previous one of its pair (within the step, or held before)."""
         n, p = len(m["receiver"]), self.p
         out = {name: np.zeros(n, bool) for name in ("position_consistency", "speed_consistency", "position_speed",
-                                                    "beacon_frequency", "sudden_appearance")}
+                                                    "beacon_frequency", "sudden_appearance", "freshness")}
         if not len(rows):
             return out
         keys = pair_keys(m["receiver"][rows], m["sender"][rows])
@@ -150,12 +160,16 @@ class PlausibilityDetector(Detector):
                                                                  p.position_speed_tol_mps)
             min_gap = self.min_interval_s if p.min_interval_s is None else p.min_interval_s
             out["beacon_frequency"][rows] = has_prev & ck.beacon_frequency(dt, min_gap)
+            received = m.get("received_ns")  # (a judge fed by hand may leave it out: received now)
+            age = ((t_ns if received is None else np.asarray(received, np.int64)[rows]) - gen) / 1e9
+            out["freshness"][rows] = ck.freshness(age, has_prev & (dt < 0), p.max_age_s, p.max_future_s)
         r_rows = rows_of(self.ids, m["receiver"][rows], missing=-1)
         listening = np.where(r_rows >= 0, (t_ns - self.spawn_ns[np.maximum(r_rows, 0)]) / 1e9, 0.0)
         out["sudden_appearance"][rows] = ck.sudden_appearance(~has_prev, listening, distance[rows], p.warmup_s,
                                                               p.appearance_range_m)
         last = np.r_[keys[1:] != keys[:-1], True]
-        self.history.store(keys[last], {"gen": gen[last], "x": x[last], "y": y[last], "v": v[last]})
+        self.history.store(keys[last], {"gen": gen[last], "x": x[last], "y": y[last], "yaw": m["yaw"][rows][last],
+                                        "v": v[last]})
         return out
 
     def _sensor_overlap(self, t_ns: int, m: Mapping[str, np.ndarray], ox: np.ndarray, oy: np.ndarray,

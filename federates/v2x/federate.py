@@ -74,7 +74,7 @@ class V2XFederate(Federate):
         self.record = self.record and ctx.out_dir is not None  # nothing is recorded without a run directory
         self.model.keep_log = self.record
         if self.misbehaviour is not None:
-            self.guard = Guard(self.misbehaviour, self.model, ctx.seed, self.step_ns)
+            self.guard = Guard(self.misbehaviour, self.model, ctx.seed, self.step_ns, platoon_fields=self.maneuvers)
         cam_rx = CAM_RX_PLATOONING if self.maneuvers else CAM_RX
         outputs: tuple = (cam_rx,)
         if self.record:
@@ -164,7 +164,8 @@ class V2XFederate(Federate):
         deliveries = self.model.step(t_ns, estimate, self._interest)
         verdicts = None
         if self.guard is not None:
-            deliveries, verdicts = self.guard.step(t_ns, deliveries, inputs["estimate"], inputs.get("range"))
+            deliveries, verdicts = self.guard.step(t_ns, deliveries, inputs["estimate"], inputs.get("range"),
+                                                   inputs.get("platoon_state"))
         if "u_des" not in deliveries:  # a model that carries no platooning message
             deliveries = {**deliveries, "u_des": np.full(len(deliveries["receiver"]), np.nan)}
         if self.maneuvers:  # fields a model did not carry are absent (NaN)

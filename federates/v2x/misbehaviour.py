@@ -19,12 +19,13 @@ import numpy as np
 
 from comms_models.attacks.plan import AttackPlan, build_attacks
 from comms_models.base import CommsModel, Deliveries
-from comms_models.itsg5.pm import PM_CONTENT
+from comms_models.itsg5.pm import PM_COLUMNS, PM_CONTENT
 from comms_models.misbehaviour import DETECTORS
 from comms_models.misbehaviour.base import Detector
 from comms_models.misbehaviour.history import pair_keys
+from comms_models.misbehaviour.roles import ROLE_COLUMNS
 from core.ports import DELIVERY_FIELDS, port
-from core.robots import RobotSpec
+from core.robots import RobotSpec, rows_of
 
 from .suspicions import REACTS_IN_CONTROL
 
@@ -41,15 +42,18 @@ MISBEHAVIOUR = port("misbehaviour", {
    "(ground truth, 0: honest), the checks it failed (bit k: comms_models.misbehaviour.checks.CHECKS[k]), the fused "
    "verdict, whether the receiver dropped it, and what it claims as the receiver decoded it (SI, local frame; a "
    "platooning message's row carries the kinematics of the sender's newest CAM and its own u_des)")
-_EXTRA = ("kind", "attack")  # delivery columns the channel adds for the guard only
+_EXTRA = ("kind", "attack", "gn_x", "gn_y")  # delivery columns the channel adds for the guard only
 
 
 class Guard:
     """The attacks and the detector of one V2X federate. ``config``: ``attacks`` (plain entries, see
     ``comms_models.attacks.plan``), ``names`` (robot name -> id) and ``detection`` (None, or ``type``, ``params``,
-    ``reaction``, ``hold_s``)."""
+    ``reaction``, ``hold_s``). ``platoon_fields``: whether the applications read the platoon columns of the
+    deliveries (a scenario with maneuvers); else the guard alone sees them."""
 
-    def __init__(self, config: Mapping[str, Any], model: CommsModel, seed: int, step_ns: int) -> None:
+    def __init__(self, config: Mapping[str, Any], model: CommsModel, seed: int, step_ns: int,
+                 platoon_fields: bool = False) -> None:
+        self.extra = _EXTRA if platoon_fields else (*_EXTRA, *PM_COLUMNS)
         entries = list(config.get("attacks") or ())
         detection = config.get("detection")
         self.plan = AttackPlan(build_attacks(entries, seed, config.get("names") or {}))
@@ -70,9 +74,18 @@ class Guard:
         self._blocked = np.empty(0, np.int64)  # (receiver, sender) keys not listened to ...
         self._until = np.empty(0, np.int64)  # ... until then [ns]
         self._tainted = np.empty(0, np.int64)  # (receiver, sender) keys whose newest platooning message was dropped
+        self._roles = {name: np.empty(0) for name in ("id", *ROLE_COLUMNS)}  # each station's role by its spec
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         """Receiving stations appear."""
+        if robots:
+            nan = float("nan")
+            new = {"id": [r.id for r in robots], "predecessor": [nan if r.predecessor is None else r.predecessor
+                                                                 for r in robots],
+                   "leader": [nan if r.leader is None else r.leader for r in robots],
+                   "platoon_id": [r.platoon for r in robots], "platoon_index": [r.position_in_platoon for r in robots]}
+            self._roles = {name: np.concatenate([self._roles[name], np.asarray(new[name], np.float64)])
+                           for name in self._roles}
         if self.detector is not None and robots:
             self.detector.spawn(np.array([r.id for r in robots], np.int64), np.array([r.spawn_ns for r in robots],
                                 np.int64), np.array([r.dims.length_m - r.dims.rear_overhang_m for r in robots]),
@@ -80,20 +93,24 @@ class Guard:
 
     def despawn(self, ids: Sequence[int]) -> None:
         """Stations leave."""
+        keep = ~np.isin(self._roles["id"], np.asarray(list(ids), np.float64))
+        self._roles = {name: col[keep] for name, col in self._roles.items()}
         if self.detector is not None:
             self.detector.despawn(np.asarray(list(ids), np.int64))
 
     def step(self, t_ns: int, deliveries: Deliveries, own: Mapping[str, np.ndarray],
-             sensor: Mapping[str, np.ndarray] | None) -> tuple[Deliveries, dict[str, np.ndarray]]:
-        """The deliveries the applications get, and the verdict of each one received."""
+             sensor: Mapping[str, np.ndarray] | None, platoon: Mapping[str, np.ndarray] | None = None
+             ) -> tuple[Deliveries, dict[str, np.ndarray]]:
+        """The deliveries the applications get, and the verdict of each one received. ``platoon``: the
+        ``platoon_state`` of a scenario with maneuvers (each station's role now; else its spec's)."""
         n = len(deliveries["receiver"])
         kind = np.asarray(deliveries.get("kind", np.zeros(n, np.int64)), np.int64)
         attack = np.asarray(deliveries.get("attack", np.zeros(n, np.int64)), np.int64)
-        apps = {name: col for name, col in deliveries.items() if name not in _EXTRA}
+        apps = {name: col for name, col in deliveries.items() if name not in self.extra}
         if self.detector is None:
             checks, verdict = np.zeros(n, np.int64), np.zeros(n, bool)
         else:
-            checks, verdict = self.detector.judge(t_ns, deliveries, own, sensor)
+            checks, verdict = self.detector.judge(t_ns, deliveries, self._with_roles(own, platoon), sensor)
         drop = self._drops(t_ns, deliveries, verdict)
         if self.reaction != "none" and (len(self._tainted) or (drop & (kind == 1)).any()):
             apps = self._untaint(deliveries, apps, kind, drop)
@@ -107,6 +124,22 @@ class Guard:
             col = deliveries.get(name)
             table[name] = np.full(n, np.nan) if col is None else np.asarray(col, np.float64)
         return apps, table
+
+    def _with_roles(self, own: Mapping[str, np.ndarray], platoon: Mapping[str, np.ndarray] | None
+                    ) -> Mapping[str, np.ndarray]:
+        """``own`` with each station's platoon role (``ROLE_COLUMNS``): ``platoon``'s row where it has one, else its
+        spec's."""
+        ids = np.asarray(own["id"], np.int64)
+        rows = rows_of(self._roles["id"].astype(np.int64), ids, missing=-1)
+        there, at = rows >= 0, np.maximum(rows, 0)
+        roles = {name: np.where(there, self._roles[name][at], np.nan) if len(self._roles["id"]) else
+                 np.full(len(ids), np.nan) for name in ROLE_COLUMNS}
+        if platoon is not None and len(platoon["id"]):
+            p_rows = rows_of(np.asarray(platoon["id"], np.int64), ids, missing=-1)
+            live, p_at = p_rows >= 0, np.maximum(p_rows, 0)
+            for name in ROLE_COLUMNS:
+                roles[name] = np.where(live, np.asarray(platoon[name], np.float64)[p_at], roles[name])
+        return {**own, **roles}
 
     def suspicions(self, verdicts: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The rows of ``verdicts`` judged misbehaving, as the ``suspicions`` port has them."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from comms_models.attacks import ATTACKS
 from comms_models.misbehaviour.checks import CHECKS
 
 from .follower import FollowerView
@@ -21,11 +22,20 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
+def _on_air(kind: str) -> bool:
+    """Whether attack type ``kind`` acts on the air (a jammer: it sends no message to score)."""
+    try:
+        return ATTACKS.get(kind).message == "air"
+    except Exception:  # a plug-in that no longer loads: score it like any attack
+        return False
+
+
 @run_metric("misbehaviour", section="misbehaviour")
 def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     """Detection quality per attack (precision over the attack's and the honest messages, recall, F1, time to
     detection) and the false-positive rate of the honest messages, with the honest messages each check failed (None
-    without a detector's trace)."""
+    without a detector's trace). Jammers are left out of ``attacks`` (they forge no message; ``attack`` is each
+    entry's index in the scenario's list)."""
     verdicts = run.trace("misbehaviour")
     if verdicts is None:
         return None
@@ -38,6 +48,8 @@ def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> di
     by_check = {name: int(np.count_nonzero((failed >> k) & 1)) for k, name in enumerate(CHECKS)}
     entries = []
     for k, entry in enumerate(getattr(run.scenario, "attacks", None) or []):
+        if _on_air(entry.type):
+            continue
         mine = attack == k + 1
         tp, fn = int(np.count_nonzero(flagged & mine)), int(np.count_nonzero(~flagged & mine))
         precision, recall = _ratio(tp, tp + false_pos), _ratio(tp, tp + fn)
@@ -53,13 +65,13 @@ def misbehaviour(run: RunData, followers: Mapping[str, Mapping[str, Any]]) -> di
 
 
 @follower_metric("detection", report=("forged_missed", "false_alarms"))
-def detection(f: FollowerView) -> dict[str, Any]:
+def detection(f: FollowerView) -> dict[str, Any] | None:
     """This follower as a receiver (runs with a detector's trace only): the forged messages delivered to it, those
     its detector missed, the honest ones it flagged, and the time from the first attack whose messages reached it
     to its first detection (a worst follower for sweeps: more missed, more false alarms, later is worse)."""
     verdicts = f.run.trace("misbehaviour")
     if verdicts is None:
-        return {}
+        return None  # no detector in this run: nothing to add
     mine = np.asarray(verdicts["receiver"], np.int64) == f.robot.id
     attack = np.asarray(verdicts["attack"], np.int64)[mine]
     flagged = (np.asarray(verdicts["verdict"]) == "misbehaving")[mine]

@@ -104,6 +104,21 @@ def test_a_jammer_above_the_carrier_sense_level_blocks_channel_access(platoons: 
     np.testing.assert_array_equal(honest_load["cbr"][far[0]], load["cbr"][far[1]])
 
 
+def test_frames_a_jammer_keeps_off_the_air_name_it(platoons: tuple) -> None:
+    """Every CAM of the near platoon dropped before the air while the jammer holds its medium busy (replaced in
+    the queue while it waited, or dropped by the gatekeeper of the DCC the busy channel closed) carries the
+    jammer's label (1) in the trace's ``jammer`` column; the drops after it stopped (the DCC still closed, stepping
+    back) and every other row carry 0; a run without jammers has no such column."""
+    (honest, _), (tr, _) = platoons
+    assert "jammer" not in honest
+    dropped = (tr["event"] == "tx") & (tr["outcome"] == "dcc_dropped") & np.isin(tr["sender"], range(0, 4))
+    during = (tr["t_ns"] >= 1000 * MS) & (tr["t_ns"] < 3000 * MS)
+    assert (dropped & during).sum() >= 4 * 15  # 19 CAMs each generated while jammed, most never sent
+    assert (tr["jammer"][dropped & during] == 1).all()
+    assert (dropped & (tr["t_ns"] >= 3000 * MS)).sum() >= 1
+    assert (tr["jammer"][~(dropped & during)] == 0).all()
+
+
 # -- the SINR against a hand computation ------------------------------------------------------------------------------
 def _free_space_dbm(p_dbm: float, d_m: float) -> float:
     return p_dbm - (47.86 + 20.0 * math.log10(d_m))  # free space at 5.9 GHz (docs/v2x.md, radio.py)

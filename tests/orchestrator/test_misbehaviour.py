@@ -26,6 +26,9 @@ CHECK_FOR = {  # check -> the attack it is made for
     "sudden_appearance": "ghost",
     "sensor_overlap": "constant_offset",
     "desired_accel": "desired_accel_constant",
+    "freshness": "delayed_message",
+    "leader_consistency": "forged_leader",  # under the leader's id: sent from the attacker's place
+    "maneuver_entitlement": "forged_maneuver",  # a split request from a follower
 }
 
 
@@ -83,3 +86,17 @@ def test_the_metric_scores_each_attack(attacked: Path) -> None:
         assert entry["detected"] == int((mine & (verdicts["verdict"] == "misbehaving")).sum())
     random_position = metrics["attacks"][2]
     assert random_position["recall"] > 0.9 and random_position["time_to_detection_s"] < 0.2
+
+
+@pytest.mark.parametrize("check", ["freshness", "leader_consistency", "maneuver_entitlement"])
+def test_the_freshness_leader_and_maneuver_checks_flag_their_attack_only(attacked: Path, check: str) -> None:
+    """Every delivered message of its attack fails the check (a 1 s delay against a 0.5 s bound; a leader 15
+    vehicles back, about 30 m from where the leader is; a split request from a follower), and no other message does:
+    not an honest one, nor another attack's."""
+    verdicts = trace(attacked, "misbehaviour")
+    label = [name for name, _ in ATTACKS].index(CHECK_FOR[check]) + 1
+    mine = verdicts["attack"] == label
+    fired = (verdicts["checks"] & bit(check)) != 0
+    assert mine.sum() >= 30
+    assert fired[mine].all()
+    assert not fired[~mine].any()
