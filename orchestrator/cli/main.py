@@ -240,7 +240,8 @@ def _validate(args: argparse.Namespace, scenario: Any, console: Console) -> int:
         raise ScenarioError(str(args.scenario), [Problem("vehicles", str(exc))]) from None
     platoons = len({r.platoon for r in robots})
     console.print(f"{args.scenario}: ok ({len(robots)} robots in {platoons} platoon{'s' if platoons > 1 else ''}, "
-                  f"{scenario.duration_s:g} s, channel {scenario.channel.type}, {_laws(robots)})")
+                  f"{scenario.duration_s:g} s, channel {scenario.channel.type}, {_laws(robots)})",
+                  soft_wrap=True, markup=False, highlight=False)  # a long path stays one piece to copy
     from orchestrator.reporting.scale_notes import scale_notes
 
     _print_notes([*lateral_stability_notes(scenario, robots), *scale_notes(scenario, robots)], console)

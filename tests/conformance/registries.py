@@ -30,7 +30,7 @@ REGISTRIES: dict[str, tuple[Registry, tuple[str, ...]]] = {
     "federates": (FEDERATE_KINDS, ("can", "control", "fmu", "helics", "mqtt", "physics", "ros2", "sumo", "v2x")),
     "tyre_models": (TYRE_MODELS, ("fiala", "fiala_unsaturated", "linear", "pacejka")),
     "vehicle_presets": (PRESETS, ("auna_rc_1to10", "g35_sedan", "mit_racecar_1to10", "passenger_car")),
-    "metrics": (METRICS, ("aoi", "channel", "collisions", "cut_ins", "degradation", "gamma", "l2_norms",
+    "metrics": (METRICS, ("aoi", "channel", "collisions", "cut_ins", "degradation", "detection", "gamma", "l2_norms",
                           "lateral_deviation", "leader_path", "link", "maneuvers", "min_gap", "min_ttc", "misbehaviour",
                           "spacing_error", "string_stability", "summary", "transition")),
 }
