@@ -39,16 +39,21 @@ system-deps:
 demo: $(STAMP_RUN)
 	$(VENV)/bin/coopsim demo --out runs/demo
 
+# One pytest worker per core (pytest-xdist); a test file stays on one worker (--dist loadfile), so the fixtures a
+# module or a session shares (a run, a host, the Docker image) are made once per worker, never twice in a file.
+PYTEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
+
 # COOPSIM_FULL_FUZZ=1: the fuzz corpora run every case (a plain pytest runs a fixed subset of them)
 test: install-test
 	$(VENV)/bin/ruff check .
-	@docker/engine.sh start; COOPSIM_FULL_FUZZ=1 $(PY) -m pytest -q -p no:cacheprovider; status=$$?; \
+	@docker/engine.sh start; COOPSIM_FULL_FUZZ=1 $(PYTEST); status=$$?; \
 	  docker/engine.sh stop; exit $$status
 
 # The unmarked tier, for iteration (under 3 minutes on 2 cores; the README's "Tests" section has the tiers)
 FAST := not slow and not external and not browser and not docker and not cold_compile
 test-fast: $(STAMP_TEST)
-	$(PY) -m pytest -q -p no:cacheprovider -m "$(FAST)"
+	$(PYTEST) -m "$(FAST)"
 
 # `make test` with two CPU-bound processes beside it (the suite must not depend on an idle machine); the two are
 # started here and ended by their process ids, whatever the outcome
