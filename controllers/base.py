@@ -38,9 +38,21 @@ class Controller(ABC):
     gap_reference: ClassVar[str] = "axle"
     pure_desired_gap: ClassVar[bool] = False
     """True when ``desired_gap`` depends on the parameters alone (no state): it may then be computed when read."""
+    row_params: ClassVar[tuple[str, ...]] = ()
+    """Numeric parameters that may differ from row to row of one group (followers of many batch points, or of
+    blocks that differ only in these, share one vectorised call): the law reads them with ``param``."""
+    row_values: Mapping[str, np.ndarray] = {}
+    """Per-row values of ``row_params`` (arrays over the group's rows) when the pipeline set them; empty: every row
+    has ``params``'. Never mutated: the pipeline assigns a new mapping."""
 
     def __init__(self, params: ControllerParams) -> None:
         self.params = params
+
+    def param(self, name: str) -> Any:
+        """A parameter's value: an array over the group's rows when rows carry their own (``row_values``), else the
+        scalar of ``params``."""
+        values = self.row_values.get(name)
+        return getattr(self.params, name) if values is None else values
 
     @abstractmethod
     def compute(

@@ -81,49 +81,68 @@ def ela_cacc_rows_kernel(  # pragma: no cover - compiled
     for j in range(out_a.shape[0]):
         e = ego_rows[j]
         q = pred_rows[j]
-        x_i, y_i, th_i, v_i = xi[e], yi[e], thi[e], vi[e]
-        x_p, y_p, th_p, v_p, w_p = xp[q], yp[q], thp[q], vp[q], wp[q]
-        D = r + h * v_i  # (E1)
-        k = w_p / v_p if v_p > v_thr else 0.0  # (E2)
-        if extended:
-            kD = k * D
-            s = k * D * D / (1.0 + np.sqrt(1.0 + kD * kD))  # (E3)
-            # atan(+-0) is +-0 exactly: a straight predecessor (the common case) skips the call
-            alpha = kD if kD == 0.0 else np.arctan(kD)  # (E4)
-        else:
-            s = 0.0
-            alpha = 0.0
-        # cos(+-0) = 1 and sin(+-0) = +-0 exactly: headings along x (common on straight roads) skip the calls
-        ci, si = (1.0, th_i) if th_i == 0.0 else (np.cos(th_i), np.sin(th_i))
-        cp, sp = (1.0, th_p) if th_p == 0.0 else (np.cos(th_p), np.sin(th_p))
-        if alpha == 0.0:
-            # cos(+-0) = 1, sin(+-0) = +-0 and th_i + (+-0) = th_i exactly unless th_i is +-0 (then the sum is a
-            # zero whose sine is itself): the general branch's values without four trigonometric calls
-            ca, sa = 1.0, alpha
-            cia = ci
-            sia = si if th_i != 0.0 else th_i + alpha
-        else:
-            ca, sa = np.cos(alpha), np.sin(alpha)
-            cia = np.cos(th_i + alpha)
-            sia = np.sin(th_i + alpha)
-        z1 = x_p + s * sp - x_i - D * ci  # (E5)
-        z2 = y_p - s * cp - y_i - D * si
-        z3 = v_p * cp - v_i * cia
-        z4 = v_p * sp - v_i * sia
-        q1 = k1 * z1 + (ca * z3 + sa * z4) + (1.0 - ca) * v_p * cp - sa * v_p * sp + s * w_p * cp
-        q2 = k2 * z2 + (-sa * z3 + ca * z4) + sa * v_p * cp + (1.0 - ca) * v_p * sp + s * w_p * sp
-        g11 = h * (ci - sa * sp)  # (E6)
-        g12 = -D * si
-        g21 = h * (si + sa * cp)
-        g22 = D * ci
-        det = g11 * g22 - g12 * g21  # = h D (1 - sin(alpha) sin(th_p - th_i)) > 0 for |alpha| < pi/2
-        a = (g22 * q1 - g12 * q2) / det  # (E8)
-        w = (-g21 * q1 + g11 * q2) / det
-        if v_i < v_thr and a < 0.0:  # own speed near zero: never command reversing
-            a = 0.0
-        out_a[j] = a
-        out_w[j] = w
-        out_stop[j] = v_p < v_thr  # as pred["v"] < min_speed_mps (NaN: False)
+        out_a[j], out_w[j], out_stop[j] = _ela_row(xi[e], yi[e], thi[e], vi[e], xp[q], yp[q], thp[q], vp[q], wp[q],
+                                                   k1, k2, r, h, extended, v_thr)
+
+
+@njit(cache=True)
+def ela_cacc_param_rows_kernel(  # pragma: no cover - compiled
+    xi, yi, thi, vi, ego_rows, xp, yp, thp, vp, wp, pred_rows, k1, k2, r, h, extended, v_thr, out_a, out_w,
+    out_stop
+):
+    """``ela_cacc_rows_kernel`` with the gains and the spacing policy per row: ``k1``, ``k2``, ``r``, ``h`` are
+    arrays over the output rows (``Controller.row_params``)."""
+    for j in range(out_a.shape[0]):
+        e = ego_rows[j]
+        q = pred_rows[j]
+        out_a[j], out_w[j], out_stop[j] = _ela_row(xi[e], yi[e], thi[e], vi[e], xp[q], yp[q], thp[q], vp[q], wp[q],
+                                                   k1[j], k2[j], r[j], h[j], extended, v_thr)
+
+
+@njit(cache=True, inline="always")
+def _ela_row(x_i, y_i, th_i, v_i, x_p, y_p, th_p, v_p, w_p, k1, k2, r, h, extended, v_thr
+             ):  # pragma: no cover - compiled
+    """(E1)-(E8) for one follower: its acceleration, yaw rate and whether its predecessor is slower than
+    ``v_thr``."""
+    D = r + h * v_i  # (E1)
+    k = w_p / v_p if v_p > v_thr else 0.0  # (E2)
+    if extended:
+        kD = k * D
+        s = k * D * D / (1.0 + np.sqrt(1.0 + kD * kD))  # (E3)
+        # atan(+-0) is +-0 exactly: a straight predecessor (the common case) skips the call
+        alpha = kD if kD == 0.0 else np.arctan(kD)  # (E4)
+    else:
+        s = 0.0
+        alpha = 0.0
+    # cos(+-0) = 1 and sin(+-0) = +-0 exactly: headings along x (common on straight roads) skip the calls
+    ci, si = (1.0, th_i) if th_i == 0.0 else (np.cos(th_i), np.sin(th_i))
+    cp, sp = (1.0, th_p) if th_p == 0.0 else (np.cos(th_p), np.sin(th_p))
+    if alpha == 0.0:
+        # cos(+-0) = 1, sin(+-0) = +-0 and th_i + (+-0) = th_i exactly unless th_i is +-0 (then the sum is a
+        # zero whose sine is itself): the general branch's values without four trigonometric calls
+        ca, sa = 1.0, alpha
+        cia = ci
+        sia = si if th_i != 0.0 else th_i + alpha
+    else:
+        ca, sa = np.cos(alpha), np.sin(alpha)
+        cia = np.cos(th_i + alpha)
+        sia = np.sin(th_i + alpha)
+    z1 = x_p + s * sp - x_i - D * ci  # (E5)
+    z2 = y_p - s * cp - y_i - D * si
+    z3 = v_p * cp - v_i * cia
+    z4 = v_p * sp - v_i * sia
+    q1 = k1 * z1 + (ca * z3 + sa * z4) + (1.0 - ca) * v_p * cp - sa * v_p * sp + s * w_p * cp
+    q2 = k2 * z2 + (-sa * z3 + ca * z4) + sa * v_p * cp + (1.0 - ca) * v_p * sp + s * w_p * sp
+    g11 = h * (ci - sa * sp)  # (E6)
+    g12 = -D * si
+    g21 = h * (si + sa * cp)
+    g22 = D * ci
+    det = g11 * g22 - g12 * g21  # = h D (1 - sin(alpha) sin(th_p - th_i)) > 0 for |alpha| < pi/2
+    a = (g22 * q1 - g12 * q2) / det  # (E8)
+    w = (-g21 * q1 + g11 * q2) / det
+    if v_i < v_thr and a < 0.0:  # own speed near zero: never command reversing
+        a = 0.0
+    return a, w, v_p < v_thr  # stop as pred["v"] < min_speed_mps (NaN: False)
 
 
 class ElaCacc(Controller):
@@ -132,6 +151,7 @@ class ElaCacc(Controller):
     Params = ElaCaccParams
     steers = True
     pure_desired_gap = True
+    row_params = ("k1", "k2", "standstill_m", "time_gap_s")  # the kernels' order
 
     def compute(self, ego: Arrays, pred: Arrays, leader: Arrays, sensors: Arrays, dt: float) -> dict[str, np.ndarray]:
         """Acceleration and yaw-rate commands; rows whose predecessor is slower than ``min_speed_mps`` get
@@ -144,16 +164,15 @@ class ElaCacc(Controller):
         ego_src = ego.source_of(_EGO) if isinstance(ego, LazyColumns) else None
         pred_src = pred.source_of(_PRED) if isinstance(pred, LazyColumns) else None
         if ego_src is not None and pred_src is not None:  # read the rows in place: no gathered copies
-            ela_cacc_rows_kernel(
-                *ego_src[0], ego_src[1], *pred_src[0], pred_src[1],
-                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w, out_stop,
-            )
+            (ego_cols, ego_rows), (pred_cols, pred_rows) = ego_src, pred_src
         else:
-            ela_cacc_kernel(
-                ego["x"], ego["y"], ego["yaw"], ego["v"],
-                pred["x"], pred["y"], pred["yaw"], pred["v"], pred["yaw_rate"],
-                p.k1, p.k2, p.standstill_m, p.time_gap_s, p.extended, p.min_speed_mps, out_a, out_w, out_stop,
-            )
+            rows = np.arange(n)
+            ego_cols = tuple(np.asarray(ego[name], np.float64) for name in _EGO)
+            pred_cols = tuple(np.asarray(pred[name], np.float64) for name in _PRED)
+            ego_rows = pred_rows = rows
+        kernel = ela_cacc_param_rows_kernel if self.row_values else ela_cacc_rows_kernel
+        kernel(*ego_cols, ego_rows, *pred_cols, pred_rows, *(self.param(name) for name in self.row_params),
+               p.extended, p.min_speed_mps, out_a, out_w, out_stop)
         return {"accel": out_a, "yaw_rate": out_w, "stop": out_stop}
 
     def spacing_error(self, ego: Arrays, pred: Arrays, dims: Any = None, pred_dims: Any = None) -> np.ndarray:
@@ -173,11 +192,13 @@ class ElaCacc(Controller):
         chord 2 sin(alpha / 2) / k (-> D as k -> 0). The classic law (s = 0) settles at the chord D, inside the
         circle."""
         p: ElaCaccParams = self.params  # type: ignore[assignment]
+        r, h = self.param("standstill_m"), self.param("time_gap_s")
         if curvature is None or not p.extended:
-            return p.standstill_m + p.time_gap_s * v
+            return r + h * v
         v = np.ascontiguousarray(v, np.float64)
         D, k, kD = np.empty_like(v), np.empty_like(v), np.empty_like(v)
-        _gap_terms(v, np.ascontiguousarray(curvature, np.float64), p.standstill_m, p.time_gap_s, D, k, kD)
+        terms = _gap_terms_rows if self.row_values else _gap_terms
+        terms(v, np.ascontiguousarray(curvature, np.float64), r, h, D, k, kD)
         # atan and sin stay numpy's: compiled code may round them differently in the last bit
         half = np.arctan(kD)
         half *= 0.5
@@ -193,16 +214,25 @@ _MAX_FLOAT = float(np.finfo(np.float64).max)
 def _gap_terms(v, curvature, r, h, D, k, kD):  # pragma: no cover - compiled
     """D = r + h v, k = |curvature| (NaN as 0, +-inf as +-the largest float, as numpy's nan_to_num) and k D."""
     for j in range(v.shape[0]):
-        d = r + h * v[j]
-        c = curvature[j]
-        if np.isnan(c):
-            c = 0.0
-        elif np.isinf(c):
-            c = _MAX_FLOAT if c > 0.0 else -_MAX_FLOAT
-        c = abs(c)
-        D[j] = d
-        k[j] = c
-        kD[j] = c * d
+        D[j], k[j], kD[j] = _gap_row(v[j], curvature[j], r, h)
+
+
+@njit(cache=True)
+def _gap_terms_rows(v, curvature, r, h, D, k, kD):  # pragma: no cover - compiled
+    """``_gap_terms`` with ``r`` and ``h`` per row."""
+    for j in range(v.shape[0]):
+        D[j], k[j], kD[j] = _gap_row(v[j], curvature[j], r[j], h[j])
+
+
+@njit(cache=True, inline="always")
+def _gap_row(v, c, r, h):  # pragma: no cover - compiled
+    d = r + h * v
+    if np.isnan(c):
+        c = 0.0
+    elif np.isinf(c):
+        c = _MAX_FLOAT if c > 0.0 else -_MAX_FLOAT
+    c = abs(c)
+    return d, c, c * d
 
 
 @njit(cache=True)

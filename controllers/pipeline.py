@@ -93,9 +93,15 @@ class ControlOutput:
         return 6
 
 
-def block_key(block: Mapping[str, Any]) -> str:
-    """A key equal for controller blocks that can share one pipeline."""
-    return json.dumps(block, sort_keys=True)
+def block_key(block: Mapping[str, Any], row_params: tuple[str, ...] = ()) -> str:
+    """A key equal for controller blocks that can share one pipeline: equal but for ``row_params`` (the law's
+    ``Controller.row_params``, which rows carry each their own)."""
+    return json.dumps({k: v for k, v in block.items() if k not in row_params}, sort_keys=True)
+
+
+def law_row_params(block: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``Controller.row_params`` of a controller block's law."""
+    return tuple(getattr(CONTROLLERS.get(block["type"]), "row_params", ()))
 
 
 def _degrades(law: Controller) -> bool:
@@ -154,12 +160,21 @@ class ControlPipeline(RowStateMixin):
                 part.add_rows(n)
         super().add_rows(n)
 
+    def add_row_values(self, values: Mapping[str, np.ndarray]) -> None:
+        """The law's ``row_params`` of the rows just added (an array per name), for a group whose rows may carry
+        their own (``Controller.row_values``)."""
+        have = self.law.row_values
+        self.law.row_values = {name: np.concatenate([have.get(name, np.empty(0)), np.asarray(column, float)])
+                               for name, column in values.items()}
+
     def remove_rows(self, rows: np.ndarray) -> None:
         """Drops ``rows`` (indices in the group's current numbering); the others keep their order."""
         for part in self._parts():
             if hasattr(part, "remove_rows"):
                 part.remove_rows(rows)
         super().remove_rows(rows)
+        if self.law.row_values:
+            self.law.row_values = {name: np.delete(column, rows) for name, column in self.law.row_values.items()}
 
     def forget_path(self, rows: np.ndarray) -> None:
         """Forgets the path ``rows`` followed (they follow another vehicle from now on, after a maneuver): their

@@ -29,7 +29,7 @@ from controllers.base import Controller
 from controllers.columns import LazyColumns
 from controllers.conversions import integrate_speed_rows, yaw_rate_to_steer
 from controllers.maneuvers.machine import FREE
-from controllers.pipeline import ControlOutput, ControlPipeline, block_key
+from controllers.pipeline import ControlOutput, ControlPipeline, block_key, law_row_params
 from core.federate import Federate, FederateMeta, Input, SetupContext
 from core.ports import (
     CAM_RX,
@@ -65,6 +65,18 @@ _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dt
 def is_external(spec: RobotSpec) -> bool:
     """Whether the scenario gives this robot's commands to an external source (not this federate)."""
     return spec.external
+
+
+def _add_row_values(group: _Group, blocks: Sequence[ControllerSpec | None]) -> None:
+    """The law's ``row_params`` of the followers that just joined ``group`` with these controller blocks (nothing
+    for a law whose parameters are the whole group's)."""
+    law = group.pipeline.law
+    if not law.row_params:
+        return
+    fields = type(law).Params.model_fields  # a block that leaves a parameter out has the law's default
+    settings = [{} if block is None else block.settings for block in blocks]
+    group.pipeline.add_row_values({name: np.array([float(s.get(name, fields[name].default)) for s in settings])
+                                   for name in law.row_params})
 
 
 @dataclass
@@ -167,8 +179,10 @@ class ControlFederate(RowTable, Federate):
             group_of_row = np.array([number[key] for key in keys], np.int64)[controller_of]
             for key, g in number.items():
                 group = self._groups[key]
-                joined = ids[followers[group_of_row == g]]
+                mine = followers[group_of_row == g]
+                joined = ids[mine]
                 group.pipeline.add_rows(len(joined))
+                _add_row_values(group, [robots[k].controller for k in mine.tolist()])
                 group.ids = np.concatenate([group.ids, joined])
                 self._group_of.update(dict.fromkeys(joined.tolist(), group))
         self._drivers.add([robots[k] for k in np.flatnonzero(leader & ~external).tolist()])
@@ -212,7 +226,7 @@ class ControlFederate(RowTable, Federate):
         if controller is None:
             raise ValueError(f"robot {name}: a follower without a controller block")
         block = controller.settings
-        key = block_key(block)
+        key = block_key(block, law_row_params(block))
         if key not in self._groups:
             period_ns = seconds_to_ns(self.dt if controller.period_s is None else controller.period_s)
             if period_ns % self.period_ns:
@@ -380,6 +394,7 @@ class ControlFederate(RowTable, Federate):
                 key = self._group_of_block(self._maneuvers.blocks[action.value], f"of platoon {action.value}")
                 group = self._groups[key]
                 group.pipeline.add_rows(1)
+                _add_row_values(group, [self._maneuvers.blocks[action.value]])
                 group.ids = np.concatenate([group.ids, np.array([action.robot], np.int64)])
                 self._group_of[action.robot] = group
                 changed = True
