@@ -11,7 +11,10 @@ Per channel step (``step(t_ns, estimate, interest)``):
 2. The CA basic service's rules (the ITS-G5 model's ``generation.CamGeneration``, etsi or fixed_rate) decide which
    stations generate a CAM; it carries what the vehicle believes, quantised as the CAM codec would, and reaches the
    MAC after the transmit processing delay. Its size is the CAM's UPER encoding plus headers and security (or
-   ``packet_bytes``), which fixes how many subchannels it needs (``tbs``).
+   ``packet_bytes``), which fixes how many subchannels it needs (``tbs``). With ``platooning_message`` the same
+   transport block also carries a platooning message with the sender's desired acceleration (one MAC PDU
+   multiplexes both: the same source, destination and priority, TS 36.321 5.14.1.3), so the PM goes when the CAM
+   goes, is lost when it is lost, and adds its own size.
 3. Receptions whose receive processing completes by ``t_ns`` are returned.
 
 The CBR is measured and reported (``channel_load``); with ``congestion_control`` a station drops the transmissions
@@ -36,6 +39,7 @@ from ..itsg5.ca_service import cam_content
 from ..itsg5.codec import CamCodec, build_cam
 from ..itsg5.generation import CamGeneration
 from ..itsg5.geo import LocalProjection
+from ..itsg5.platooning import ACCEL_MAX, PmCodec
 from .log import CV2X_COLUMNS, RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import SPEED_OF_LIGHT_MPS, Propagation
@@ -43,6 +47,7 @@ from .reception import LOSS_CAUSES, RECEIVED
 from .sidelink import Sidelink, Subframe
 
 CAM_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
+PM_COLUMN = len(CAM_CONTENT)  # the content column of the desired acceleration a PM carries (NaN without one)
 _LONG_AGO = -(1 << 62)  # [ns] "never" that stays finite in differences
 
 CV2X_LOG = port("v2x", {**V2X_LOG_FIELDS, "subframe": ("int64", "ms"), "subchannel": ("int64", "-"),
@@ -97,12 +102,18 @@ class Cv2xChannel(CommsModel):
             extra = cfg.headers_bytes + cfg.security_bytes
             self.packet_bytes = {lf: n + extra for lf, n in cam_sizes(cfg.station_type,
                                                                       cfg.path_history_points).items()}
+        self.carries_platooning_message = cfg.platooning_message
+        # the PM's UPER size (no maneuver peer) with its own GeoNetworking/BTP headers and security envelope
+        self.pm_bytes = (PmCodec().sizes()[False] + cfg.headers_bytes + cfg.security_bytes
+                         if cfg.platooning_message and cfg.packet_bytes is None else 0)
         self.cert_ns = round(cfg.certificate_interval_s * 1e9)
         self.cert_last = np.empty(0, np.int64)  # per station: generation time of its last CAM with the certificate
         self.bytes_generated = self.messages_generated = 0
         self.tx_latency_key = purpose_key(seed, "cv2x", "tx_latency")
         self.rx_latency_key = purpose_key(seed, "cv2x", "rx_latency")
         self.pending: Deliveries = empty_deliveries()
+        if cfg.platooning_message:
+            self.pending["u_des"] = np.empty(0, np.float64)
         self._interest_keys = np.empty(0, np.int64)
         self._interest_src: Interest | None = None
         self._x = np.empty(0)
@@ -172,7 +183,7 @@ class Cv2xChannel(CommsModel):
         gen = np.full(k, t_ns, np.int64)
         draws = KeyedDraws(self.tx_latency_key, self.link.ids[rows], None, gen)
         arrival = t_ns + np.round(self.cfg.latency.tx_processing.draw(draws, k) * 1e9).astype(np.int64)
-        size = np.where(with_lf[rows], self.packet_bytes[True], self.packet_bytes[False])
+        size = np.where(with_lf[rows], self.packet_bytes[True], self.packet_bytes[False]) + self.pm_bytes
         if self.cfg.certificate_bytes and self.cfg.packet_bytes is None:
             cert = t_ns - self.cert_last[rows] >= self.cert_ns  # the first CAM too (cert_last starts long ago)
             self.cert_last[rows[cert]] = t_ns
@@ -188,7 +199,13 @@ class Cv2xChannel(CommsModel):
             "x": x[rows], "y": y[rows], "yaw": yaw[rows], "v": v[rows],
             "a": np.asarray(estimate["a"], np.float64)[rows],
             "yaw_rate": np.asarray(estimate["yaw_rate"], np.float64)[rows]})
-        return np.column_stack([q["x"], q["y"], q["yaw"], q["v"], q["a"], q["yaw_rate"]])
+        u_des = np.full(len(rows), np.nan)
+        if self.carries_platooning_message and "u_des" in estimate:
+            # the PM's DesiredAcceleration: 0.01 m/s^2, clamped to +-16 m/s^2, NaN "unavailable" (platooning.py)
+            u = np.asarray(estimate["u_des"], np.float64)[rows]
+            limit = ACCEL_MAX / 100.0
+            u_des = np.where(np.isnan(u), np.nan, np.rint(np.clip(np.nan_to_num(u), -limit, limit) * 100.0) / 100.0)
+        return np.column_stack([q["x"], q["y"], q["yaw"], q["v"], q["a"], q["yaw_rate"], u_des])
 
     def _received(self, sub: Subframe) -> None:
         """Log the links of a subframe and hold the deliveries among them."""
@@ -218,6 +235,8 @@ class Cv2xChannel(CommsModel):
                    "received_ns": t_rx[deliver]}
             for c, name in enumerate(CAM_CONTENT):
                 new[name] = sub.content[links.tx[deliver], c]
+            if self.carries_platooning_message:
+                new["u_des"] = sub.content[links.tx[deliver], PM_COLUMN]
             self.pending = {name: np.concatenate([self.pending[name], new[name]]) for name in self.pending}
 
     def _release(self, t_ns: int) -> Deliveries:
@@ -260,4 +279,5 @@ class Cv2xChannel(CommsModel):
         return {**self.log.summary(), "packet_bytes": {"hf": self.packet_bytes[False], "lf": self.packet_bytes[True]},
                 "packet_bytes_mean": mean,
                 "subchannels": cfg.n_subchannels, "subchannel_rbs": phy.subchannel_rbs, "mcs": phy.mcs,
-                "extra_log_columns": list(CV2X_COLUMNS)}
+                "extra_log_columns": list(CV2X_COLUMNS),
+                **({"pm_bytes": self.pm_bytes} if cfg.platooning_message else {})}

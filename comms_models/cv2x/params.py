@@ -171,6 +171,10 @@ class Cv2xParams(_Strict):
     certificate_interval_s: float = Field(1.0, gt=0.0, le=60.0, description="[s] a CAM carries the certificate when "
                                           "at least this long passed since the last one that did (and the first)")
     station_type: int = Field(5, ge=0, le=255, description="CDD StationType of the encoded CAMs (5 passenger car)")
+    platooning_message: bool = Field(False, description="every CAM's transport block also carries a platooning "
+                                     "message (the sender's desired acceleration; comms_models/itsg5/platooning.asn, "
+                                     "with its own headers_bytes and security_bytes): one MAC PDU with both, sent "
+                                     "at the CAM's instants (generation fixed_rate gives the PM a fixed rate)")
     cbr_threshold_dbm: float = Field(-94.0, ge=-150.0, le=0.0, description="[dBm] a subchannel counts busy in a "
                                      "subframe when its S-RSSI exceeds this (TS 36.214 5.1.30)")
     cbr_window_ms: int = Field(100, ge=10, le=10_000, description="[ms] CBR measurement window")

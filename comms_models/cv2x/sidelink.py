@@ -54,7 +54,7 @@ CR_WINDOW_MS = 1000  # a + b + 1 subframes of the channel occupancy ratio (TS 36
 _NEVER = np.iinfo(np.int64).max
 _FIRST, _COUNTER, _SIZE, _LATENCY, _UNUSED, _DYNAMIC, _RETX = (
     RESELECTIONS.index(n) for n in ("first", "counter", "size", "latency", "unused", "dynamic", "retransmission"))
-CONTENT_COLUMNS = 6  # x, y, yaw, v, a, yaw_rate of the message
+CONTENT_COLUMNS = 7  # x, y, yaw, v, a, yaw_rate of the message; the desired acceleration of its PM (or NaN)
 
 
 @dataclass
