@@ -60,20 +60,36 @@ class AttackPlan:
         self.robots = np.array([a.ctx.robot for a in self.attacks], np.int64)
         self._observers = [a for a in self.attacks if type(a).observe is not Attack.observe]  # e.g. replays
         self.jammers = [a for a in self.attacks if a.message == "air"]  # they act on the channel (its medium)
+        self._adders = [a for a in self.attacks if a.message == "cam" and a.extra_frames]  # DoS, ghosts
+        # per message kind: its attacks (in list order) and their windows, to pick the active ones with one compare
+        self._by_kind = {kind: [a for a in self.attacks if a.message == kind] for kind in ("cam", "pm")}
+        self._windows = {kind: (np.array([a.ctx.from_ns for a in group], np.int64),
+                                np.array([a.ctx.to_ns for a in group], np.int64))
+                         for kind, group in self._by_kind.items()}
         # forged frames' serials (increasing), their labels, claimed ids and claimed generation times
         self._parts: tuple[list[np.ndarray], ...] = ([], [], [], [])
         self._index: tuple[np.ndarray, ...] | None = None
 
-    def _active(self, t_ns: int, message: str) -> list[Attack]:
-        return [a for a in self.attacks if a.message == message and a.ctx.active(t_ns)]
+    def _active(self, t_ns: int, message: str, senders: np.ndarray | None = None) -> list[Attack]:
+        """The attacks on ``message`` active at ``t_ns`` (in list order); with ``senders``, only those whose
+        station is among them (a step's senders are a few of the stations: the others' attacks cost nothing)."""
+        group = self._by_kind[message]
+        if not group:
+            return []
+        lo, hi = self._windows[message]
+        on = np.flatnonzero((lo <= t_ns) & (t_ns < hi))
+        if senders is not None and len(on):
+            present = set(np.asarray(senders)[np.isin(senders, self.robots)].tolist())
+            return [group[k] for k in on.tolist() if group[k].ctx.robot in present]
+        return [group[k] for k in on.tolist()]
 
     # -- generation ------------------------------------------------------------------------------------------------
     def extra_cams(self, t_ns: int, ids: np.ndarray, send: np.ndarray) -> np.ndarray:
         """Stations (mask over ``ids``) that send an added CAM at ``t_ns``: a DoS's raised rate or a ghost's frame,
         only where the station has no CAM of its own now (the added frame waits for the next step otherwise)."""
         extra = np.zeros(len(ids), bool)
-        for attack in self._active(t_ns, "cam"):
-            if not attack.extra_frames:
+        for attack in self._adders:
+            if not attack.ctx.active(t_ns):
                 continue
             rows = np.flatnonzero(ids == attack.ctx.robot)
             if len(rows) and not send[rows[0]] and not extra[rows[0]] and attack.extra_due(t_ns):
@@ -89,7 +105,7 @@ class AttackPlan:
         generated = np.full(len(senders), t_ns, np.int64)
         for attack in self._observers:
             attack.observe(t_ns, senders, values)
-        active = self._active(t_ns, "cam")
+        active = self._active(t_ns, "cam", senders)
         sending = np.flatnonzero(np.isin(senders, self.robots)) if active else senders[:0]  # attackers' rows
         copied = False
         for attack in active:
@@ -117,7 +133,7 @@ class AttackPlan:
     def forge_pm(self, t_ns: int, senders: np.ndarray, u_des: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The desired accelerations the PMs of ``senders`` carry after the attacks, and each row's label."""
         labels = np.zeros(len(senders), np.int64)
-        for attack in self._active(t_ns, "pm"):
+        for attack in self._active(t_ns, "pm", senders):
             if attack.pm_fields != ("u_des",):
                 continue
             rows = np.flatnonzero((senders == attack.ctx.robot) & (labels == 0))
@@ -134,7 +150,7 @@ class AttackPlan:
         station id it claims. ``si`` comes back as given when no such attack acts."""
         claimed = senders
         copied = False
-        for attack in self._active(t_ns, "pm"):
+        for attack in self._active(t_ns, "pm", senders):
             if attack.pm_fields == ("u_des",):
                 continue
             rows = np.flatnonzero((senders == attack.ctx.robot) & (labels == 0))

@@ -28,13 +28,15 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+from numba import njit
 from pydantic import Field
 
 from .base import Detector, DetectorParams
 from .checks import bit
 from .history import pair_keys
 
-_STATE = ("gen", "px", "py", "vx", "vy", "ux", "uy", "p_pp", "p_pv", "p_vv", "filled", "nis", "misses")
+_F = ("px", "py", "vx", "vy", "ux", "uy", "p_pp", "p_pv", "p_vv")  # float state columns of a track
+_I = ("gen", "filled", "misses")  # integer state columns
 
 
 class KalmanParams(DetectorParams):
@@ -81,15 +83,14 @@ class KalmanTracks:
         self.gate = chi2_quantile(params.false_alarm, 4)
         self.window_gate = chi2_quantile(params.false_alarm, 4 * params.window)
         self.keys = np.empty(0, np.int64)
-        self.cols: dict[str, np.ndarray] = {name: np.empty(0, np.int64 if name in ("gen", "filled", "misses")
-                                                            else np.float64) for name in _STATE}
-        self.cols["nis"] = np.empty((0, params.window))  # the pair's last NIS, newest in column 0
+        self.f = np.empty((0, len(_F)))  # per track: ``_F``
+        self.i = np.empty((0, len(_I)), np.int64)  # per track: ``_I``
+        self.nis = np.empty((0, params.window))  # the pair's last NIS, newest in column 0
 
     def forget(self, ids: np.ndarray) -> None:
         """Drop the tracks of which a station of ``ids`` is either end."""
         keep = ~(np.isin(self.keys >> 32, ids) | np.isin(self.keys & 0xFFFFFFFF, ids))
-        self.keys = self.keys[keep]
-        self.cols = {name: col[keep] for name, col in self.cols.items()}
+        self.keys, self.f, self.i, self.nis = self.keys[keep], self.f[keep], self.i[keep], self.nis[keep]
 
     def judge(self, receiver: np.ndarray, sender: np.ndarray, gen: np.ndarray, x: np.ndarray, y: np.ndarray,
               yaw: np.ndarray, v: np.ndarray, a: np.ndarray, yaw_rate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -103,95 +104,132 @@ class KalmanTracks:
             return nis, failed
         keys = pair_keys(receiver, sender)
         gen = np.asarray(gen, np.int64)
+        meas = np.ascontiguousarray(np.stack([np.asarray(c, np.float64) for c in (x, y, yaw, v, a, yaw_rate)]))
+        if len(np.unique(keys)) == n:  # the usual step: one CAM per pair
+            nis[:], failed[:] = self._round(keys, gen, meas)
+            return nis, failed
         order = np.lexsort((gen, keys))
         sk = keys[order]
         start = np.r_[True, sk[1:] != sk[:-1]]
         rank = np.arange(n) - np.maximum.accumulate(np.where(start, np.arange(n), 0))
-        meas = {"gen": gen, "x": np.asarray(x, np.float64), "y": np.asarray(y, np.float64),
-                "yaw": np.asarray(yaw, np.float64), "v": np.asarray(v, np.float64), "a": np.asarray(a, np.float64),
-                "w": np.asarray(yaw_rate, np.float64)}
-        for r in range(int(rank.max()) + 1):  # a pair's CAMs of one step in turn (almost always one round)
+        for r in range(int(rank.max()) + 1):  # a pair's CAMs of one step in turn
             rows = order[rank == r]
-            nis[rows], failed[rows] = self._round(keys[rows], {name: col[rows] for name, col in meas.items()})
+            nis[rows], failed[rows] = self._round(keys[rows], gen[rows], np.ascontiguousarray(meas[:, rows]))
         return nis, failed
 
-    def _round(self, keys: np.ndarray, m: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """One CAM per pair (``keys`` unique): innovation against the prediction, then the update."""
+    def _round(self, keys: np.ndarray, gen: np.ndarray, meas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One CAM per pair (``keys`` unique; ``meas``: x, y, yaw, v, a, yaw rate): innovation against the
+        prediction, then the update (``_round_kernel``)."""
         p = self.p
         pos = np.searchsorted(self.keys, keys)
         found = pos < len(self.keys)
         found[found] = self.keys[pos[found]] == keys[found]
-        h = {name: col[np.minimum(pos, max(len(self.keys) - 1, 0))] if len(self.keys) else
-             np.zeros((len(keys), *col.shape[1:]), col.dtype) for name, col in self.cols.items()}
-        dt = (m["gen"] - h["gen"]) / 1e9
-        tracked = found & (dt > 0) & (dt <= p.max_gap_s)
-        dt = np.where(tracked, dt, 0.0)
-        cos, sin = np.cos(m["yaw"]), np.sin(m["yaw"])
-        zvx, zvy = m["v"] * cos, m["v"] * sin
-        # prediction (per axis: F = [[1, dt], [0, 1]], input u over dt, Q of white acceleration)
-        qa = p.accel_sigma_mps2**2
-        px = h["px"] + h["vx"] * dt + 0.5 * h["ux"] * dt**2
-        py = h["py"] + h["vy"] * dt + 0.5 * h["uy"] * dt**2
-        vx, vy = h["vx"] + h["ux"] * dt, h["vy"] + h["uy"] * dt
-        pp = h["p_pp"] + 2 * dt * h["p_pv"] + dt**2 * h["p_vv"] + qa * dt**4 / 4
-        pv = h["p_pv"] + dt * h["p_vv"] + qa * dt**3 / 2
-        vv = h["p_vv"] + qa * dt**2
-        # innovation covariance S = P + R (the measurement is the state), its inverse in closed form
-        r_p = p.position_sigma_m**2
-        r_v = p.speed_sigma_mps**2 + (m["v"] * p.heading_sigma_rad) ** 2
-        s_pp, s_pv, s_vv = pp + r_p, pv, vv + r_v
-        det = s_pp * s_vv - s_pv**2
-        ix, ivx, iy, ivy = m["x"] - px, zvx - vx, m["y"] - py, zvy - vy
-        nis = (s_vv * (ix**2 + iy**2) - 2 * s_pv * (ix * ivx + iy * ivy) + s_pp * (ivx**2 + ivy**2)) / det
-        nis = np.where(tracked, nis, np.nan)
-        w = p.window
-        with np.errstate(invalid="ignore"):
-            outlier = tracked & (nis > self.gate)
-        # the window holds each NIS up to the single gate: one outlier alone does not fail the next CAMs' sums
-        window = np.where(tracked[:, None], np.concatenate([np.minimum(nis, self.gate)[:, None],
-                                                            h["nis"][:, :w - 1]], axis=1), 0.0)
-        filled = np.where(tracked, np.minimum(h["filled"] + 1, w), 0)
-        # the bias gate flags a CAM that itself lies beyond the mean NIS (4): not the first honest CAMs after a bias
-        # ended, whose window still holds it (under no attack this only lowers the false alarm rate)
-        failed = outlier | (tracked & (filled == w) & (window.sum(axis=1) > self.window_gate) & (nis > 4.0))
-        # update: K = P S^-1, state += K innovation, P = P - K P (symmetric); an outlier is not used: the track
-        # coasts on its prediction (a validation gate), so one forged CAM does not drag it and fail the next one;
-        # after max_misses outliers in a row it starts again from the newest CAM (as a new track, like a new pair)
-        misses = np.where(outlier, h["misses"] + 1, 0)
-        restart = outlier & (misses >= p.max_misses)
-        outlier &= ~restart
-        tracked &= ~restart
-        misses[restart] = 0
-        filled[restart] = 0
-        use = tracked & ~outlier
-        k_pp, k_pv = (pp * s_vv - pv * s_pv) / det, (pv * s_pp - pp * s_pv) / det
-        k_vp, k_vv = (pv * s_vv - vv * s_pv) / det, (vv * s_pp - pv * s_pv) / det
-        new = {
-            "gen": m["gen"],
-            "px": np.where(use, px + k_pp * ix + k_pv * ivx, np.where(outlier, px, m["x"])),
-            "py": np.where(use, py + k_pp * iy + k_pv * ivy, np.where(outlier, py, m["y"])),
-            "vx": np.where(use, vx + k_vp * ix + k_vv * ivx, np.where(outlier, vx, zvx)),
-            "vy": np.where(use, vy + k_vp * iy + k_vv * ivy, np.where(outlier, vy, zvy)),
-            "ux": np.where(outlier, h["ux"], m["a"] * cos - m["v"] * m["w"] * sin),  # the claimed acceleration
-            "uy": np.where(outlier, h["uy"], m["a"] * sin + m["v"] * m["w"] * cos),  # drives the next interval
-            "p_pp": np.where(use, pp - (k_pp * pp + k_pv * pv), np.where(outlier, pp, r_p)),
-            "p_pv": np.where(use, pv - (k_pp * pv + k_pv * vv), np.where(outlier, pv, 0.0)),
-            "p_vv": np.where(use, vv - (k_vp * pv + k_vv * vv), np.where(outlier, vv, r_v)),
-            "filled": filled, "nis": window, "misses": misses,
-        }
-        for name in ("ux", "uy"):
-            new[name] = np.nan_to_num(new[name])  # an unavailable acceleration or yaw rate drives nothing
-        self._store(keys, pos, found, new)
-        return nis, failed
-
-    def _store(self, keys: np.ndarray, pos: np.ndarray, found: np.ndarray, new: dict[str, np.ndarray]) -> None:
-        for name in _STATE:
-            self.cols[name][pos[found]] = new[name][found]
-        if (~found).any():
+        k = len(keys)
+        nis, failed = np.empty(k), np.empty(k, np.bool_)
+        new_f, new_i, new_nis = np.empty((k, len(_F))), np.empty((k, len(_I)), np.int64), np.empty((k, p.window))
+        _round_kernel(pos, found, gen, meas, self.f, self.i, self.nis, p.accel_sigma_mps2**2, p.position_sigma_m**2,
+                      p.speed_sigma_mps**2, p.heading_sigma_rad, self.gate, self.window_gate,
+                      round(p.max_gap_s * 1e9), p.max_misses, nis, failed, new_f, new_i, new_nis)
+        at = pos[found]
+        self.f[at], self.i[at], self.nis[at] = new_f[found], new_i[found], new_nis[found]
+        if not found.all():
             merged = np.concatenate([self.keys, keys[~found]])
             order = np.argsort(merged, kind="stable")
             self.keys = merged[order]
-            self.cols = {name: np.concatenate([self.cols[name], new[name][~found]])[order] for name in _STATE}
+            self.f = np.concatenate([self.f, new_f[~found]])[order]
+            self.i = np.concatenate([self.i, new_i[~found]])[order]
+            self.nis = np.concatenate([self.nis, new_nis[~found]])[order]
+        return nis, failed
+
+
+@njit(cache=True)
+def _finite(value: float) -> float:  # pragma: no cover - compiled
+    """NaN -> 0, +-inf -> the largest float (np.nan_to_num)."""
+    if np.isnan(value):
+        return 0.0
+    if np.isinf(value):
+        return 1.7976931348623157e308 if value > 0 else -1.7976931348623157e308
+    return value
+
+
+@njit(cache=True)
+def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, gate, window_gate, max_gap_ns,
+                  max_misses, out_nis, out_failed, new_f, new_i, new_nis):  # pragma: no cover - compiled
+    """Per CAM k (one per pair): predict its track (row ``pos[k]`` where ``found[k]``) over the interval since the
+    track's CAM (per axis F = [[1, dt], [0, 1]], the claimed acceleration as input, Q of white acceleration), its
+    NIS against S = P + R (the measurement is the state; S inverted in closed form), the gates, then the update
+    K = P S^-1 (an outlier coasts; ``max_misses`` of them in a row start the track again): the new track in row k
+    of ``new_f``, ``new_i``, ``new_nis``."""
+    w = tnis.shape[1]
+    for k in range(len(pos)):
+        x, y, yaw, v, a, wr = meas[0, k], meas[1, k], meas[2, k], meas[3, k], meas[4, k], meas[5, k]
+        t = pos[k]
+        h_px = h_py = h_vx = h_vy = h_ux = h_uy = h_pp = h_pv = h_vv = 0.0
+        h_filled = h_misses = 0
+        dt = 0.0
+        tracked = False
+        if found[k]:
+            h_px, h_py, h_vx, h_vy = tf[t, 0], tf[t, 1], tf[t, 2], tf[t, 3]
+            h_ux, h_uy, h_pp, h_pv, h_vv = tf[t, 4], tf[t, 5], tf[t, 6], tf[t, 7], tf[t, 8]
+            h_filled, h_misses = ti[t, 1], ti[t, 2]
+            d_ns = gen[k] - ti[t, 0]
+            tracked = d_ns > 0 and d_ns <= max_gap_ns
+            if tracked:
+                dt = d_ns / 1e9
+        cos, sin = np.cos(yaw), np.sin(yaw)
+        zvx, zvy = v * cos, v * sin
+        px = h_px + h_vx * dt + 0.5 * h_ux * dt**2
+        py = h_py + h_vy * dt + 0.5 * h_uy * dt**2
+        vx, vy = h_vx + h_ux * dt, h_vy + h_uy * dt
+        pp = h_pp + 2 * dt * h_pv + dt**2 * h_vv + qa * dt**4 / 4
+        pv = h_pv + dt * h_vv + qa * dt**3 / 2
+        vv = h_vv + qa * dt**2
+        r_v = r_s + (v * sigma_h) ** 2
+        s_pp, s_pv, s_vv = pp + r_p, pv, vv + r_v
+        det = s_pp * s_vv - s_pv**2
+        ix, ivx, iy, ivy = x - px, zvx - vx, y - py, zvy - vy
+        nis = (s_vv * (ix**2 + iy**2) - 2 * s_pv * (ix * ivx + iy * ivy) + s_pp * (ivx**2 + ivy**2)) / det
+        if not tracked:
+            nis = np.nan
+        outlier = tracked and nis > gate
+        # the window holds each NIS up to the single gate: one outlier alone does not fail the next CAMs' sums
+        total = 0.0
+        if tracked:
+            new_nis[k, 0] = min(nis, gate)
+            for j in range(1, w):
+                new_nis[k, j] = tnis[t, j - 1]
+            for j in range(w):
+                total += new_nis[k, j]
+        else:
+            new_nis[k, :] = 0.0
+        filled = min(h_filled + 1, w) if tracked else 0
+        # the bias gate flags a CAM that itself lies beyond the mean NIS (4): not the first honest CAMs after a bias
+        # ended, whose window still holds it
+        out_failed[k] = outlier or (tracked and filled == w and total > window_gate and nis > 4.0)
+        out_nis[k] = nis
+        misses = h_misses + 1 if outlier else 0
+        if outlier and misses >= max_misses:  # start again from the newest CAM, as a new track
+            outlier = tracked = False
+            misses = filled = 0
+        use = tracked and not outlier
+        if use:  # update: K = P S^-1, state += K innovation, P = P - K P (symmetric)
+            k_pp, k_pv = (pp * s_vv - pv * s_pv) / det, (pv * s_pp - pp * s_pv) / det
+            k_vp, k_vv = (pv * s_vv - vv * s_pv) / det, (vv * s_pp - pv * s_pv) / det
+            f = (px + k_pp * ix + k_pv * ivx, py + k_pp * iy + k_pv * ivy, vx + k_vp * ix + k_vv * ivx,
+                 vy + k_vp * iy + k_vv * ivy, pp - (k_pp * pp + k_pv * pv), pv - (k_pp * pv + k_pv * vv),
+                 vv - (k_vp * pv + k_vv * vv))
+        elif outlier:  # it coasts on its prediction
+            f = (px, py, vx, vy, pp, pv, vv)
+        else:  # a new track at the CAM
+            f = (x, y, zvx, zvy, r_p, 0.0, r_v)
+        new_f[k, 0], new_f[k, 1], new_f[k, 2], new_f[k, 3] = f[0], f[1], f[2], f[3]
+        new_f[k, 6], new_f[k, 7], new_f[k, 8] = f[4], f[5], f[6]
+        if outlier:
+            new_f[k, 4], new_f[k, 5] = _finite(h_ux), _finite(h_uy)
+        else:  # the claimed acceleration drives the next interval (unavailable: nothing)
+            new_f[k, 4] = _finite(a * cos - v * wr * sin)
+            new_f[k, 5] = _finite(a * sin + v * wr * cos)
+        new_i[k, 0], new_i[k, 1], new_i[k, 2] = gen[k], filled, misses
 
 
 class KalmanDetector(Detector):

@@ -119,10 +119,7 @@ class PlausibilityDetector(Detector):
         for name, failed in fails.items():
             mask |= np.where(failed, ck.bit(name), 0)
         mask &= self.enabled
-        failed_count = np.zeros(n, np.int64)
-        for k in range(len(ck.CHECKS)):
-            failed_count += (mask >> k) & 1
-        return mask, failed_count >= p.min_failed
+        return mask, np.bitwise_count(mask) >= p.min_failed
 
     def _against_history(self, rows: np.ndarray, m: Mapping[str, np.ndarray], distance: np.ndarray,
                          t_ns: int) -> dict[str, np.ndarray]:

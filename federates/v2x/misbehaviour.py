@@ -75,6 +75,7 @@ class Guard:
         self._until = np.empty(0, np.int64)  # ... until then [ns]
         self._tainted = np.empty(0, np.int64)  # (receiver, sender) keys whose newest platooning message was dropped
         self._roles = {name: np.empty(0) for name in ("id", *ROLE_COLUMNS)}  # each station's role by its spec
+        self._role_cache: tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]] | None = None  # (inputs, columns)
 
     def spawn(self, robots: Sequence[RobotSpec]) -> None:
         """Receiving stations appear."""
@@ -86,6 +87,7 @@ class Guard:
                    "platoon_id": [r.platoon for r in robots], "platoon_index": [r.position_in_platoon for r in robots]}
             self._roles = {name: np.concatenate([self._roles[name], np.asarray(new[name], np.float64)])
                            for name in self._roles}
+            self._role_cache = None
         if self.detector is not None and robots:
             self.detector.spawn(np.array([r.id for r in robots], np.int64), np.array([r.spawn_ns for r in robots],
                                 np.int64), np.array([r.dims.length_m - r.dims.rear_overhang_m for r in robots]),
@@ -95,6 +97,7 @@ class Guard:
         """Stations leave."""
         keep = ~np.isin(self._roles["id"], np.asarray(list(ids), np.float64))
         self._roles = {name: col[keep] for name, col in self._roles.items()}
+        self._role_cache = None
         if self.detector is not None:
             self.detector.despawn(np.asarray(list(ids), np.int64))
 
@@ -128,8 +131,13 @@ class Guard:
     def _with_roles(self, own: Mapping[str, np.ndarray], platoon: Mapping[str, np.ndarray] | None
                     ) -> Mapping[str, np.ndarray]:
         """``own`` with each station's platoon role (``ROLE_COLUMNS``): ``platoon``'s row where it has one, else its
-        spec's."""
+        spec's (kept from step to step while the stations and ``platoon`` stay the same)."""
         ids = np.asarray(own["id"], np.int64)
+        key = (ids, *((np.asarray(platoon[name]) for name in ("id", *ROLE_COLUMNS)) if platoon is not None else ()))
+        cached = self._role_cache
+        if cached is not None and len(cached[0]) == len(key) and all(
+                np.array_equal(a, b, equal_nan=a.dtype.kind == "f") for a, b in zip(cached[0], key, strict=True)):
+            return {**own, **cached[1]}
         rows = rows_of(self._roles["id"].astype(np.int64), ids, missing=-1)
         there, at = rows >= 0, np.maximum(rows, 0)
         roles = {name: np.where(there, self._roles[name][at], np.nan) if len(self._roles["id"]) else
@@ -139,6 +147,7 @@ class Guard:
             live, p_at = p_rows >= 0, np.maximum(p_rows, 0)
             for name in ROLE_COLUMNS:
                 roles[name] = np.where(live, np.asarray(platoon[name], np.float64)[p_at], roles[name])
+        self._role_cache = (tuple(np.array(a, copy=True) for a in key), roles)
         return {**own, **roles}
 
     def suspicions(self, verdicts: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
