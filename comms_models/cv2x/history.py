@@ -1,36 +1,33 @@
-"""What happened on the sidelink lately: every transmission of the last sensing window, and where every station
-was at each channel step, so a station selecting a resource can reconstruct what it sensed (``sensing``) with the
-very powers its receptions had."""
+"""What happened on the sidelink lately: every transmission of the last second (for the channel occupancy ratio), and
+what each station heard over its sensing window, so a station selecting a resource reads what it sensed
+(``sensing``) with the very powers its receptions had."""
 
 from __future__ import annotations
 
 import numpy as np
 
-TX_INT_COLUMNS = ("sf", "sender", "slot", "x0", "length", "rri", "snap")
-TX_FLOAT_COLUMNS = ("sx", "sy")
+from . import kernels as kn
+
+TX_INT_COLUMNS = ("sf", "sender", "slot", "x0", "length")
 
 
 class TxHistory:
-    """Transmissions in subframe order, one array per column (``TX_INT_COLUMNS``, ``TX_FLOAT_COLUMNS``), so a
-    window of them is a set of contiguous slices; ``window`` reads a range of subframes, ``prune`` forgets the old
-    ones."""
+    """Transmissions in subframe order, one array per column (``TX_INT_COLUMNS``), so a window of them is a set of
+    contiguous slices; ``window`` reads a range of subframes, ``prune`` forgets the old ones."""
 
     def __init__(self) -> None:
         self.cols: dict[str, np.ndarray] = {name: np.empty(1024, np.int64) for name in TX_INT_COLUMNS}
-        self.cols.update({name: np.empty(1024, np.float64) for name in TX_FLOAT_COLUMNS})
         self.start = 0  # first live row
         self.end = 0  # one past the last row
 
-    def add(self, sf: int, sender: np.ndarray, slot: np.ndarray, x0: np.ndarray, length: np.ndarray, rri: np.ndarray,
-            snap: int, sx: np.ndarray, sy: np.ndarray) -> None:
+    def add(self, sf: int, sender: np.ndarray, slot: np.ndarray, x0: np.ndarray, length: np.ndarray) -> None:
         """Transmissions of subframe ``sf`` (not earlier than any added before); ``slot`` numbers each sender among
         every station the channel ever had."""
         k = len(sender)
         if self.end + k > len(self.cols["sf"]):
             self._make_room(k)
         rows = slice(self.end, self.end + k)
-        for name, value in (("sf", sf), ("sender", sender), ("slot", slot), ("x0", x0), ("length", length),
-                            ("rri", rri), ("snap", snap), ("sx", sx), ("sy", sy)):
+        for name, value in (("sf", sf), ("sender", sender), ("slot", slot), ("x0", x0), ("length", length)):
             self.cols[name][rows] = value
         self.end += k
 
@@ -57,46 +54,57 @@ class TxHistory:
         return {name: col[a:b] for name, col in self.cols.items()}
 
 
-class PositionSnapshots:
-    """The stations' positions at the channel steps of the last ``keep_ns``, one column per current station row: a
-    snapshot is found by its serial number (slot ``serial % depth``) while it is kept; the ring grows when steps are
-    short. Stations that joined later have NaN in older snapshots."""
+class Heard:
+    """Per station row, a ring of what it heard, oldest first: every link the reception kernel resolved to it (the
+    subframe, the sender's slot, first subchannel, subchannel count and received power) and a mark (slot -1) for
+    each subframe it transmitted in. ``kernels.receive_subframe`` appends and forgets entries older than the sensing
+    window; ``reserve`` makes room for a subframe's links before it runs."""
 
-    def __init__(self, keep_ns: int, depth: int = 128) -> None:
-        self.keep_ns = keep_ns
-        self.depth = depth
-        self.x = np.full((depth, 0), np.nan)
-        self.y = np.full((depth, 0), np.nan)
-        self.t_ns = np.full(depth, np.iinfo(np.int64).min, np.int64)  # time of the snapshot in each slot
-        self.serial = -1  # serial of the newest snapshot
+    def __init__(self, window: int, capacity: int = 64) -> None:
+        self.window = window  # [slots] how far back a station senses
+        self.sf = np.empty((0, capacity), np.int64)
+        self.slot = np.empty((0, capacity), np.int32)
+        self.x0 = np.empty((0, capacity), np.int16)
+        self.length = np.empty((0, capacity), np.int16)
+        self.power_dbm = np.empty((0, capacity))
+        self.head = np.empty(0, np.int64)  # ring position of each row's oldest entry
+        self.count = np.empty(0, np.int64)
 
-    def take(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> int:
-        """Record the positions at ``t_ns``; returns the snapshot's serial."""
-        if self.t_ns[(self.serial + 1) % self.depth] > t_ns - self.keep_ns:
-            self._grow()  # the oldest snapshot is still needed
-        self.serial += 1
-        slot = self.serial % self.depth
-        self.x[slot], self.y[slot], self.t_ns[slot] = x, y, t_ns
-        return self.serial
-
-    def _grow(self) -> None:
-        old = self.depth
-        self.depth = 2 * old
-        serials = np.arange(self.serial - old + 1, self.serial + 1)
-        src, dst = serials % old, serials % self.depth
-        for name, fill in (("x", np.nan), ("y", np.nan)):
-            table = np.full((self.depth, getattr(self, name).shape[1]), fill)
-            table[dst] = getattr(self, name)[src]
-            setattr(self, name, table)
-        t = np.full(self.depth, np.iinfo(np.int64).min, np.int64)
-        t[dst] = self.t_ns[src]
-        self.t_ns = t
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(sf, slot, x0, length, power_dbm, head, count)`` as the kernels take them."""
+        return self.sf, self.slot, self.x0, self.length, self.power_dbm, self.head, self.count
 
     def spawn(self, n: int) -> None:
-        """Columns for ``n`` new stations (unknown positions in the kept snapshots)."""
-        self.x = np.concatenate([self.x, np.full((self.depth, n), np.nan)], axis=1)
-        self.y = np.concatenate([self.y, np.full((self.depth, n), np.nan)], axis=1)
+        """Empty rings for ``n`` new stations."""
+        cap = self.sf.shape[1]
+        for name in ("sf", "slot", "x0", "length", "power_dbm"):
+            old = getattr(self, name)
+            setattr(self, name, np.concatenate([old, np.zeros((n, cap), old.dtype)]))
+        self.head = np.concatenate([self.head, np.zeros(n, np.int64)])
+        self.count = np.concatenate([self.count, np.zeros(n, np.int64)])
 
     def despawn(self, keep: np.ndarray) -> None:
-        """Keep the columns of mask ``keep``."""
-        self.x, self.y = self.x[:, keep], self.y[:, keep]
+        """Keep the rows of mask ``keep``."""
+        for name in ("sf", "slot", "x0", "length", "power_dbm", "head", "count"):
+            setattr(self, name, getattr(self, name)[keep])
+
+    def reserve(self, sf: int, entries: int) -> None:
+        """Room for ``entries`` more in every ring at subframe ``sf``: forget what is older than the window, and
+        double the rings while the fullest one still lacks room."""
+        cap = self.sf.shape[1]
+        if len(self.count) == 0 or int(self.count.max()) + entries <= cap:
+            return
+        kn.forget_heard(self.sf, self.head, self.count, sf - self.window)
+        while int(self.count.max()) + entries > cap:
+            cap *= 2
+        if cap == self.sf.shape[1]:
+            return
+        rows = np.arange(len(self.count))[:, None]
+        at = (self.head[:, None] + np.arange(self.sf.shape[1])[None, :]) % self.sf.shape[1]
+        for name in ("sf", "slot", "x0", "length", "power_dbm"):
+            old = getattr(self, name)
+            grown = np.zeros((len(self.count), cap), old.dtype)
+            grown[:, :old.shape[1]] = old[rows, at]  # oldest first from position 0
+            setattr(self, name, grown)
+        self.head[:] = 0

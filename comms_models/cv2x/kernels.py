@@ -1,6 +1,6 @@
-"""Compiled kernels of the C-V2X channel: the received power of a link, the receptions of a subframe and what a
-station sensed over its sensing window. Every compiled helper lives in this file (numba's on-disk cache checks only
-a kernel's own file).
+"""Compiled kernels of the C-V2X channel: the received power of a link, the receptions of a subframe (with what each
+station heard, kept for its sensing) and the reservations a station sensed. Every compiled helper lives in this file
+(numba's on-disk cache checks only a kernel's own file).
 
 A link's power in a subframe is ``tx - PL(d) + sigma(d) z + F``: the mean path loss of ``propagation``, log-normal
 shadowing with ``z`` a standard normal and, optionally, a Nakagami fading gain ``F`` [dB] read from a quantile table
@@ -145,35 +145,126 @@ def power_dbm_array(d, sender, receiver, sf, tx_dbm, pl, shadow_key, fade_key, f
 
 
 @njit(cache=True)
-def receive_subframe(tx_row, tx_id, tx_x0, tx_len, tx_noise_mw, tx_shift_db, sf, x, y, ids, radius2, tx_dbm, pl,
-                     shadow_key, fade_key, fade_lim, fade_db, sens_dbm, bler_key, bler_x, bler_y, n_sub,
-                     noise_sub_mw, cbr_mw, mw, out_t, out_r, out_p, out_cause, busy):  # pragma: no cover - compiled
-    """Every transmission of subframe ``sf`` at every station within the radius: ``mw[t, r]`` the received power
-    (0 beyond the radius and at the sender), the links ``out_*[:k]`` with their power and loss cause (see
-    ``reception``), and ``busy[r]`` += the subchannels station r senses above ``cbr_mw`` (its own count busy).
-    Returns k, the number of links."""
-    n_tx = tx_row.shape[0]
-    n = x.shape[0]
-    transmitting = np.zeros(n, np.bool_)
-    for t in range(n_tx):
-        transmitting[tx_row[t]] = True
+def _near(x, y, xt, yt, radius2, grid, g_start, g_items, cand):  # pragma: no cover - compiled
+    """Rows within ``radius2`` of (xt, yt), ascending, into ``cand``; returns their count. ``grid`` = (x0, y0,
+    cell, ncx, ncy) of a uniform grid whose cells are at least the radius wide (``itsg5.grid.build_grid``)."""
+    x0, y0, cell, ncx, ncy = grid[0], grid[1], grid[2], int(grid[3]), int(grid[4])
+    cx = min(max(int((xt - x0) / cell), 0), ncx - 1)
+    cy = min(max(int((yt - y0) / cell), 0), ncy - 1)
+    m = 0
+    for gy in range(max(cy - 1, 0), min(cy + 2, ncy)):
+        for gx in range(max(cx - 1, 0), min(cx + 2, ncx)):
+            c = gy * ncx + gx
+            for i in range(g_start[c], g_start[c + 1]):
+                r = g_items[i]
+                if (x[r] - xt) ** 2 + (y[r] - yt) ** 2 <= radius2:
+                    cand[m] = r
+                    m += 1
+    cand[:m].sort()  # row order, as a scan of every station would visit them
+    return m
+
+
+@njit(cache=True)
+def _hear(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, r, sf, slot, x0, length, p):  # pragma: no cover
+    """Append an entry to row ``r``'s ring (``history.Heard``; room was reserved)."""
+    cap = h_sf.shape[1]
+    at = (h_head[r] + h_count[r]) % cap
+    h_sf[r, at] = sf
+    h_slot[r, at] = slot
+    h_x0[r, at] = x0
+    h_len[r, at] = length
+    h_p[r, at] = p
+    h_count[r] += 1
+
+
+@njit(cache=True)
+def forget_heard(h_sf, h_head, h_count, first_sf):  # pragma: no cover - compiled
+    """Drop the ring entries before subframe ``first_sf`` (``history.Heard``)."""
+    cap = h_sf.shape[1]
+    for r in range(h_count.shape[0]):
+        while h_count[r] > 0 and h_sf[r, h_head[r]] < first_sf:
+            h_head[r] = (h_head[r] + 1) % cap
+            h_count[r] -= 1
+
+
+@njit(cache=True)
+def _links(tx_row, tx_id, sf, x, y, ids, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, grid,
+           g_start, g_items, cand, out_t, out_r, out_p):  # pragma: no cover - compiled
+    """Every (transmission, station) pair within the radius but the sender itself, transmission-major and in row
+    order, with its received power [dBm]; returns their count."""
     k = 0
-    for t in range(n_tx):
+    for t in range(tx_row.shape[0]):
         xt = x[tx_row[t]]
         yt = y[tx_row[t]]
-        for r in range(n):
-            mw[t, r] = 0.0
+        m = _near(x, y, xt, yt, radius2, grid, g_start, g_items, cand)
+        for i in range(m):
+            r = cand[i]
             if r == tx_row[t]:
                 continue
             d2 = (x[r] - xt) ** 2 + (y[r] - yt) ** 2
-            if d2 > radius2:
-                continue
-            p = _power_dbm(math.sqrt(d2), tx_id[t], ids[r], sf, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db)
-            mw[t, r] = 10.0 ** (p / 10.0)
             out_t[k] = t
             out_r[k] = r
-            out_p[k] = p
+            out_p[k] = _power_dbm(math.sqrt(d2), tx_id[t], ids[r], sf, tx_dbm, pl, shadow_key, fade_key, fade_lim,
+                                  fade_db)
             k += 1
+    return k
+
+
+@njit(cache=True)
+def _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, transmitting, mw,
+          busy):  # pragma: no cover - compiled
+    """``busy[r]`` += the subchannels station r senses above ``cbr_mw`` in this subframe (its own count busy): the
+    stations without a link hear the noise alone."""
+    n_tx = tx_row.shape[0]
+    if noise_sub_mw > cbr_mw:
+        for r in range(busy.shape[0]):
+            if loc[r] < 0 and not transmitting[r]:
+                busy[r] += n_sub
+    for t in range(n_tx + m):  # the transmitters, then every station with a link
+        r = tx_row[t] if t < n_tx else touched[t - n_tx]
+        if t >= n_tx and transmitting[r]:
+            continue  # counted as a transmitter
+        j = loc[r]
+        for c in range(n_sub):
+            rssi = noise_sub_mw
+            own = False
+            for u in range(n_tx):
+                if tx_x0[u] <= c < tx_x0[u] + tx_len[u]:
+                    rssi += (mw[u, j] if j >= 0 else 0.0) / tx_len[u]
+                    own = own or tx_row[u] == r
+            if own or rssi > cbr_mw:
+                busy[r] += 1
+
+
+@njit(cache=True)
+def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shift_db, sf, x, y, ids, radius2, tx_dbm,
+                     pl, shadow_key, fade_key, fade_lim, fade_db, sens_dbm, bler_key, bler_x, bler_y, n_sub,
+                     noise_sub_mw, cbr_mw, grid, g_start, g_items, loc, transmitting, cand, out_t, out_r, out_p,
+                     out_cause, busy, h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count,
+                     first_sf):  # pragma: no cover - compiled
+    """Every transmission of subframe ``sf`` at every station within the radius (found on the grid ``grid,
+    g_start, g_items``): the links ``out_*[:k]`` with their power and loss cause (see ``reception``), in
+    transmission-major, row order; ``busy[r]`` += the subchannels station r senses above ``cbr_mw`` (its own count
+    busy); every link and transmission enters the rings of ``history.Heard`` (``h_*``), whose entries before
+    ``first_sf`` are forgotten. ``loc`` (-1 everywhere) and ``transmitting`` (False) are scratch of a row each, left
+    as found. Returns k, the number of links."""
+    n_tx = tx_row.shape[0]
+    for t in range(n_tx):
+        transmitting[tx_row[t]] = True
+    k = _links(tx_row, tx_id, sf, x, y, ids, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, grid,
+               g_start, g_items, cand, out_t, out_r, out_p)
+    # received powers [mW] by transmission and linked station (0: no link), stations numbered as first linked
+    touched = np.empty(k, np.int64)
+    m = 0
+    for j in range(k):
+        r = out_r[j]
+        if loc[r] < 0:
+            loc[r] = m
+            touched[m] = r
+            m += 1
+    mw = np.zeros((n_tx, m))
+    for j in range(k):
+        mw[out_t[j], loc[out_r[j]]] = 10.0 ** (out_p[j] / 10.0)
     # the share of transmission u's power that falls on t's subchannels (power spread evenly over u's)
     share = np.zeros((n_tx, n_tx))
     for t in range(n_tx):
@@ -193,8 +284,8 @@ def receive_subframe(tx_row, tx_id, tx_x0, tx_len, tx_noise_mw, tx_shift_db, sf,
         else:
             interference = 0.0
             for u in range(n_tx):
-                interference += share[t, u] * mw[u, r]
-            signal = mw[t, r]
+                interference += share[t, u] * mw[u, loc[r]]
+            signal = mw[t, loc[r]]
             noise = tx_noise_mw[t]
             draw = _u01(bler_key, tx_id[t], ids[r], sf)
             if draw < _interp(10.0 * math.log10(signal / noise) - tx_shift_db[t], bler_x, bler_y):
@@ -203,62 +294,34 @@ def receive_subframe(tx_row, tx_id, tx_x0, tx_len, tx_noise_mw, tx_shift_db, sf,
                 out_cause[j] = COLLISION
             else:
                 out_cause[j] = RECEIVED
-    for r in range(n):
-        for c in range(n_sub):
-            rssi = noise_sub_mw
-            own = False
-            for t in range(n_tx):
-                if tx_x0[t] <= c < tx_x0[t] + tx_len[t]:
-                    rssi += mw[t, r] / tx_len[t]
-                    own = own or tx_row[t] == r
-            if own or rssi > cbr_mw:
-                busy[r] += 1
+    _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, transmitting, mw, busy)
+    _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, h_sf, h_slot, h_x0, h_len, h_p, h_head,
+              h_count, first_sf)
+    for i in range(m):
+        loc[touched[i]] = -1
+    for t in range(n_tx):
+        transmitting[tx_row[t]] = False
     return k
 
 
 @njit(cache=True)
-def sense_window(h_sf, h_sender, h_slot, h_x0, h_len, h_snap, h_sx, h_sy, snap_x, snap_y, newest_snap, row, station,
-                 first_sf, window, period, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, sens_dbm,
-                 n_slots, own, rssi, pick, pick_p):  # pragma: no cover - compiled
-    """What station ``station`` (row ``row`` of the position snapshots) sensed from the history rows ``h_*``
-    (subframes ``first_sf`` .. ``first_sf + window - 1``, in order): ``own[s - first_sf]`` its own transmissions;
-    ``rssi[phase, subchannel]`` += the power of every other transmission it heard, spread over its subchannels and
-    folded modulo ``period`` (half-duplex: nothing in its own subframes); ``pick[:m]`` the history row of the last
-    SCI it decoded from each other station (slot), ``pick_p[:m]`` its power. Returns m."""
-    n = h_sf.shape[0]
-    depth = snap_x.shape[0]
-    for i in range(n):
-        if h_sender[i] == station:
-            own[h_sf[i] - first_sf] = True
-    last = np.full(n_slots, -1, np.int64)
-    power = np.empty(n)
-    for i in range(n):
-        if h_sender[i] == station or own[h_sf[i] - first_sf] or h_snap[i] <= newest_snap - depth:
-            continue
-        slot = h_snap[i] % depth
-        rx = snap_x[slot, row]
-        ry = snap_y[slot, row]
-        if math.isnan(rx):
-            continue
-        d2 = (h_sx[i] - rx) ** 2 + (h_sy[i] - ry) ** 2
-        if d2 > radius2:
-            continue
-        p = _power_dbm(math.sqrt(d2), h_sender[i], station, h_sf[i], tx_dbm, pl, shadow_key, fade_key, fade_lim,
-                       fade_db)
-        share = 10.0 ** (p / 10.0) / h_len[i]
-        ph = h_sf[i] % period
-        for c in range(h_x0[i], h_x0[i] + h_len[i]):
-            rssi[ph, c] += share
-        if p >= sens_dbm:
-            last[h_slot[i]] = i
-            power[i] = p
-    m = 0
-    for s in range(n_slots):
-        if last[s] >= 0:
-            pick[m] = last[s]
-            pick_p[m] = power[last[s]]
-            m += 1
-    return m
+def _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, h_sf, h_slot, h_x0, h_len, h_p, h_head,
+              h_count, first_sf):  # pragma: no cover - compiled
+    """The subframe's transmissions (marks, slot -1) and links enter the rings of ``history.Heard``."""
+    cap = h_sf.shape[1]
+    for t in range(tx_row.shape[0]):
+        r = tx_row[t]
+        while h_count[r] > 0 and h_sf[r, h_head[r]] < first_sf:
+            h_head[r] = (h_head[r] + 1) % cap
+            h_count[r] -= 1
+        _hear(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, r, sf, -1, tx_x0[t], tx_len[t], 0.0)
+    for j in range(k):
+        r = out_r[j]
+        while h_count[r] > 0 and h_sf[r, h_head[r]] < first_sf:
+            h_head[r] = (h_head[r] + 1) % cap
+            h_count[r] -= 1
+        t = out_t[j]
+        _hear(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, r, sf, tx_slot[t], tx_x0[t], tx_len[t], out_p[j])
 
 
 @njit(cache=True)

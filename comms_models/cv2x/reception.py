@@ -1,4 +1,5 @@
-"""The receptions of one subframe: every transmission at every station within the cut-off radius, with its outcome
+"""The receptions of one subframe: every transmission at every station within the cut-off radius (found on a grid of
+the step's positions, ``Neighbourhood``), with its outcome
 decided in the order of the analytical model's error types (Gonzalez-Martin et al. 2019, eq. (6)):
 
 1. ``half_duplex``: the receiver transmits in the same subframe;
@@ -18,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..itsg5.grid import build_grid
 from . import kernels as kn
 from .bler import R1_160284_BLER, R1_160284_SINR_DB
+from .history import Heard
 from .propagation import Propagation
 
 LOSS_CAUSES = ("none", "half_duplex", "sensing", "propagation", "collision")
@@ -51,21 +54,38 @@ class Links:
     rx: np.ndarray  # int64 receiver rows
     power_dbm: np.ndarray  # float64
     cause: np.ndarray  # int64 codes of LOSS_CAUSES
-    rx_power_mw: np.ndarray  # float64 (transmissions, stations): received power, 0 beyond the radius / own
 
 
-def receive(txs: Transmissions, ids: np.ndarray, x: np.ndarray, y: np.ndarray, prop: Propagation,
+class Neighbourhood:
+    """The stations' positions of one channel step indexed by a uniform grid of cells at least the cut-off radius
+    wide (``itsg5.grid.build_grid``: the 3x3 cells around a sender hold every station within the radius), and the
+    reception kernel's scratch rows."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, radius_m: float) -> None:
+        self.x, self.y = x, y
+        x0, y0, cell, ncx, ncy, self.start, self.items = build_grid(x, y, radius_m)
+        self.grid = np.array([x0, y0, cell, ncx, ncy], np.float64)
+        n = len(x)
+        self.loc = np.full(n, -1, np.int64)
+        self.transmitting = np.zeros(n, np.bool_)
+        self.cand = np.empty(n, np.int64)
+
+
+def receive(txs: Transmissions, slot: np.ndarray, ids: np.ndarray, near: Neighbourhood, prop: Propagation,
             sensitivity_dbm: float, bler_key: np.uint64, n_subchannels: int, noise_sub_mw: float, cbr_mw: float,
-            busy: np.ndarray) -> Links:
-    """Outcomes of ``txs`` at the stations ``ids`` at positions ``x, y`` (see the module docstring); ``busy`` gains
-    the subchannels each station senses busy in this subframe (S-RSSI, noise included, above ``cbr_mw``; its own
-    transmission's subchannels count busy)."""
-    n_tx, n = len(txs.sender), len(ids)
-    mw = np.empty((n_tx, n))
-    cap = n_tx * n
+            busy: np.ndarray, heard: Heard) -> Links:
+    """Outcomes of ``txs`` (senders' history slots ``slot``) at the stations ``ids`` at the positions of ``near``
+    (see the module docstring); ``busy`` gains the subchannels each station senses busy in this subframe (S-RSSI,
+    noise included, above ``cbr_mw``; its own transmission's subchannels count busy); ``heard`` gains every link and
+    transmission."""
+    n_tx = len(txs.sender)
+    heard.reserve(txs.sf, n_tx)
+    cap = n_tx * len(ids)
     out_t, out_r = np.empty(cap, np.int64), np.empty(cap, np.int64)
     out_p, out_cause = np.empty(cap), np.empty(cap, np.int64)
-    k = kn.receive_subframe(txs.row, txs.sender, txs.x0, txs.length, txs.noise_mw, txs.shift_db, txs.sf, x, y, ids,
-                            prop.radius_m**2, *prop.kernel_args(), sensitivity_dbm, np.uint64(bler_key), BLER_X,
-                            BLER_Y, n_subchannels, noise_sub_mw, cbr_mw, mw, out_t, out_r, out_p, out_cause, busy)
-    return Links(tx=out_t[:k], rx=out_r[:k], power_dbm=out_p[:k], cause=out_cause[:k], rx_power_mw=mw)
+    k = kn.receive_subframe(txs.row, txs.sender, slot, txs.x0, txs.length, txs.noise_mw, txs.shift_db, txs.sf,
+                            near.x, near.y, ids, prop.radius_m**2, *prop.kernel_args(), sensitivity_dbm,
+                            np.uint64(bler_key), BLER_X, BLER_Y, n_subchannels, noise_sub_mw, cbr_mw, near.grid,
+                            near.start, near.items, near.loc, near.transmitting, near.cand, out_t, out_r, out_p,
+                            out_cause, busy, *heard.arrays, txs.sf - heard.window)
+    return Links(tx=out_t[:k], rx=out_r[:k], power_dbm=out_p[:k], cause=out_cause[:k])

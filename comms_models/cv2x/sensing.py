@@ -1,6 +1,5 @@
-"""What one station sensed over its sensing window (TS 36.213 14.1.1.6), reconstructed from the transmission history
-with the powers its receptions had (``kernels.sense_window``: the same keyed draws, sender and receiver positions of
-the channel step of each transmission):
+"""What one station sensed over its sensing window (TS 36.213 14.1.1.6), read from what it heard (``history.Heard``:
+the links the reception kernel resolved to it, with the powers they had):
 
 - the subframes in which it transmitted itself (it could not sense them: half-duplex);
 - the last SCI it decoded from each other station (its subframe, subchannels, reservation interval and the
@@ -14,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from . import kernels as kn
-from .history import PositionSnapshots, TxHistory
-from .propagation import Propagation
+from .history import Heard
 
 
 @dataclass(frozen=True)
@@ -33,20 +31,74 @@ class Sensed:
     rssi_mw: np.ndarray  # float64 (period, subchannel): S-RSSI without noise, averaged over the window's periods
 
 
-def sense(history: TxHistory, snaps: PositionSnapshots, prop: Propagation, row: int, station: int, n: int,
-          window_ms: int, period_ms: int, n_subchannels: int, sensitivity_dbm: float, n_slots: int) -> Sensed:
-    """What station ``station`` (row ``row``) sensed in subframes [n - window_ms, n - 1]; the S-RSSI is folded
-    modulo ``period_ms``; ``n_slots`` bounds the history's sender slots."""
-    col = history.window(n - window_ms, n)
+class SenseScratch:
+    """Arrays a sensing call fills, kept between calls: one entry per station slot ever spawned (``grow``)."""
+
+    def __init__(self) -> None:
+        self.last = np.empty(0, np.int64)  # per sender slot: ring position of its last decoded SCI, -1 none
+        self.seen = np.empty(0, np.int64)  # the slots set in ``last``
+
+    def grow(self, n_slots: int) -> None:
+        """Room for ``n_slots`` slots."""
+        if len(self.last) < n_slots:
+            self.last = np.concatenate([self.last, np.full(n_slots - len(self.last), -1, np.int64)])
+            self.seen = np.empty(len(self.last), np.int64)
+
+
+def sense(heard: Heard, scratch: SenseScratch, row: int, n: int, window_ms: int, period_ms: int, n_subchannels: int,
+          sensitivity_dbm: float, rri: int) -> Sensed:
+    """What the station of row ``row`` sensed in subframes [n - window_ms, n - 1]; the S-RSSI is folded modulo
+    ``period_ms``; every reservation it heard announced ``rri`` (0: a dynamic grant)."""
     own = np.zeros(window_ms, bool)
     rssi = np.zeros((period_ms, n_subchannels))
-    pick = np.empty(n_slots, np.int64)
-    pick_p = np.empty(n_slots)
-    m = kn.sense_window(col["sf"], col["sender"], col["slot"], col["x0"], col["length"], col["snap"],
-                        col["sx"], col["sy"], snaps.x, snaps.y,
-                        snaps.serial, row, station, n - window_ms, window_ms, period_ms, prop.radius_m**2,
-                        *prop.kernel_args(), sensitivity_dbm, n_slots, own, rssi, pick, pick_p)
-    at = pick[:m]
-    return Sensed(own_sf=n - window_ms + np.flatnonzero(own), res_sf=col["sf"][at], res_x0=col["x0"][at],
-                  res_len=col["length"][at], res_rri=col["rri"][at], res_power_dbm=pick_p[:m].copy(),
+    cap = len(scratch.seen)
+    res_sf, res_x0, res_len = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    res_p = np.empty(cap)
+    m = sense_heard(*heard.arrays, row, n - window_ms, n, period_ms, sensitivity_dbm, own, rssi, scratch.last,
+                    scratch.seen, res_sf, res_x0, res_len, res_p)
+    return Sensed(own_sf=n - window_ms + np.flatnonzero(own), res_sf=res_sf[:m], res_x0=res_x0[:m],
+                  res_len=res_len[:m], res_rri=np.full(m, rri, np.int64), res_power_dbm=res_p[:m],
                   rssi_mw=rssi * (period_ms / window_ms))
+
+
+@njit(cache=True)
+def sense_heard(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, row, first_sf, n, period, sens_dbm, own, rssi,
+                last, seen, res_sf, res_x0, res_len, res_p):  # pragma: no cover - compiled
+    """From row ``row``'s ring, oldest first, the entries of subframes [first_sf, n): ``own[s - first_sf]`` its own
+    transmissions; ``rssi[phase, subchannel]`` += the power of every link it heard, spread over the sender's
+    subchannels and folded modulo ``period`` (half-duplex: nothing in its own subframes); ``res_*[:m]`` the last SCI
+    it decoded (power at least ``sens_dbm``) from each sender, by ascending sender slot. ``last`` (-1 everywhere) is
+    left as found. Returns m."""
+    cap = h_sf.shape[1]
+    head, count = h_head[row], h_count[row]
+    for i in range(count):
+        at = (head + i) % cap
+        s = h_sf[row, at]
+        if h_slot[row, at] < 0 and first_sf <= s < n:
+            own[s - first_sf] = True
+    m = 0
+    for i in range(count):
+        at = (head + i) % cap
+        s = h_sf[row, at]
+        slot = h_slot[row, at]
+        if slot < 0 or s < first_sf or s >= n or own[s - first_sf]:
+            continue
+        p = h_p[row, at]
+        share = 10.0 ** (p / 10.0) / h_len[row, at]
+        ph = s % period
+        for c in range(h_x0[row, at], h_x0[row, at] + h_len[row, at]):
+            rssi[ph, c] += share
+        if p >= sens_dbm:
+            if last[slot] < 0:
+                seen[m] = slot
+                m += 1
+            last[slot] = at
+    slots = np.sort(seen[:m])
+    for j in range(m):
+        at = last[slots[j]]
+        res_sf[j] = h_sf[row, at]
+        res_x0[j] = h_x0[row, at]
+        res_len[j] = h_len[row, at]
+        res_p[j] = h_p[row, at]
+        last[slots[j]] = -1
+    return m

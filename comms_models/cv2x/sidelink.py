@@ -40,12 +40,12 @@ from core.rng import KeyedDraws, purpose_key
 
 from .bler import sinr_shift_db
 from .copies import MAX_COPIES, CopyHolder, Outcomes
-from .history import PositionSnapshots, TxHistory
+from .history import Heard, TxHistory
 from .log import RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import Propagation
-from .reception import Links, Transmissions, receive
-from .sensing import sense
+from .reception import Links, Neighbourhood, Transmissions, receive
+from .sensing import SenseScratch, sense
 from .sps import PHASE_MS, select, select_nr
 from .tbs import SCI_RBS, subchannels_needed
 
@@ -92,9 +92,9 @@ class Sidelink:
         self.noise_tb_mw = self.noise_rb_mw * (lengths * phy.subchannel_rbs - SCI_RBS)
         self.keys = {name: purpose_key(seed, "cv2x", name) for name in ("pick", "tie", "counter", "keep", "bler")}
         self.history = TxHistory()
-        # positions as far back as the sensing window reaches, and a step more
-        self.snaps = PositionSnapshots((cfg.sps.sensing_window_ms + 2 * PHASE_MS) * NS_PER_SF)
-        self.snap = -1
+        self.heard = Heard(self.sps.sensing_window_ms)  # what each station heard, for its sensing
+        self.sense_scratch = SenseScratch()
+        self.near: Neighbourhood | None = None  # the stations of the step being advanced, on a grid
         self.ids = np.empty(0, np.int64)
         self.slots = 0  # stations ever spawned: each has its own slot in the history
         for name in self._INT:
@@ -157,14 +157,15 @@ class Sidelink:
         for name in ("pkt_content", "inc_content"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros((n, CONTENT_COLUMNS))]))
         self.copies.spawn(n)
-        self.snaps.spawn(n)
+        self.heard.spawn(n)
+        self.sense_scratch.grow(self.slots)
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
         self.copies.despawn(keep, self.ids[~keep])
         for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content", "cbr_last"):
             setattr(self, name, getattr(self, name)[keep])
-        self.snaps.despawn(keep)
+        self.heard.despawn(keep)
 
     # -- packets -------------------------------------------------------------------------------------------------
     def queue(self, t_ns: int, rows: np.ndarray, generated_ns: np.ndarray, arrival_ns: np.ndarray,
@@ -189,7 +190,7 @@ class Sidelink:
     def advance(self, end_sf: int, x: np.ndarray, y: np.ndarray, on_subframe: Callable[[Subframe], None]) -> None:
         """Process subframes [self.sf, end_sf) at positions ``x, y`` (this step's), calling ``on_subframe`` for each
         one with transmissions."""
-        self.snap = self.snaps.take(end_sf * self.ns_slot, x, y)
+        self.near = Neighbourhood(x, y, self.prop.radius_m)
         while True:
             arr = np.where(self.inc_on, self.inc_arr_sf, _NEVER)
             due = np.where(self.pkt_on, self.pkt_tx_sf, _NEVER)
@@ -258,8 +259,8 @@ class Sidelink:
     def _reselect(self, n: int, row: int, code: int) -> None:
         sps, station = self.sps, int(self.ids[row])
         length = int(self.pkt_len[row])
-        sensed = sense(self.history, self.snaps, self.prop, row, station, n, sps.sensing_window_ms, self.phase,
-                       self.n_sub, self.cfg.phy.sensitivity_dbm, self.slots)
+        sensed = sense(self.heard, self.sense_scratch, row, n, sps.sensing_window_ms, self.phase, self.n_sub,
+                       self.cfg.phy.sensitivity_dbm, 0 if self.dynamic else sps.rri_ms)
         ev = (np.array([station]), None, np.array([n]))
         if self.nr:
             k = 1 + self.cfg.blind_retransmissions
@@ -292,11 +293,9 @@ class Sidelink:
         length = self.res_len[rows]
         txs = Transmissions(sf=k, sender=self.ids[rows], row=rows, x0=self.res_x0[rows], length=length,
                             noise_mw=self.noise_tb_mw[length - 1], shift_db=self.shift_db[length - 1])
-        links = receive(txs, self.ids, x, y, self.prop, self.cfg.phy.sensitivity_dbm, self.keys["bler"], self.n_sub,
-                        self.noise_sub_mw, self.cbr_mw, self.busy)
-        rri = 0 if self.dynamic else self.sps.rri_ms  # a dynamic grant's SCI announces no reservation
-        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length, np.full(len(rows), rri), self.snap,
-                         x[rows], y[rows])
+        links = receive(txs, self.slot[rows], self.ids, self.near, self.prop, self.cfg.phy.sensitivity_dbm,
+                        self.keys["bler"], self.n_sub, self.noise_sub_mw, self.cbr_mw, self.busy, self.heard)
+        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length)
         gen, content = self.pkt_gen_ns[rows].copy(), self.pkt_content[rows].copy()
         cause = np.where(self.copy_next[rows] > 0, _RETX, self.pkt_cause[rows]) if self.dynamic else \
             self.pkt_cause[rows]
@@ -348,7 +347,7 @@ class Sidelink:
         self.pkt_tx_sf[rows[final]] = -1
         cols = [np.concatenate(c) for c in zip(*parts, strict=True)] if parts else \
             [np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), np.empty(0, np.int64), np.empty(0, np.int64)]
-        return Links(tx=cols[0], rx=cols[1], power_dbm=cols[2], cause=cols[3], rx_power_mw=links.rx_power_mw), cols[4]
+        return Links(tx=cols[0], rx=cols[1], power_dbm=cols[2], cause=cols[3]), cols[4]
 
     def _within_cr_limit(self, k: int, rows: np.ndarray) -> np.ndarray:
         """The rows of ``rows`` whose transmission in subframe ``k`` keeps their channel occupancy ratio within the
