@@ -58,18 +58,19 @@ def variant_overrides(base: Scenario, kind: str, name: str) -> list[str]:
     ``fidelity``). A channel variant is the sweep point ``channel.type=name``; a fidelity sets the channel the
     same way, the estimate and prediction, and the vehicle model of every robot."""
     if kind == "channel":
-        return point_overrides({"channel.type": name}, base.channel.type)
+        return point_overrides({"channel.type": name}, base.channel.type, base.channel_variants)
     if kind == "story":
         if name not in STORY:
             raise ValueError(f"unknown variant '{name}'; allowed: {', '.join(STORY)}")
         settings = STORY[name]
-        return [*point_overrides({"channel.type": settings["channel.type"]}, base.channel.type),
+        return [*point_overrides({"channel.type": settings["channel.type"]}, base.channel.type,
+                                 base.channel_variants),
                 f"controller.predict={settings['controller.predict']}"]
     try:
         settings = FIDELITIES[name]
     except KeyError:
         raise ValueError(f"unknown fidelity '{name}'; allowed: {', '.join(FIDELITIES)}") from None
-    overrides = point_overrides({"channel.type": settings["channel.type"]}, base.channel.type)
+    overrides = point_overrides({"channel.type": settings["channel.type"]}, base.channel.type, base.channel_variants)
     overrides += [f"{k}={v}" for k, v in settings.items() if k not in ("model", "channel.type")]
     model = settings["model"]
     if isinstance(base.vehicles, list):

@@ -130,22 +130,26 @@ def point_names(points: Sequence[Mapping[str, Any]]) -> list[str]:
     return names
 
 
-def point_overrides(point: Mapping[str, Any], base_channel: str) -> list[str]:
+def point_overrides(point: Mapping[str, Any], base_channel: str,
+                    variants: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """The ``--set`` strings of one grid point. Another channel model takes other parameters, so a point that
-    changes ``channel.type`` starts that channel from its own defaults instead of the base channel's block."""
+    changes ``channel.type`` starts that channel from the scenario's ``channel_variants`` block for it (``variants``)
+    or else from its own defaults, instead of the base channel's block."""
     overrides = []
     channel = point.get("channel.type")
     if channel is not None and channel != base_channel:
-        overrides.append(f"channel={yaml_value({'type': channel})}")
+        block = {k: v for k, v in (variants or {}).get(channel, {}).items() if k != "type"}
+        overrides.append(f"channel={yaml_value({'type': channel, **block})}")
     overrides += [f"{path}={yaml_value(value)}" for path, value in point.items()]
     return overrides
 
 
-def grid_points(params: Params, base_channel: str) -> list[Point]:
-    """The points of a parameter grid, named by ``point_names``."""
+def grid_points(params: Params, base_channel: str,
+                variants: Mapping[str, Mapping[str, Any]] | None = None) -> list[Point]:
+    """The points of a parameter grid, named by ``point_names``; ``variants``: the scenario's ``channel_variants``."""
     values = grid(params)
-    return [Point(name, p, point_overrides(p, base_channel)) for p, name in zip(values, point_names(values),
-                                                                              strict=True)]
+    return [Point(name, p, point_overrides(p, base_channel, variants))
+            for p, name in zip(values, point_names(values), strict=True)]
 
 
 # -- scenarios --------------------------------------------------------------------------------------------------

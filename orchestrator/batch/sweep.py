@@ -110,7 +110,7 @@ def _plan(text: str, source: str, params: list[tuple[str, list[Any]]], seeds: in
         raise ScenarioError(source, [Problem("", f"--seeds must be at least 1, got {seeds}")])
     base = [*([f"seed={int(seed)}"] if seed is not None else []), *overrides]
     base_scenario = parse_scenario(text, source, base)
-    points = grid_points(params, base_scenario.channel.type)
+    points = grid_points(params, base_scenario.channel.type, base_scenario.channel_variants)
     scenarios = build_scenarios(text, source, base, points, swept=[p for p, _ in params])
     if stable_param is None:
         stable_param = next((p for p, values in params if all(is_number(v) for v in values)), None)

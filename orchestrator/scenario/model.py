@@ -209,6 +209,10 @@ class Scenario(Strict):
     leader: Driver = Field(default_factory=Driver)
     controller: ControllerBlock = Field(default_factory=ControllerBlock)
     channel: ChannelBlock = Field(default_factory=ChannelBlock)
+    channel_variants: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="the channel block (its parameters, without 'type') each channel type "
+        "takes when a compare variant or a sweep point switches channel.type to it (default: that model's "
+        "defaults); a plain run uses 'channel' only")
     physics: PhysicsConfig = Field(default_factory=PhysicsConfig)
     outputs: Outputs = Field(default_factory=Outputs)
     federates: list[ExtraFederate] = Field(default_factory=list)
@@ -223,6 +227,17 @@ class Scenario(Strict):
                                        "forged, how and when (docs/security-research.md)")
     detection: DetectionBlock | None = Field(None, description="the misbehaviour detector of every receiving station "
                                              "and its reaction (off when absent)")
+
+    @field_validator("channel_variants")
+    @classmethod
+    def _known_variants(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from comms_models import COMMS_MODELS
+
+        for name, block in value.items():
+            COMMS_MODELS.resolve(name)
+            if block.get("type", name) != name:
+                raise ValueError(f"channel_variants.{name} names another type ({block['type']}); leave 'type' out")
+        return value
 
     @model_validator(mode="after")
     def _physically_sane(self) -> Scenario:
