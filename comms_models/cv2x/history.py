@@ -54,57 +54,57 @@ class TxHistory:
         return {name: col[a:b] for name, col in self.cols.items()}
 
 
+MAX_SLOTS = kn.OWN_SLOT  # stations a channel may ever have (22 bits of a ring entry)
+MAX_SF = 1 << 31  # subframes a run may last (32 bits of a ring entry: 24 days of 1 ms subframes)
+
+
 class Heard:
-    """Per station row, a ring of what it heard, oldest first: every link the reception kernel resolved to it (the
-    subframe, the sender's slot, first subchannel, subchannel count and received power) and a mark (slot -1) for
-    each subframe it transmitted in. ``kernels.receive_subframe`` appends and forgets entries older than the sensing
-    window; ``reserve`` makes room for a subframe's links before it runs."""
+    """Per station row, a ring of what it heard, oldest first: every link the reception kernel resolved to it and a
+    mark (slot ``kernels.OWN_SLOT``) for each subframe it transmitted in. An entry is 16 bytes, so appending one
+    touches one cache line: ``ring[r, i, 0]`` packs the subframe (bits 32..63), the sender's slot (10..31), its first
+    subchannel (5..9) and subchannel count (0..4); ``ring_p[r, i, 1]`` (a float view of the same memory) is the
+    received power [dBm]. ``kernels.receive_subframe`` appends and forgets entries older than the sensing window;
+    ``reserve`` makes room for a subframe's links before it runs."""
 
     def __init__(self, window: int, capacity: int = 64) -> None:
         self.window = window  # [slots] how far back a station senses
-        self.sf = np.empty((0, capacity), np.int64)
-        self.slot = np.empty((0, capacity), np.int32)
-        self.x0 = np.empty((0, capacity), np.int16)
-        self.length = np.empty((0, capacity), np.int16)
-        self.power_dbm = np.empty((0, capacity))
+        self.ring = np.zeros((0, capacity, 2), np.int64)
         self.head = np.empty(0, np.int64)  # ring position of each row's oldest entry
         self.count = np.empty(0, np.int64)
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """``(sf, slot, x0, length, power_dbm, head, count)`` as the kernels take them."""
-        return self.sf, self.slot, self.x0, self.length, self.power_dbm, self.head, self.count
+        """``(ring, ring_p, head, count)`` as the kernels take them."""
+        return self.ring, self.ring.view(np.float64), self.head, self.count
 
-    def spawn(self, n: int) -> None:
-        """Empty rings for ``n`` new stations."""
-        cap = self.sf.shape[1]
-        for name in ("sf", "slot", "x0", "length", "power_dbm"):
-            old = getattr(self, name)
-            setattr(self, name, np.concatenate([old, np.zeros((n, cap), old.dtype)]))
+    def spawn(self, n: int, slots: int) -> None:
+        """Empty rings for ``n`` new stations (``slots`` ever spawned, new ones included)."""
+        if slots >= MAX_SLOTS:
+            raise ValueError(f"cv2x: at most {MAX_SLOTS - 1} stations per run")
+        self.ring = np.concatenate([self.ring, np.zeros((n, *self.ring.shape[1:]), np.int64)])
         self.head = np.concatenate([self.head, np.zeros(n, np.int64)])
         self.count = np.concatenate([self.count, np.zeros(n, np.int64)])
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the rows of mask ``keep``."""
-        for name in ("sf", "slot", "x0", "length", "power_dbm", "head", "count"):
-            setattr(self, name, getattr(self, name)[keep])
+        self.ring, self.head, self.count = self.ring[keep], self.head[keep], self.count[keep]
 
     def reserve(self, sf: int, entries: int) -> None:
         """Room for ``entries`` more in every ring at subframe ``sf``: forget what is older than the window, and
-        double the rings while the fullest one still lacks room."""
-        cap = self.sf.shape[1]
+        double the rings while the fullest one would be more than half full (so forgetting stays rare)."""
+        if sf >= MAX_SF:
+            raise ValueError(f"cv2x: a run lasts at most {MAX_SF} slots")
+        cap = self.ring.shape[1]
         if len(self.count) == 0 or int(self.count.max()) + entries <= cap:
             return
-        kn.forget_heard(self.sf, self.head, self.count, sf - self.window)
-        while int(self.count.max()) + entries > cap:
+        kn.forget_heard(self.ring, self.head, self.count, sf - self.window)
+        while int(self.count.max()) + entries > cap // 2:
             cap *= 2
-        if cap == self.sf.shape[1]:
+        if cap == self.ring.shape[1]:
             return
-        rows = np.arange(len(self.count))[:, None]
-        at = (self.head[:, None] + np.arange(self.sf.shape[1])[None, :]) % self.sf.shape[1]
-        for name in ("sf", "slot", "x0", "length", "power_dbm"):
-            old = getattr(self, name)
-            grown = np.zeros((len(self.count), cap), old.dtype)
-            grown[:, :old.shape[1]] = old[rows, at]  # oldest first from position 0
-            setattr(self, name, grown)
+        old = self.ring.shape[1]
+        at = (self.head[:, None] + np.arange(old)[None, :]) % old
+        grown = np.zeros((len(self.count), cap, 2), np.int64)
+        grown[:, :old] = np.take_along_axis(self.ring, at[:, :, None], axis=1)  # oldest first from position 0
+        self.ring = grown
         self.head[:] = 0

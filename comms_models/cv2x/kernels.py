@@ -9,7 +9,8 @@ subframe) (SplitMix64, as ``core.rng``), so the power a station sensed is exactl
 no draw depends on which other stations exist.
 
 Path-loss parameters are a float64 array ``PL = [kind, fc_ghz, h_m, min_d_m, d_bp_m, sigma_near_db,
-sigma_far_db]``; kinds are ``WINNER_B1``, ``TR37885_HIGHWAY``, ``DUAL_SLOPE`` and ``FREE_SPACE``.
+sigma_far_db]`` followed by the distance-free terms of ``loss_constants``; kinds are ``WINNER_B1``,
+``TR37885_HIGHWAY``, ``DUAL_SLOPE`` and ``FREE_SPACE``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from numba import njit
 WINNER_B1, TR37885_HIGHWAY, DUAL_SLOPE, FREE_SPACE = 0, 1, 2, 3
 FREE_SPACE_1M_DB = 47.86  # ITS-G5 model's free-space loss at 1 m, 5.9 GHz (comms_models.itsg5.radio)
 RECEIVED, HALF_DUPLEX, SENSING, PROPAGATION, COLLISION = 0, 1, 2, 3, 4  # reception.LOSS_CAUSES
+OWN_SLOT = (1 << 22) - 1  # the slot of a ring entry that marks the station's own transmission (history.Heard)
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
@@ -52,22 +54,29 @@ def _normal(key, a, b, c):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def loss_constants(pl):  # pragma: no cover - compiled
+    """The terms of ``_loss_db`` that do not depend on the distance, as ``PL[7:12]``: 20 log10 fc,
+    2 x 17.3 log10 h, 2.7 log10 fc, 20 log10(fc / 5) and the dual slope's loss at its breakpoint (evaluated as the
+    formulas did inline, so every loss stays the same to the bit)."""
+    fc = pl[1]
+    return np.array([20.0 * math.log10(fc), 2.0 * 17.3 * math.log10(pl[2]), 2.7 * math.log10(fc),
+                     20.0 * math.log10(fc / 5.0), FREE_SPACE_1M_DB + 20.0 * math.log10(pl[4])])
+
+
+@njit(cache=True)
 def _loss_db(d, pl):  # pragma: no cover - compiled
     """Mean path loss [dB] at distance ``d`` [m] (see ``propagation``)."""
     kind = int(pl[0])
-    fc = pl[1]
     d = max(d, pl[3])
+    lg = math.log10(d)
     if kind == WINNER_B1:
-        if d < pl[4]:
-            loss = 22.7 * math.log10(d) + 27.0 + 20.0 * math.log10(fc)
-        else:
-            loss = 40.0 * math.log10(d) + 7.56 - 2.0 * 17.3 * math.log10(pl[2]) + 2.7 * math.log10(fc)
-        return max(loss, 20.0 * math.log10(d) + 46.4 + 20.0 * math.log10(fc / 5.0))
+        loss = 22.7 * lg + 27.0 + pl[7] if d < pl[4] else 40.0 * lg + 7.56 - pl[8] + pl[9]
+        return max(loss, 20.0 * lg + 46.4 + pl[10])
     if kind == TR37885_HIGHWAY:
-        return 32.4 + 20.0 * math.log10(d) + 20.0 * math.log10(fc)
+        return 32.4 + 20.0 * lg + pl[7]
     if kind == FREE_SPACE or d < pl[4]:
-        return FREE_SPACE_1M_DB + 20.0 * math.log10(d)
-    return FREE_SPACE_1M_DB + 20.0 * math.log10(pl[4]) + 40.0 * math.log10(d / pl[4])
+        return FREE_SPACE_1M_DB + 20.0 * lg
+    return pl[11] + 40.0 * math.log10(d / pl[4])
 
 
 @njit(cache=True)
@@ -165,24 +174,22 @@ def _near(x, y, xt, yt, radius2, grid, g_start, g_items, cand):  # pragma: no co
 
 
 @njit(cache=True)
-def _hear(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, r, sf, slot, x0, length, p):  # pragma: no cover
-    """Append an entry to row ``r``'s ring (``history.Heard``; room was reserved)."""
-    cap = h_sf.shape[1]
+def _hear(ring, ring_p, h_head, h_count, r, first_sf, sf, slot, x0, length, p):  # pragma: no cover - compiled
+    """Append an entry to row ``r``'s ring (``history.Heard``: room was reserved; ``reserve`` forgets the old
+    entries, so an append touches one cache line)."""
+    cap = ring.shape[1]
     at = (h_head[r] + h_count[r]) % cap
-    h_sf[r, at] = sf
-    h_slot[r, at] = slot
-    h_x0[r, at] = x0
-    h_len[r, at] = length
-    h_p[r, at] = p
+    ring[r, at, 0] = (sf << 32) | (slot << 10) | (x0 << 5) | length
+    ring_p[r, at, 1] = p
     h_count[r] += 1
 
 
 @njit(cache=True)
-def forget_heard(h_sf, h_head, h_count, first_sf):  # pragma: no cover - compiled
+def forget_heard(ring, h_head, h_count, first_sf):  # pragma: no cover - compiled
     """Drop the ring entries before subframe ``first_sf`` (``history.Heard``)."""
-    cap = h_sf.shape[1]
+    cap = ring.shape[1]
     for r in range(h_count.shape[0]):
-        while h_count[r] > 0 and h_sf[r, h_head[r]] < first_sf:
+        while h_count[r] > 0 and (ring[r, h_head[r], 0] >> 32) < first_sf:
             h_head[r] = (h_head[r] + 1) % cap
             h_count[r] -= 1
 
@@ -191,12 +198,15 @@ def forget_heard(h_sf, h_head, h_count, first_sf):  # pragma: no cover - compile
 def _links(tx_row, tx_id, sf, x, y, ids, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, grid,
            g_start, g_items, cand, out_t, out_r, out_p):  # pragma: no cover - compiled
     """Every (transmission, station) pair within the radius but the sender itself, transmission-major and in row
-    order, with its received power [dBm]; returns their count."""
+    order, with its received power [dBm]; returns their count, or -1 when they do not fit in ``out_*``."""
     k = 0
+    cap = out_t.shape[0]
     for t in range(tx_row.shape[0]):
         xt = x[tx_row[t]]
         yt = y[tx_row[t]]
         m = _near(x, y, xt, yt, radius2, grid, g_start, g_items, cand)
+        if k + m > cap:
+            return -1
         for i in range(m):
             r = cand[i]
             if r == tx_row[t]:
@@ -211,49 +221,9 @@ def _links(tx_row, tx_id, sf, x, y, ids, radius2, tx_dbm, pl, shadow_key, fade_k
 
 
 @njit(cache=True)
-def _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, transmitting, mw,
-          busy):  # pragma: no cover - compiled
-    """``busy[r]`` += the subchannels station r senses above ``cbr_mw`` in this subframe (its own count busy): the
-    stations without a link hear the noise alone."""
-    n_tx = tx_row.shape[0]
-    if noise_sub_mw > cbr_mw:
-        for r in range(busy.shape[0]):
-            if loc[r] < 0 and not transmitting[r]:
-                busy[r] += n_sub
-    for t in range(n_tx + m):  # the transmitters, then every station with a link
-        r = tx_row[t] if t < n_tx else touched[t - n_tx]
-        if t >= n_tx and transmitting[r]:
-            continue  # counted as a transmitter
-        j = loc[r]
-        for c in range(n_sub):
-            rssi = noise_sub_mw
-            own = False
-            for u in range(n_tx):
-                if tx_x0[u] <= c < tx_x0[u] + tx_len[u]:
-                    rssi += (mw[u, j] if j >= 0 else 0.0) / tx_len[u]
-                    own = own or tx_row[u] == r
-            if own or rssi > cbr_mw:
-                busy[r] += 1
-
-
-@njit(cache=True)
-def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shift_db, sf, x, y, ids, radius2, tx_dbm,
-                     pl, shadow_key, fade_key, fade_lim, fade_db, sens_dbm, bler_key, bler_x, bler_y, n_sub,
-                     noise_sub_mw, cbr_mw, grid, g_start, g_items, loc, transmitting, cand, out_t, out_r, out_p,
-                     out_cause, busy, h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count,
-                     first_sf):  # pragma: no cover - compiled
-    """Every transmission of subframe ``sf`` at every station within the radius (found on the grid ``grid,
-    g_start, g_items``): the links ``out_*[:k]`` with their power and loss cause (see ``reception``), in
-    transmission-major, row order; ``busy[r]`` += the subchannels station r senses above ``cbr_mw`` (its own count
-    busy); every link and transmission enters the rings of ``history.Heard`` (``h_*``), whose entries before
-    ``first_sf`` are forgotten. ``loc`` (-1 everywhere) and ``transmitting`` (False) are scratch of a row each, left
-    as found. Returns k, the number of links."""
-    n_tx = tx_row.shape[0]
-    for t in range(n_tx):
-        transmitting[tx_row[t]] = True
-    k = _links(tx_row, tx_id, sf, x, y, ids, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, grid,
-               g_start, g_items, cand, out_t, out_r, out_p)
-    # received powers [mW] by transmission and linked station (0: no link), stations numbered as first linked
+def _by_receiver(out_r, k, loc):  # pragma: no cover - compiled
+    """The links of each station they reach, in CSR form over the stations numbered as first linked (``loc[r]``
+    set, -1 elsewhere): ``(touched, m, start, order)``; each station's links keep their (transmission) order."""
     touched = np.empty(k, np.int64)
     m = 0
     for j in range(k):
@@ -262,9 +232,72 @@ def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shif
             loc[r] = m
             touched[m] = r
             m += 1
-    mw = np.zeros((n_tx, m))
+    start = np.zeros(m + 1, np.int64)
     for j in range(k):
-        mw[out_t[j], loc[out_r[j]]] = 10.0 ** (out_p[j] / 10.0)
+        start[loc[out_r[j]] + 1] += 1
+    for i in range(m):
+        start[i + 1] += start[i]
+    fill = start[:m].copy()
+    order = np.empty(k, np.int64)
+    for j in range(k):
+        i = loc[out_r[j]]
+        order[fill[i]] = j
+        fill[i] += 1
+    return touched, m, start, order
+
+
+@njit(cache=True)
+def _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, start, order, out_t, mw, tx_of,
+          busy):  # pragma: no cover - compiled
+    """``busy[r]`` += the subchannels station r senses above ``cbr_mw`` in this subframe (its own count busy): the
+    noise plus each transmission reaching it spread over its subchannels, summed in transmission order (a station
+    without a link hears the noise alone). ``tx_of[r]``: 1 + the transmission of row r, 0 none."""
+    n_tx = tx_row.shape[0]
+    if noise_sub_mw > cbr_mw:
+        for r in range(busy.shape[0]):
+            if loc[r] < 0 and tx_of[r] == 0:
+                busy[r] += n_sub
+    rssi = np.empty(n_sub)
+    for q in range(n_tx + m):  # the transmitters, then every other station with a link
+        r = tx_row[q] if q < n_tx else touched[q - n_tx]
+        if q >= n_tx and tx_of[r] > 0:
+            continue
+        rssi[:] = noise_sub_mw
+        if loc[r] >= 0:
+            for i in range(start[loc[r]], start[loc[r] + 1]):
+                j = order[i]
+                t = out_t[j]
+                v = mw[j] / tx_len[t]
+                for c in range(tx_x0[t], tx_x0[t] + tx_len[t]):
+                    rssi[c] += v
+        own = tx_of[r] - 1
+        for c in range(n_sub):
+            if (own >= 0 and tx_x0[own] <= c < tx_x0[own] + tx_len[own]) or rssi[c] > cbr_mw:
+                busy[r] += 1
+
+
+@njit(cache=True)
+def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shift_db, sf, x, y, ids, radius2, tx_dbm,
+                     pl, shadow_key, fade_key, fade_lim, fade_db, sens_dbm, bler_key, bler_x, bler_y, n_sub,
+                     noise_sub_mw, cbr_mw, grid, g_start, g_items, loc, tx_of, cand, out_t, out_r, out_p,
+                     out_cause, busy, ring, ring_p, h_head, h_count, first_sf):  # pragma: no cover - compiled
+    """Every transmission of subframe ``sf`` at every station within the radius (found on the grid ``grid,
+    g_start, g_items``): the links ``out_*[:k]`` with their power and loss cause (see ``reception``), in
+    transmission-major, row order; ``busy[r]`` += the subchannels station r senses above ``cbr_mw`` (its own count
+    busy); every link and transmission enters the rings of ``history.Heard`` (``ring*``, ``h_*``), whose entries before
+    ``first_sf`` are forgotten. ``loc`` (-1 everywhere) and ``tx_of`` (0) are scratch of a row each, left as found.
+    Returns k, the number of links, or -1 (nothing changed) when they do not fit in ``out_*``."""
+    n_tx = tx_row.shape[0]
+    k = _links(tx_row, tx_id, sf, x, y, ids, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, grid,
+               g_start, g_items, cand, out_t, out_r, out_p)
+    if k < 0:
+        return k
+    for t in range(n_tx):
+        tx_of[tx_row[t]] = t + 1
+    mw = np.empty(k)
+    for j in range(k):
+        mw[j] = 10.0 ** (out_p[j] / 10.0)
+    touched, m, start, order = _by_receiver(out_r, k, loc)
     # the share of transmission u's power that falls on t's subchannels (power spread evenly over u's)
     share = np.zeros((n_tx, n_tx))
     for t in range(n_tx):
@@ -277,15 +310,15 @@ def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shif
     for j in range(k):
         t = out_t[j]
         r = out_r[j]
-        if transmitting[r]:
+        if tx_of[r] > 0:
             out_cause[j] = HALF_DUPLEX
         elif out_p[j] < sens_dbm:
             out_cause[j] = SENSING
         else:
-            interference = 0.0
-            for u in range(n_tx):
-                interference += share[t, u] * mw[u, loc[r]]
-            signal = mw[t, loc[r]]
+            interference = 0.0  # in transmission order, over the transmissions that reach r (the others add 0)
+            for i in range(start[loc[r]], start[loc[r] + 1]):
+                interference += share[t, out_t[order[i]]] * mw[order[i]]
+            signal = mw[j]
             noise = tx_noise_mw[t]
             draw = _u01(bler_key, tx_id[t], ids[r], sf)
             if draw < _interp(10.0 * math.log10(signal / noise) - tx_shift_db[t], bler_x, bler_y):
@@ -294,34 +327,24 @@ def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shif
                 out_cause[j] = COLLISION
             else:
                 out_cause[j] = RECEIVED
-    _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, transmitting, mw, busy)
-    _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, h_sf, h_slot, h_x0, h_len, h_p, h_head,
-              h_count, first_sf)
+    _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, start, order, out_t, mw, tx_of, busy)
+    _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, ring, ring_p, h_head, h_count, first_sf)
     for i in range(m):
         loc[touched[i]] = -1
     for t in range(n_tx):
-        transmitting[tx_row[t]] = False
+        tx_of[tx_row[t]] = 0
     return k
 
 
 @njit(cache=True)
-def _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, h_sf, h_slot, h_x0, h_len, h_p, h_head,
-              h_count, first_sf):  # pragma: no cover - compiled
-    """The subframe's transmissions (marks, slot -1) and links enter the rings of ``history.Heard``."""
-    cap = h_sf.shape[1]
+def _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, ring, ring_p, h_head, h_count,
+              first_sf):  # pragma: no cover - compiled
+    """The subframe's transmissions (marks: slot ``OWN_SLOT``) and links enter the rings of ``history.Heard``."""
     for t in range(tx_row.shape[0]):
-        r = tx_row[t]
-        while h_count[r] > 0 and h_sf[r, h_head[r]] < first_sf:
-            h_head[r] = (h_head[r] + 1) % cap
-            h_count[r] -= 1
-        _hear(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, r, sf, -1, tx_x0[t], tx_len[t], 0.0)
+        _hear(ring, ring_p, h_head, h_count, tx_row[t], first_sf, sf, OWN_SLOT, tx_x0[t], tx_len[t], 0.0)
     for j in range(k):
-        r = out_r[j]
-        while h_count[r] > 0 and h_sf[r, h_head[r]] < first_sf:
-            h_head[r] = (h_head[r] + 1) % cap
-            h_count[r] -= 1
         t = out_t[j]
-        _hear(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, r, sf, tx_slot[t], tx_x0[t], tx_len[t], out_p[j])
+        _hear(ring, ring_p, h_head, h_count, out_r[j], first_sf, sf, tx_slot[t], tx_x0[t], tx_len[t], out_p[j])
 
 
 @njit(cache=True)

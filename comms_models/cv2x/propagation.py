@@ -50,7 +50,8 @@ class Propagation:
             d_bp, min_d, near, far = math.inf, 1.0, params.shadowing_db, params.shadowing_db
         else:
             d_bp, min_d, near, far = g5.breakpoint_m, g5.min_distance_m, g5.shadowing_near_db, g5.shadowing_far_db
-        self.pl = np.array([_KINDS[params.path_loss], carrier_ghz, h, min_d, d_bp, near, far], np.float64)
+        pl = np.array([_KINDS[params.path_loss], carrier_ghz, h, min_d, d_bp, near, far], np.float64)
+        self.pl = np.concatenate([pl, kn.loss_constants(pl)])
         self.fade_lim, self.fade_db = self._fading_tables(params, g5)
         self.radius_m = self._cutoff_radius()
 

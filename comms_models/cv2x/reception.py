@@ -59,16 +59,32 @@ class Links:
 class Neighbourhood:
     """The stations' positions of one channel step indexed by a uniform grid of cells at least the cut-off radius
     wide (``itsg5.grid.build_grid``: the 3x3 cells around a sender hold every station within the radius), and the
-    reception kernel's scratch rows."""
+    reception kernel's scratch rows and link buffers (kept from step to step)."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, radius_m: float) -> None:
+    def __init__(self, radius_m: float) -> None:
+        self.radius_m = radius_m
+        self.x = self.y = np.empty(0)
+        self.grid = np.zeros(5)
+        self.start = self.items = self.loc = self.tx_of = self.cand = np.empty(0, np.int64)
+        self.out_t, self.out_r = np.empty(4096, np.int64), np.empty(4096, np.int64)
+        self.out_p, self.out_cause = np.empty(4096), np.empty(4096, np.int64)
+
+    def update(self, x: np.ndarray, y: np.ndarray) -> None:
+        """The positions of a new step."""
         self.x, self.y = x, y
-        x0, y0, cell, ncx, ncy, self.start, self.items = build_grid(x, y, radius_m)
+        x0, y0, cell, ncx, ncy, self.start, self.items = build_grid(x, y, self.radius_m)
         self.grid = np.array([x0, y0, cell, ncx, ncy], np.float64)
         n = len(x)
-        self.loc = np.full(n, -1, np.int64)
-        self.transmitting = np.zeros(n, np.bool_)
-        self.cand = np.empty(n, np.int64)
+        if len(self.loc) != n:
+            self.loc = np.full(n, -1, np.int64)
+            self.tx_of = np.zeros(n, np.int64)
+            self.cand = np.empty(n, np.int64)
+
+    def grow(self) -> None:
+        """Twice the room for links."""
+        size = 2 * len(self.out_t)
+        self.out_t, self.out_r = np.empty(size, np.int64), np.empty(size, np.int64)
+        self.out_p, self.out_cause = np.empty(size), np.empty(size, np.int64)
 
 
 def receive(txs: Transmissions, slot: np.ndarray, ids: np.ndarray, near: Neighbourhood, prop: Propagation,
@@ -78,14 +94,15 @@ def receive(txs: Transmissions, slot: np.ndarray, ids: np.ndarray, near: Neighbo
     (see the module docstring); ``busy`` gains the subchannels each station senses busy in this subframe (S-RSSI,
     noise included, above ``cbr_mw``; its own transmission's subchannels count busy); ``heard`` gains every link and
     transmission."""
-    n_tx = len(txs.sender)
-    heard.reserve(txs.sf, n_tx)
-    cap = n_tx * len(ids)
-    out_t, out_r = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    out_p, out_cause = np.empty(cap), np.empty(cap, np.int64)
-    k = kn.receive_subframe(txs.row, txs.sender, slot, txs.x0, txs.length, txs.noise_mw, txs.shift_db, txs.sf,
-                            near.x, near.y, ids, prop.radius_m**2, *prop.kernel_args(), sensitivity_dbm,
-                            np.uint64(bler_key), BLER_X, BLER_Y, n_subchannels, noise_sub_mw, cbr_mw, near.grid,
-                            near.start, near.items, near.loc, near.transmitting, near.cand, out_t, out_r, out_p,
-                            out_cause, busy, *heard.arrays, txs.sf - heard.window)
-    return Links(tx=out_t[:k], rx=out_r[:k], power_dbm=out_p[:k], cause=out_cause[:k])
+    heard.reserve(txs.sf, len(txs.sender))
+    while True:
+        k = kn.receive_subframe(txs.row, txs.sender, slot, txs.x0, txs.length, txs.noise_mw, txs.shift_db, txs.sf,
+                                near.x, near.y, ids, prop.radius_m**2, *prop.kernel_args(), sensitivity_dbm,
+                                np.uint64(bler_key), BLER_X, BLER_Y, n_subchannels, noise_sub_mw, cbr_mw, near.grid,
+                                near.start, near.items, near.loc, near.tx_of, near.cand, near.out_t, near.out_r,
+                                near.out_p, near.out_cause, busy, *heard.arrays, txs.sf - heard.window)
+        if k >= 0:
+            break
+        near.grow()
+    return Links(tx=near.out_t[:k].copy(), rx=near.out_r[:k].copy(), power_dbm=near.out_p[:k].copy(),
+                 cause=near.out_cause[:k].copy())

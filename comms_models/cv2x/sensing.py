@@ -62,31 +62,35 @@ def sense(heard: Heard, scratch: SenseScratch, row: int, n: int, window_ms: int,
 
 
 @njit(cache=True)
-def sense_heard(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, row, first_sf, n, period, sens_dbm, own, rssi,
-                last, seen, res_sf, res_x0, res_len, res_p):  # pragma: no cover - compiled
-    """From row ``row``'s ring, oldest first, the entries of subframes [first_sf, n): ``own[s - first_sf]`` its own
-    transmissions; ``rssi[phase, subchannel]`` += the power of every link it heard, spread over the sender's
-    subchannels and folded modulo ``period`` (half-duplex: nothing in its own subframes); ``res_*[:m]`` the last SCI
-    it decoded (power at least ``sens_dbm``) from each sender, by ascending sender slot. ``last`` (-1 everywhere) is
-    left as found. Returns m."""
-    cap = h_sf.shape[1]
+def sense_heard(ring, ring_p, h_head, h_count, row, first_sf, n, period, sens_dbm, own, rssi, last, seen, res_sf,
+                res_x0, res_len, res_p):  # pragma: no cover - compiled
+    """From row ``row``'s ring (``history.Heard``), oldest first, the entries of subframes [first_sf, n):
+    ``own[s - first_sf]`` its own transmissions; ``rssi[phase, subchannel]`` += the power of every link it heard,
+    spread over the sender's subchannels and folded modulo ``period`` (half-duplex: nothing in its own subframes);
+    ``res_*[:m]`` the last SCI it decoded (power at least ``sens_dbm``) from each sender, by ascending sender slot.
+    ``last`` (-1 everywhere) is left as found. Returns m."""
+    cap = ring.shape[1]
     head, count = h_head[row], h_count[row]
+    own_slot = (1 << 22) - 1
     for i in range(count):
-        at = (head + i) % cap
-        s = h_sf[row, at]
-        if h_slot[row, at] < 0 and first_sf <= s < n:
+        e = ring[row, (head + i) % cap, 0]
+        s = e >> 32
+        if ((e >> 10) & own_slot) == own_slot and first_sf <= s < n:
             own[s - first_sf] = True
     m = 0
     for i in range(count):
         at = (head + i) % cap
-        s = h_sf[row, at]
-        slot = h_slot[row, at]
-        if slot < 0 or s < first_sf or s >= n or own[s - first_sf]:
+        e = ring[row, at, 0]
+        s = e >> 32
+        slot = (e >> 10) & own_slot
+        if slot == own_slot or s < first_sf or s >= n or own[s - first_sf]:
             continue
-        p = h_p[row, at]
-        share = 10.0 ** (p / 10.0) / h_len[row, at]
+        x0 = (e >> 5) & 31
+        length = e & 31
+        p = ring_p[row, at, 1]
+        share = 10.0 ** (p / 10.0) / length
         ph = s % period
-        for c in range(h_x0[row, at], h_x0[row, at] + h_len[row, at]):
+        for c in range(x0, x0 + length):
             rssi[ph, c] += share
         if p >= sens_dbm:
             if last[slot] < 0:
@@ -96,9 +100,10 @@ def sense_heard(h_sf, h_slot, h_x0, h_len, h_p, h_head, h_count, row, first_sf, 
     slots = np.sort(seen[:m])
     for j in range(m):
         at = last[slots[j]]
-        res_sf[j] = h_sf[row, at]
-        res_x0[j] = h_x0[row, at]
-        res_len[j] = h_len[row, at]
-        res_p[j] = h_p[row, at]
+        e = ring[row, at, 0]
+        res_sf[j] = e >> 32
+        res_x0[j] = (e >> 5) & 31
+        res_len[j] = e & 31
+        res_p[j] = ring_p[row, at, 1]
         last[slots[j]] = -1
     return m

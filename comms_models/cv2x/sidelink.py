@@ -94,7 +94,7 @@ class Sidelink:
         self.history = TxHistory()
         self.heard = Heard(self.sps.sensing_window_ms)  # what each station heard, for its sensing
         self.sense_scratch = SenseScratch()
-        self.near: Neighbourhood | None = None  # the stations of the step being advanced, on a grid
+        self.near = Neighbourhood(prop.radius_m)  # the stations of the step being advanced, on a grid
         self.ids = np.empty(0, np.int64)
         self.slots = 0  # stations ever spawned: each has its own slot in the history
         for name in self._INT:
@@ -157,7 +157,7 @@ class Sidelink:
         for name in ("pkt_content", "inc_content"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros((n, CONTENT_COLUMNS))]))
         self.copies.spawn(n)
-        self.heard.spawn(n)
+        self.heard.spawn(n, self.slots)
         self.sense_scratch.grow(self.slots)
 
     def despawn(self, keep: np.ndarray) -> None:
@@ -190,7 +190,7 @@ class Sidelink:
     def advance(self, end_sf: int, x: np.ndarray, y: np.ndarray, on_subframe: Callable[[Subframe], None]) -> None:
         """Process subframes [self.sf, end_sf) at positions ``x, y`` (this step's), calling ``on_subframe`` for each
         one with transmissions."""
-        self.near = Neighbourhood(x, y, self.prop.radius_m)
+        self.near.update(x, y)
         while True:
             arr = np.where(self.inc_on, self.inc_arr_sf, _NEVER)
             due = np.where(self.pkt_on, self.pkt_tx_sf, _NEVER)
