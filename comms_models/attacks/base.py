@@ -82,6 +82,11 @@ class Attack:
     def observe(self, t_ns: int, senders: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         """Every honest CAM content generated at ``t_ns`` (for an attack that records others' messages)."""
 
+    def watched(self) -> int | None:
+        """The station whose CAMs ``observe`` records (None: any station's): it is called only when that one
+        sends."""
+        return None
+
     def extra_due(self, t_ns: int) -> bool:
         """Whether the station sends an added frame at ``t_ns`` (``extra_frames`` attacks)."""
         return False

@@ -59,12 +59,15 @@ class AttackPlan:
         self.attacks = list(attacks)
         self.robots = np.array([a.ctx.robot for a in self.attacks], np.int64)
         self._observers = [a for a in self.attacks if type(a).observe is not Attack.observe]  # e.g. replays
+        watched = [a.watched() for a in self._observers]
+        self._watched = np.array([-1 if w is None else w for w in watched], np.int64)  # -1: every station
         self.jammers = [a for a in self.attacks if a.message == "air"]  # they act on the channel (its medium)
         self._adders = [a for a in self.attacks if a.message == "cam" and a.extra_frames]  # DoS, ghosts
         # per message kind: its attacks (in list order) and their windows, to pick the active ones with one compare
         self._by_kind = {kind: [a for a in self.attacks if a.message == kind] for kind in ("cam", "pm")}
         self._windows = {kind: (np.array([a.ctx.from_ns for a in group], np.int64),
-                                np.array([a.ctx.to_ns for a in group], np.int64))
+                                np.array([a.ctx.to_ns for a in group], np.int64),
+                                np.array([a.ctx.robot for a in group], np.int64))
                          for kind, group in self._by_kind.items()}
         # forged frames' serials (increasing), their labels, claimed ids and claimed generation times
         self._parts: tuple[list[np.ndarray], ...] = ([], [], [], [])
@@ -76,12 +79,11 @@ class AttackPlan:
         group = self._by_kind[message]
         if not group:
             return []
-        lo, hi = self._windows[message]
-        on = np.flatnonzero((lo <= t_ns) & (t_ns < hi))
-        if senders is not None and len(on):
-            present = set(np.asarray(senders)[np.isin(senders, self.robots)].tolist())
-            return [group[k] for k in on.tolist() if group[k].ctx.robot in present]
-        return [group[k] for k in on.tolist()]
+        lo, hi, robots = self._windows[message]
+        on = (lo <= t_ns) & (t_ns < hi)
+        if senders is not None:
+            on &= np.isin(robots, senders)
+        return [group[k] for k in np.flatnonzero(on).tolist()]
 
     # -- generation ------------------------------------------------------------------------------------------------
     def extra_cams(self, t_ns: int, ids: np.ndarray, send: np.ndarray) -> np.ndarray:
@@ -103,8 +105,10 @@ class AttackPlan:
         labels = np.zeros(len(senders), np.int64)
         claimed = senders.copy()
         generated = np.full(len(senders), t_ns, np.int64)
-        for attack in self._observers:
-            attack.observe(t_ns, senders, values)
+        if self._observers:  # those that watch a station only when it sends
+            seen = (self._watched < 0) | np.isin(self._watched, senders)
+            for k in np.flatnonzero(seen).tolist():
+                self._observers[k].observe(t_ns, senders, values)
         active = self._active(t_ns, "cam", senders)
         sending = np.flatnonzero(np.isin(senders, self.robots)) if active else senders[:0]  # attackers' rows
         copied = False

@@ -34,6 +34,9 @@ class DataReplay(Attack):
         self.delay_ns = round(params.delay_s * 1e9)
         self.heard: deque[tuple[int, dict[str, float]]] = deque()  # (generation time, content), oldest first
 
+    def watched(self) -> int | None:
+        return self.target
+
     def observe(self, t_ns: int, senders: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         if t_ns >= self.ctx.to_ns:
             return
@@ -71,6 +74,9 @@ class DelayedMessage(Attack):
         super().__init__(params, ctx)
         self.delay_ns = round(params.delay_s * 1e9)
         self.sent: deque[tuple[int, dict[str, float]]] = deque()  # its own true content, oldest first
+
+    def watched(self) -> int | None:
+        return self.ctx.robot
 
     def observe(self, t_ns: int, senders: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         if t_ns >= self.ctx.to_ns:

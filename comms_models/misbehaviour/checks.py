@@ -1,6 +1,9 @@
 """The plausibility checks of F2MD (Kamel et al., "Simulation framework for misbehavior detection in vehicular
 networks", IEEE TVT 2020; VeReMi, van der Heijden et al. 2018), each a vectorised function of a message and the
-previous one of its (receiver, sender) pair: True where the message fails the check. SI units throughout."""
+previous one of its (receiver, sender) pair: True where the message fails the check. SI units throughout.
+
+Each check is plain arithmetic on arrays or scalars (NaN compares False: no verdict), so that the detector's
+compiled kernels (``kernels``) run the same functions per message."""
 
 from __future__ import annotations
 
@@ -68,14 +71,12 @@ def sudden_appearance(first: np.ndarray, listening_s: np.ndarray, distance_m: np
 def sensor_overlap(expected_range_m: np.ndarray, measured_m: np.ndarray, tol_m: np.ndarray) -> np.ndarray:
     """The receiver's range sensor sees the sender at another distance than its message claims (NaN: no
     measurement of that sender, no verdict)."""
-    with np.errstate(invalid="ignore"):
-        return np.abs(expected_range_m - measured_m) > tol_m
+    return np.abs(expected_range_m - measured_m) > tol_m
 
 
 def desired_accel(u_des: np.ndarray, a: np.ndarray, max_accel: float, tol_mps2: float) -> np.ndarray:
     """A platooning message's desired acceleration beyond any vehicle's, or far from what the sender does."""
-    with np.errstate(invalid="ignore"):
-        return (np.abs(u_des) > max_accel) | (np.abs(u_des - a) > tol_mps2)
+    return (np.abs(u_des) > max_accel) | (np.abs(u_des - a) > tol_mps2)
 
 
 def freshness(age_s: np.ndarray, backwards: np.ndarray, max_age_s: float, max_future_s: float) -> np.ndarray:
@@ -99,8 +100,7 @@ def leader_moved(distance_m: np.ndarray, age_s: np.ndarray, max_accel: float, to
     """A platooning message under the leader's station id sent from farther from where the leader's last CAM puts
     it (moved on at its claimed speed and heading for ``age_s``) than the largest acceleration allows: someone else
     speaks as the leader (the frame's GeoNetworking position is where its radio is)."""
-    with np.errstate(invalid="ignore"):
-        return distance_m > tol_m + 0.5 * max_accel * age_s**2
+    return distance_m > tol_m + 0.5 * max_accel * age_s**2
 
 
 def maneuver_entitlement(state: np.ndarray, index: np.ndarray, sender: np.ndarray, peer: np.ndarray,
@@ -112,12 +112,12 @@ def maneuver_entitlement(state: np.ndarray, index: np.ndarray, sender: np.ndarra
     leader to leave; the leader asks a follower to split off; a platoon's leader asks another platoon's leader to
     merge. Amoozadeh et al. (IEEE Commun. Mag. 2015) list forged management messages among the attacks on
     platoons."""
-    with np.errstate(invalid="ignore"):
-        leads, follows = index == 0, index > 0
+    leads, follows = index == 0, index > 0
     not_leader = member & (sender != known_leader)
     join = (state == _JOIN) & member & (peer == known_leader)  # asks to join the platoon it is in
     leave = (state == _LEAVE) & (leads | (member & (peer != known_leader)))  # a leader, or not to its own leader
-    split = (state == _SPLIT) & (follows | not_leader | (member & (peer == known_leader)))  # only the leader splits
+    # only the leader splits, and at a follower: a split at the receiver's own leader is forged whoever sends it
+    split = (state == _SPLIT) & (follows | not_leader | (peer == known_leader))
     merge = (state == _MERGE) & (follows | not_leader)  # only a leader merges its platoon
-    request = np.isin(state, (_JOIN, _LEAVE, _SPLIT, _MERGE))
+    request = (state == _JOIN) | (state == _LEAVE) | (state == _SPLIT) | (state == _MERGE)
     return join | leave | split | merge | (request & (peer == sender))

@@ -11,10 +11,11 @@ from pydantic import Field, field_validator
 from core.robots import rows_of
 
 from . import checks as ck
+from . import kernels as kn
 from .base import Detector, DetectorParams
 from .history import PairHistory, pair_keys
 from .kalman import KalmanParams, KalmanTracks, cam_residuals
-from .roles import receiver_roles, role_checks
+from .roles import MAX_TRACK_AGE_S, ROLE_COLUMNS
 
 
 class PlausibilityParams(DetectorParams):
@@ -89,6 +90,19 @@ class PlausibilityDetector(Detector):
         if self.tracks is not None:
             self.tracks.forget(ids)
 
+    def thresholds(self) -> np.ndarray:
+        """The checks' thresholds in the order the kernels take them (``kernels.P_*``)."""
+        p = self.p
+        t = np.empty(kn.N_THRESHOLDS)
+        t[kn.P_MAX_RANGE], t[kn.P_MAX_SPEED], t[kn.P_MAX_REVERSE] = p.max_range_m, p.max_speed_mps, p.max_reverse_mps
+        t[kn.P_MAX_ACCEL], t[kn.P_POS_TOL], t[kn.P_SPEED_TOL] = p.max_accel_mps2, p.position_tol_m, p.speed_tol_mps
+        t[kn.P_PS_TOL_M], t[kn.P_PS_TOL_MPS] = p.position_speed_tol_m, p.position_speed_tol_mps
+        t[kn.P_MIN_GAP] = self.min_interval_s if p.min_interval_s is None else p.min_interval_s
+        t[kn.P_WARMUP], t[kn.P_APPEAR], t[kn.P_SENSOR_TOL] = p.warmup_s, p.appearance_range_m, p.sensor_tol_m
+        t[kn.P_ACCEL_TOL], t[kn.P_MAX_AGE], t[kn.P_MAX_FUTURE] = p.accel_tol_mps2, p.max_age_s, p.max_future_s
+        t[kn.P_LEADER_TOL], t[kn.P_TRACK_AGE] = p.leader_tol_m, MAX_TRACK_AGE_S
+        return t
+
     def judge(self, t_ns: int, messages: Mapping[str, np.ndarray], own: Mapping[str, np.ndarray],
               sensor: Mapping[str, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
         n = len(messages["receiver"])
@@ -96,96 +110,76 @@ class PlausibilityDetector(Detector):
         if n == 0:
             return mask, np.zeros(0, bool)
         m = {name: np.asarray(col) for name, col in messages.items()}
-        kind = m.get("kind")
-        cam = np.ones(n, bool) if kind is None else kind == 0
-        o_rows = rows_of(np.asarray(own["id"], np.int64), m["receiver"], missing=-1)
-        ox, oy, oyaw = (np.where(o_rows >= 0, np.asarray(own[c], np.float64)[np.maximum(o_rows, 0)], np.nan)
-                        for c in ("x", "y", "yaw"))
-        distance = np.hypot(m["x"] - ox, m["y"] - oy)
-        p = self.p
-        fails = {"acceptance_range": cam & ck.acceptance_range(distance, p.max_range_m),
-                 "speed": cam & ck.speed(m["v"], p.max_speed_mps, p.max_reverse_mps)}
-        fails.update(self._against_history(np.flatnonzero(cam), m, distance, t_ns))
-        if kind is not None and self.enabled & (ck.bit("leader_consistency") | ck.bit("maneuver_entitlement")):
-            fails.update(role_checks(np.flatnonzero(kind == 1), m, receiver_roles(own, o_rows, m["receiver"]),
-                                     self.history, p))
-        fails["sensor_overlap"] = cam & self._sensor_overlap(t_ns, m, ox, oy, oyaw, sensor)
-        if self.tracks is not None:
-            fails["kalman"] = cam_residuals(self.tracks, m)
+        f = {name: np.ascontiguousarray(m[name], np.float64) for name in ("x", "y", "yaw", "v", "a")}
         u = m.get("u_des")
-        if u is not None:
-            pm_rows = np.isfinite(u) & (np.ones(n, bool) if kind is None else kind == 1)
-            fails["desired_accel"] = pm_rows & ck.desired_accel(u, m["a"], p.max_accel_mps2, p.accel_tol_mps2)
-        for name, failed in fails.items():
-            mask |= np.where(failed, ck.bit(name), 0)
+        u = np.full(n, np.nan) if u is None else np.ascontiguousarray(u, np.float64)
+        has_kind = "kind" in m
+        kind = np.ascontiguousarray(m["kind"], np.int64) if has_kind else np.zeros(n, np.int64)
+        receiver, sender = np.asarray(m["receiver"], np.int64), np.asarray(m["sender"], np.int64)
+        gen = np.ascontiguousarray(m["generated_ns"], np.int64)
+        received = m.get("received_ns")  # (a judge fed by hand may leave it out: received now)
+        received = np.full(n, t_ns, np.int64) if received is None else np.ascontiguousarray(received, np.int64)
+        o_rows = rows_of(np.asarray(own["id"], np.int64), receiver, missing=-1)
+        own_cols = {c: np.ascontiguousarray(own[c], np.float64) for c in ("x", "y", "yaw")}
+        r_rows, s_rows = (rows_of(self.ids, ids, missing=-1) for ids in (receiver, sender))
+        front = np.where(r_rows >= 0, self.front_m[np.maximum(r_rows, 0)] if len(self.ids) else np.nan, np.nan)
+        rear = np.where(s_rows >= 0, self.rear_m[np.maximum(s_rows, 0)] if len(self.ids) else np.nan, np.nan)
+        p = self.thresholds()
+        distance = np.empty(n)
+        kn.per_message(np.int64(t_ns), kind, has_kind, f["x"], f["y"], f["yaw"], f["v"], f["a"], u, gen, o_rows,
+                       own_cols["x"], own_cols["y"], own_cols["yaw"], self._measured(receiver, sender, sensor), front,
+                       rear, p, distance, mask)
+        cam = np.flatnonzero(kind == 0)
+        if len(cam):
+            listening = np.where(r_rows >= 0, (t_ns - self.spawn_ns[np.maximum(r_rows, 0)]) / 1e9
+                                 if len(self.ids) else 0.0, 0.0)
+            self._against_history(cam, pair_keys(receiver, sender), gen, received, f, distance, listening, p, mask)
+        if has_kind and self.enabled & (ck.bit("leader_consistency") | ck.bit("maneuver_entitlement")):
+            self._roles(np.flatnonzero(kind == 1), m, receiver, sender, received, own, o_rows, p, mask)
+        if self.tracks is not None:
+            mask |= np.where(cam_residuals(self.tracks, m), ck.bit("kalman"), 0)
         mask &= self.enabled
-        return mask, np.bitwise_count(mask) >= p.min_failed
+        return mask, np.bitwise_count(mask) >= self.p.min_failed
 
-    def _against_history(self, rows: np.ndarray, m: Mapping[str, np.ndarray], distance: np.ndarray,
-                         t_ns: int) -> dict[str, np.ndarray]:
-        """The checks that compare a CAM with the previous one of its pair (within the step, or held before)."""
-        n, p = len(m["receiver"]), self.p
-        out = {name: np.zeros(n, bool) for name in ("position_consistency", "speed_consistency", "position_speed",
-                                                    "beacon_frequency", "sudden_appearance", "freshness")}
-        if not len(rows):
-            return out
-        keys = pair_keys(m["receiver"][rows], m["sender"][rows])
-        gen = np.asarray(m["generated_ns"], np.int64)[rows]
-        order = np.lexsort((gen, keys))
-        rows, keys, gen = rows[order], keys[order], gen[order]
-        x, y, v = m["x"][rows], m["y"][rows], m["v"][rows]
-        within = np.r_[False, keys[1:] == keys[:-1]]  # the previous CAM of the pair came in this step
-        pos, found = self.history.find(keys)
-        h = self.history.cols
-        hp = np.minimum(pos, max(len(self.history.keys) - 1, 0))
+    def _against_history(self, cam: np.ndarray, keys: np.ndarray, gen: np.ndarray, received: np.ndarray,
+                         f: Mapping[str, np.ndarray], distance: np.ndarray, listening: np.ndarray, p: np.ndarray,
+                         mask: np.ndarray) -> None:
+        """The checks that compare a CAM with the previous one of its pair (within the step, or held before), then
+        the newest CAM of each pair held (``kernels.against_history``)."""
+        order = cam[np.lexsort((gen[cam], keys[cam]))]
+        h, new = self.history, np.zeros(len(keys), np.bool_)
+        kn.against_history(order, keys, gen, received, f["x"], f["y"], f["yaw"], f["v"], distance,
+                           np.ascontiguousarray(listening, np.float64), h.keys, h.cols["gen"], h.cols["x"],
+                           h.cols["y"], h.cols["yaw"], h.cols["v"], p, mask, new)
+        if new.any():
+            rows = np.flatnonzero(new)
+            h.store(keys[rows], {"gen": gen[rows], **{name: f[name][rows] for name in ("x", "y", "yaw", "v")}})
 
-        def previous(name: str, now: np.ndarray) -> np.ndarray:
-            held = h[name][hp] if len(self.history.keys) else np.zeros(len(rows), now.dtype)
-            return np.where(within, np.r_[now[:1], now[:-1]], np.where(found, held, now))
+    def _roles(self, rows: np.ndarray, m: Mapping[str, np.ndarray], receiver: np.ndarray, sender: np.ndarray,
+               received: np.ndarray, own: Mapping[str, np.ndarray], o_rows: np.ndarray, p: np.ndarray,
+               mask: np.ndarray) -> None:
+        """``leader_consistency`` and ``maneuver_entitlement`` of the platooning messages ``rows``
+        (``kernels.platoon_roles``; a channel that carries no platoon fields gives no verdict)."""
+        if not len(rows) or "platoon_index" not in m:
+            return
+        n, k = len(receiver), len(own["id"])
+        col = {name: np.ascontiguousarray(m[name], np.float64) if name in m else np.full(n, np.nan)
+               for name in ("platoon_index", "platoon_id", "maneuver", "maneuver_peer", "gn_x", "gn_y")}
+        role = {name: np.ascontiguousarray(own[name], np.float64) if name in own else np.full(k, np.nan)
+                for name in ROLE_COLUMNS}
+        h = self.history
+        kn.platoon_roles(rows, receiver, sender, received, col["platoon_index"], col["platoon_id"], col["maneuver"],
+                         col["maneuver_peer"], col["gn_x"], col["gn_y"], o_rows, role["predecessor"],
+                         role["leader"], role["platoon_id"], role["platoon_index"], h.keys, h.cols["gen"],
+                         h.cols["x"], h.cols["y"], h.cols["yaw"], h.cols["v"], p, mask)
 
-        has_prev = within | found
-        dt = np.where(has_prev, (gen - previous("gen", gen)) / 1e9, np.nan)
-        moved = np.hypot(x - previous("x", x), y - previous("y", y))
-        v_prev = previous("v", v)
-        with np.errstate(invalid="ignore"):
-            ok = has_prev & (dt > 0)
-            out["position_consistency"][rows] = ok & ck.position_consistency(moved, v_prev, v, dt, p.max_accel_mps2,
-                                                                             p.position_tol_m)
-            out["speed_consistency"][rows] = ok & ck.speed_consistency(v_prev, v, dt, p.max_accel_mps2,
-                                                                       p.speed_tol_mps)
-            out["position_speed"][rows] = ok & ck.position_speed(moved, v_prev, v, dt, p.position_speed_tol_m,
-                                                                 p.position_speed_tol_mps)
-            min_gap = self.min_interval_s if p.min_interval_s is None else p.min_interval_s
-            out["beacon_frequency"][rows] = has_prev & ck.beacon_frequency(dt, min_gap)
-            received = m.get("received_ns")  # (a judge fed by hand may leave it out: received now)
-            age = ((t_ns if received is None else np.asarray(received, np.int64)[rows]) - gen) / 1e9
-            out["freshness"][rows] = ck.freshness(age, has_prev & (dt < 0), p.max_age_s, p.max_future_s)
-        r_rows = rows_of(self.ids, m["receiver"][rows], missing=-1)
-        listening = np.where(r_rows >= 0, (t_ns - self.spawn_ns[np.maximum(r_rows, 0)]) / 1e9, 0.0)
-        out["sudden_appearance"][rows] = ck.sudden_appearance(~has_prev, listening, distance[rows], p.warmup_s,
-                                                              p.appearance_range_m)
-        last = np.r_[keys[1:] != keys[:-1], True]
-        self.history.store(keys[last], {"gen": gen[last], "x": x[last], "y": y[last], "yaw": m["yaw"][rows][last],
-                                        "v": v[last]})
-        return out
-
-    def _sensor_overlap(self, t_ns: int, m: Mapping[str, np.ndarray], ox: np.ndarray, oy: np.ndarray,
-                        oyaw: np.ndarray, sensor: Mapping[str, np.ndarray] | None) -> np.ndarray:
-        """Claimed range (receiver's front bumper to the sender's claimed rear bumper) against the measured one,
-        where the receiver's range sensor tracks the sender."""
-        n = len(m["receiver"])
+    def _measured(self, receiver: np.ndarray, sender: np.ndarray, sensor: Mapping[str, np.ndarray] | None
+                  ) -> np.ndarray:
+        """Per message: the receiver's measured range to the sender (NaN where its range sensor does not track
+        it)."""
         if sensor is None or not len(sensor["id"]):
-            return np.zeros(n, bool)
-        s_rows = rows_of(np.asarray(sensor["id"], np.int64), m["receiver"], missing=-1)
+            return np.full(len(receiver), np.nan)
+        s_rows = rows_of(np.asarray(sensor["id"], np.int64), receiver, missing=-1)
         at = np.maximum(s_rows, 0)
-        tracked = (s_rows >= 0) & (np.asarray(sensor["target"], np.int64)[at] == m["sender"])
-        measured = np.where(tracked, np.asarray(sensor["range_m"], np.float64)[at], np.nan)
-        r_rows = rows_of(self.ids, m["receiver"], missing=-1)
-        t_rows = rows_of(self.ids, m["sender"], missing=-1)
-        front = np.where(r_rows >= 0, self.front_m[np.maximum(r_rows, 0)], np.nan)
-        rear = np.where(t_rows >= 0, self.rear_m[np.maximum(t_rows, 0)], np.nan)
-        sx, sy = ox + front * np.cos(oyaw), oy + front * np.sin(oyaw)
-        tx, ty = m["x"] - rear * np.cos(m["yaw"]), m["y"] - rear * np.sin(m["yaw"])
-        age_s = (t_ns - np.asarray(m["generated_ns"], np.int64)) / 1e9
-        tol = self.p.sensor_tol_m + np.abs(m["v"]) * (np.maximum(age_s, 0.0) + 0.1)
-        return ck.sensor_overlap(np.hypot(tx - sx, ty - sy), measured, tol)
+        tracked = (s_rows >= 0) & (np.asarray(sensor["target"], np.int64)[at] == sender)
+        return np.where(tracked, np.asarray(sensor["range_m"], np.float64)[at], np.nan)

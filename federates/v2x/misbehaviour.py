@@ -162,14 +162,13 @@ class Guard:
         pair is kept again. Without this a dropped forged desired acceleration reached the controller anyway."""
         keys = pair_keys(deliveries["receiver"], deliveries["sender"])
         pm = kind == 1
-        dropped_now = np.unique(keys[pm & drop])
-        stale = ~pm & ~drop & np.isin(keys, np.union1d(self._tainted, dropped_now))
+        stale = ~pm & ~drop & _within(keys, np.union1d(self._tainted, keys[pm & drop]))
         # the taint after this step: by each pair's last platooning message in it
         pm_rows = np.flatnonzero(pm)[::-1]  # newest first: np.unique keeps each pair's first (= last) row
         if len(pm_rows):
             settled, first = np.unique(keys[pm_rows], return_index=True)
             bad = drop[pm_rows[first]]
-            self._tainted = np.union1d(self._tainted[~np.isin(self._tainted, settled)], settled[bad])
+            self._tainted = np.union1d(self._tainted[~_within(self._tainted, settled)], settled[bad])
         if not stale.any():
             return apps
         out = dict(apps)
@@ -194,3 +193,10 @@ class Guard:
         live = self._until > t_ns
         self._blocked, self._until = self._blocked[live], self._until[live]
         return np.isin(keys, self._blocked)
+
+
+def _within(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Per key: whether it is in ``table`` (sorted, unique): one binary search each, no sort of the keys."""
+    if not len(table):
+        return np.zeros(len(keys), bool)
+    return table[np.minimum(np.searchsorted(table, keys), len(table) - 1)] == keys

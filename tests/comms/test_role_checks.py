@@ -85,6 +85,8 @@ FORGED = {  # message -> the check it fails
     "... that claims no position (a run without maneuvers)": (pm(2, 3, SPLIT, peer=1, index=NAN, claim=NAN),
                                                               "maneuver_entitlement"),
     "a split at the leader": (pm(1, 3, SPLIT, peer=1), "maneuver_entitlement"),
+    "... from a station outside the platoon": (pm(11, 3, SPLIT, peer=1, index=NAN, claim=NAN),
+                                               "maneuver_entitlement"),
     "a member asks to join its own platoon": (pm(2, 3, JOIN, peer=1), "maneuver_entitlement"),
     "a leave request to another platoon's leader": (pm(2, 3, LEAVE, peer=11), "maneuver_entitlement"),
     "a leave request from the leader": (pm(1, 2, LEAVE, peer=11), "maneuver_entitlement"),
