@@ -1,5 +1,5 @@
 """Compiled kernels of the C-V2X channel: the received power of a link, the receptions of a subframe (with what each
-station heard, kept for its sensing) and the reservations a station sensed. Every compiled helper lives in this file
+station heard, kept for its sensing). Every compiled helper lives in this file
 (numba's on-disk cache checks only a kernel's own file).
 
 A link's power in a subframe is ``tx - PL(d) + sigma(d) z + F``: the mean path loss of ``propagation``, log-normal
@@ -345,36 +345,3 @@ def _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, ring, 
     for j in range(k):
         t = out_t[j]
         _hear(ring, ring_p, h_head, h_count, out_r[j], first_sf, sf, tx_slot[t], tx_x0[t], tx_len[t], out_p[j])
-
-
-@njit(cache=True)
-def reserved_power(res_sf, res_x0, res_len, res_rri, res_p, lo, hi, rri_tx, length, phase_ms, grid,
-                   out):  # pragma: no cover - compiled
-    """``out[y - lo, x]``: the strongest power of a sensed reservation that the candidate of ``length`` subchannels
-    from x in subframe y (or one of its later occurrences y + j rri_tx) overlaps; -inf where none. A reservation
-    announced in subframe s with interval P occupies s + q P, q = 1 (q <= phase_ms / P for P < phase_ms); P = 0
-    (a dynamic grant) nothing.
-    ``grid`` (window, subchannels) is scratch."""
-    grid[:, :] = -np.inf
-    for r in range(res_sf.shape[0]):
-        rri = res_rri[r]
-        if rri <= 0:  # a dynamic grant: its SCI reserves nothing ahead
-            continue
-        q_max = phase_ms // rri if rri < phase_ms else 1
-        for q in range(1, q_max + 1):
-            proj = res_sf[r] + q * rri
-            j = 0
-            while proj - j * rri_tx >= lo:
-                y = proj - j * rri_tx
-                if y <= hi:
-                    for c in range(res_x0[r], res_x0[r] + res_len[r]):
-                        if res_p[r] > grid[y - lo, c]:
-                            grid[y - lo, c] = res_p[r]
-                j += 1
-    nx = out.shape[1]
-    for w in range(out.shape[0]):
-        for x in range(nx):
-            best = -np.inf
-            for k in range(length):
-                best = max(best, grid[w, x + k])
-            out[w, x] = best

@@ -10,9 +10,10 @@ Per subframe k (only subframes in which something happens are visited):
    reservation, its next occasion after k, unless a reselection is due (TS 36.321 5.14.1.1): no reservation yet
    (``first``), the counter expired and the keep draw said reselect (``counter``), the packet needs more
    subchannels than reserved (``size``), the next occasion lies beyond the delay budget (``latency``), or the
-   reservation went unused for a second (``unused``). A reselection senses (``sensing.sense``), selects
-   (``sps.select``) and draws a new counter uniformly in [5, 15] (RRI >= 100 ms; [10, 30] at 50 ms, [25, 75] at
-   20 ms). A packet arriving while the previous one still waits replaces it (the old one is logged as dropped).
+   reservation went unused for a second (``unused``). A reselection senses and selects (``sps``; compiled for
+   every station of the subframe in ``select_kernel.reselect_rows``) and draws a new counter uniformly in [5, 15]
+   (RRI >= 100 ms; [10, 30] at 50 ms, [25, 75] at 20 ms). A packet arriving while the previous one still waits
+   replaces it (the old one is logged as dropped).
 3. **Load.** Each station counts the subchannels it senses busy (S-RSSI above -94 dBm); every ``cbr_window_ms`` the
    channel busy ratio closes (``Cv2xLog.window``).
 4. **Congestion control** (``congestion_control``): before transmitting, a station whose channel occupancy ratio
@@ -38,6 +39,7 @@ import numpy as np
 
 from core.rng import KeyedDraws, purpose_key
 
+from . import select_kernel as sk
 from .bler import sinr_shift_db
 from .copies import MAX_COPIES, CopyHolder, Outcomes
 from .history import Heard, TxHistory
@@ -45,8 +47,9 @@ from .log import RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import Propagation
 from .reception import Links, Neighbourhood, Transmissions, receive
-from .sensing import SenseScratch, sense
-from .sps import PHASE_MS, select, select_nr
+from .select_kernel import salted
+from .sensing import SenseScratch
+from .sps import PHASE_MS
 from .tbs import SCI_RBS, subchannels_needed
 
 NS_PER_SF = 1_000_000  # an LTE subframe (NR slots: NS_PER_SF / 2^mu)
@@ -91,6 +94,7 @@ class Sidelink:
         self.shift_db = sinr_shift_db(phy.mcs, lengths * phy.subchannel_rbs - SCI_RBS)
         self.noise_tb_mw = self.noise_rb_mw * (lengths * phy.subchannel_rbs - SCI_RBS)
         self.keys = {name: purpose_key(seed, "cv2x", name) for name in ("pick", "tie", "counter", "keep", "bler")}
+        self.draw_keys = {name: salted(self.keys[name]) for name in ("pick", "tie")}  # as KeyedDraws.random
         self.history = TxHistory()
         self.heard = Heard(self.sps.sensing_window_ms)  # what each station heard, for its sensing
         self.sense_scratch = SenseScratch()
@@ -231,8 +235,7 @@ class Sidelink:
     def _decide(self, n: int, rows: np.ndarray) -> None:
         """Reservation or reselection for the packets of ``rows`` that arrived in subframe ``n``."""
         if self.dynamic:
-            for row in rows.tolist():
-                self._reselect(n, row, _DYNAMIC)
+            self._reselect(n, rows, np.full(len(rows), _DYNAMIC, np.int64))
             return
         sps = self.sps
         rri = sps.rri_ms
@@ -253,41 +256,37 @@ class Sidelink:
         self.pkt_tx_sf[rows[keep]] = self.res_sf[rows[keep]]
         self.pkt_cause[rows[keep]] = self.carry[rows[keep]]
         self.carry[rows] = 0
-        for row, code in zip(rows[~keep].tolist(), cause[~keep].tolist(), strict=True):
-            self._reselect(n, row, code)
+        if not keep.all():
+            self._reselect(n, rows[~keep], cause[~keep])
 
-    def _reselect(self, n: int, row: int, code: int) -> None:
-        sps, station = self.sps, int(self.ids[row])
-        length = int(self.pkt_len[row])
-        sensed = sense(self.heard, self.sense_scratch, row, n, sps.sensing_window_ms, self.phase, self.n_sub,
-                       self.cfg.phy.sensitivity_dbm, 0 if self.dynamic else sps.rri_ms)
-        ev = (np.array([station]), None, np.array([n]))
-        if self.nr:
-            k = 1 + self.cfg.blind_retransmissions
-            u = KeyedDraws(self.keys["pick"], np.full(k, station), np.arange(k), np.full(k, n)).random(k)
-            picks = select_nr(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, self.phase, self.dynamic)
-            choice = picks[0]
-            if self.dynamic:  # nothing reserved: the copies of this packet only
-                self.copies.plan(row, [p.sf for p in picks], [p.x0 for p in picks])
-                self.copy_next[row] = 0
-                self.res_x0[row], self.res_len[row] = choice.x0, length
-                self.last_tx_sf[row] = max(int(self.last_tx_sf[row]), n)
-                self.pkt_tx_sf[row], self.pkt_cause[row] = choice.sf, code
-                return
-        else:
-            u = float(KeyedDraws(self.keys["pick"], *ev).random(1)[0])
-            window = min(sps.t2_ms, sps.delay_budget_ms) - sps.t1_ms + 1
-            cells = window * (self.n_sub - length + 1)
-            tie = KeyedDraws(self.keys["tie"], np.full(cells, station), np.arange(cells),
-                             np.full(cells, n)).random(cells)
-            choice = select(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, tie, self.phase)
+    def _reselect(self, n: int, rows: np.ndarray, codes: np.ndarray) -> None:
+        """New resources for the packets of ``rows`` (reselection causes ``codes``) that arrived in slot ``n``: each
+        station senses and selects (``select_kernel.reselect_rows``); a reservation draws its counter."""
+        sps, k = self.sps, len(rows)
+        copies = 1 + self.cfg.blind_retransmissions if self.nr else 1
+        out_sf, out_x0 = np.full((k, MAX_COPIES), -1, np.int64), np.full((k, MAX_COPIES), -1, np.int64)
+        count = np.zeros(k, np.int64)
+        length = self.pkt_len[rows]
+        sk.reselect_rows(rows, self.ids[rows], length, n, *self.heard.arrays, self.sense_scratch.last,
+                         self.sense_scratch.seen, sps.sensing_window_ms, self.phase, self.n_sub,
+                         self.cfg.phy.sensitivity_dbm, 0 if self.dynamic else sps.rri_ms,
+                         self.phase if self.dynamic else sps.rri_ms, 1 << 40 if self.dynamic else sps.rri_ms,
+                         sps.rri_ms, sps.t1_ms, min(sps.t2_ms, sps.delay_budget_ms), sps.min_candidates,
+                         sps.rsrp_threshold_dbm, sps.rsrp_step_db, self.nr, copies, self.draw_keys["pick"],
+                         self.draw_keys["tie"], out_sf, out_x0, count)
+        self.res_x0[rows], self.res_len[rows] = out_x0[:, 0], length
+        self.last_tx_sf[rows] = np.maximum(self.last_tx_sf[rows], n)  # a new reservation counts as used now
+        self.pkt_tx_sf[rows], self.pkt_cause[rows] = out_sf[:, 0], codes
+        if self.dynamic:  # nothing reserved: the copies of this packet only
+            for i, row in enumerate(rows.tolist()):
+                self.copies.plan(row, out_sf[i, :count[i]].tolist(), out_x0[i, :count[i]].tolist())
+            self.copy_next[rows] = 0
+            return
         lo, hi = self.cfg.sps.counter_range
-        self.counter[row] = int(KeyedDraws(self.keys["counter"], *ev).integers(lo, hi + 1, 1)[0])
-        self.res_sf[row], self.res_x0[row], self.res_len[row] = choice.sf, choice.x0, length
-        self.reselect[row] = False
-        self.last_tx_sf[row] = max(int(self.last_tx_sf[row]), n)  # a new reservation counts as used now
-        self.pkt_tx_sf[row] = choice.sf
-        self.pkt_cause[row] = code
+        self.counter[rows] = KeyedDraws(self.keys["counter"], self.ids[rows], None,
+                                        np.full(k, n, np.int64)).integers(lo, hi + 1, k)
+        self.res_sf[rows] = out_sf[:, 0]
+        self.reselect[rows] = False
 
     def _transmit(self, k: int, rows: np.ndarray, x: np.ndarray, y: np.ndarray) -> Subframe:
         length = self.res_len[rows]

@@ -17,12 +17,11 @@ Candidates are the single-subframe resources of L adjacent subchannels in the se
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels as kn
+from . import select_kernel as sk
 from .params import SpsParams
 from .sensing import Sensed
 
@@ -46,18 +45,11 @@ def select(n: int, length: int, rri_ms: int, cfg: SpsParams, n_subchannels: int,
     ``u`` in [0, 1) picks among the best candidates, ``tie`` (one uniform number per candidate, window-major) orders
     candidates of equal S-RSSI (the standard leaves it open; an order by time would crowd every station that
     selects at about the same time into the same early subframes). Times are in slots of which ``phase`` make
-    100 ms (1 ms subframes: 100)."""
-    ys, nx, keep, threshold, total, need = _candidates(n, length, rri_ms, rri_ms, cfg, n_subchannels, sensed, phase)
-    period = min(phase, rri_ms)
-    rssi = sensed.rssi_mw if period == phase else _fold(sensed.rssi_mw, period)
-    cells = rssi[ys % period]  # (window, subchannel)
-    metric = sum(cells[:, k:k + nx] for k in range(length)) / length
-    flat = np.flatnonzero(keep.ravel())
-    order = flat[np.lexsort((tie[flat], metric.ravel()[flat]))]
-    best = order[:max(1, min(need, len(order)))]
-    pick = int(best[min(int(u * len(best)), len(best) - 1)])
-    return Selection(sf=int(ys[pick // nx]), x0=pick % nx, threshold_dbm=threshold, candidates=total,
-                     remaining=int(keep.sum()))
+    100 ms (1 ms subframes: 100). The channel selects with the same compiled steps (``select_kernel``)."""
+    keep, threshold, need, remaining = _candidates(n, length, rri_ms, rri_ms, cfg, n_subchannels, sensed, phase)
+    sf, x0 = sk.rank_pick(n, length, cfg.t1_ms, need, rri_ms, phase, np.ascontiguousarray(sensed.rssi_mw), keep,
+                          np.asarray(tie, np.float64), float(u))
+    return Selection(sf=int(sf), x0=int(x0), threshold_dbm=threshold, candidates=keep.size, remaining=remaining)
 
 
 def select_nr(n: int, length: int, rri_slots: int, cfg: SpsParams, n_subchannels: int, sensed: Sensed,
@@ -69,66 +61,25 @@ def select_nr(n: int, length: int, rri_slots: int, cfg: SpsParams, n_subchannels
     again, so only its own slot is checked against others' reservations (and the half-duplex exclusion takes the
     100 ms period)."""
     own = phase if dynamic else rri_slots
-    ys, nx, keep, threshold, total, _ = _candidates(n, length, own, 1 << 40 if dynamic else rri_slots, cfg,
-                                                    n_subchannels, sensed, phase)
-    free = keep.copy()
-    picks = []
-    for v in np.atleast_1d(u):
-        flat = np.flatnonzero(free.ravel())
-        if len(flat) == 0:
-            break
-        pick = int(flat[min(int(v * len(flat)), len(flat) - 1)])
-        picks.append(Selection(sf=int(ys[pick // nx]), x0=pick % nx, threshold_dbm=threshold, candidates=total,
-                               remaining=int(keep.sum())))
-        free[pick // nx] = False
-    return sorted(picks, key=lambda s: s.sf)
+    keep, threshold, _, remaining = _candidates(n, length, own, 1 << 40 if dynamic else rri_slots, cfg,
+                                                   n_subchannels, sensed, phase)
+    u = np.atleast_1d(np.asarray(u, np.float64))
+    out_sf, out_x0 = np.full(len(u), -1, np.int64), np.full(len(u), -1, np.int64)
+    k = sk.uniform_picks(n, cfg.t1_ms, keep, u, out_sf, out_x0)
+    return [Selection(sf=int(out_sf[i]), x0=int(out_x0[i]), threshold_dbm=threshold, candidates=keep.size,
+                      remaining=remaining) for i in range(k)]
 
 
 def _candidates(n: int, length: int, rri_own: int, rri_tx: int, cfg: SpsParams, n_subchannels: int, sensed: Sensed,
-                phase: int) -> tuple[np.ndarray, int, np.ndarray, float, int, int]:
-    """The window's slots ``ys``, the candidate positions per slot ``nx``, the mask (slot, position) of those left
-    after the half-duplex and reservation exclusions (the threshold raised until ``min_candidates`` remain), the
-    threshold, the number of candidates and the number that must remain."""
+                phase: int) -> tuple[np.ndarray, float, int, int]:
+    """The mask (slot, position) of the candidates left after the half-duplex and reservation exclusions (the
+    threshold raised until ``min_candidates`` remain), the threshold, how many must remain and how many do
+    (``select_kernel.candidates``)."""
     t2 = min(cfg.t2_ms, cfg.delay_budget_ms)
-    ys = n + np.arange(cfg.t1_ms, t2 + 1, dtype=np.int64)
-    nx = n_subchannels - length + 1
-    total = len(ys) * nx
-    free = ~_own_subframes(ys, sensed.own_sf, rri_own, phase)[:, None] & np.ones((len(ys), nx), bool)
-    power = _reserved_power(ys, sensed, rri_tx, n_subchannels, length, phase)
-    need = math.ceil(cfg.min_candidates * total)
-    threshold = cfg.rsrp_threshold_dbm
-    top = float(power.max(initial=-np.inf))
-    while True:
-        keep = free & ~(power > threshold)
-        if keep.sum() >= need or threshold > top:
-            break
-        threshold += cfg.rsrp_step_db
-    if not keep.any():  # nothing left at all (every subframe half-duplex excluded): the whole window
-        keep = np.ones_like(keep)
-    return ys, nx, keep, threshold, total, need
-
-
-def _own_subframes(ys: np.ndarray, own_sf: np.ndarray, rri_ms: int, phase: int = PHASE_MS) -> np.ndarray:
-    """Window subframes the station cannot use: it did not sense the subframe a period before (half-duplex)."""
-    if len(own_sf) == 0:
-        return np.zeros(len(ys), bool)
-    out = np.isin(ys % phase, own_sf % phase)
-    if rri_ms < phase:
-        gap = ys[:, None] - own_sf[None, :]
-        out |= ((gap % rri_ms == 0) & (gap > 0) & (gap <= phase)).any(axis=1)
-    return out
-
-
-def _reserved_power(ys: np.ndarray, sensed: Sensed, rri_ms: int, n_subchannels: int, length: int,
-                    phase: int = PHASE_MS) -> np.ndarray:
-    """(window, candidate) the strongest received power of a sensed reservation the candidate (or one of its own
-    later occurrences) overlaps; -inf where none (``kernels.reserved_power``)."""
-    out = np.empty((len(ys), n_subchannels - length + 1))
-    kn.reserved_power(sensed.res_sf, sensed.res_x0, sensed.res_len, sensed.res_rri, sensed.res_power_dbm,
-                      int(ys[0]), int(ys[-1]), rri_ms, length, phase, np.empty((len(ys), n_subchannels)), out)
-    return out
-
-
-def _fold(rssi: np.ndarray, phase: int) -> np.ndarray:
-    """The S-RSSI folded onto a shorter period (reservation intervals of 20 or 50 ms)."""
-    return rssi.reshape(-1, phase, rssi.shape[1]).mean(axis=0)
+    keep = np.zeros((t2 - cfg.t1_ms + 1, n_subchannels - length + 1), np.bool_)
+    as_i = lambda a: np.ascontiguousarray(a, np.int64)  # noqa: E731
+    threshold, need, remaining = sk.candidates(
+        n, length, rri_own, rri_tx, cfg.t1_ms, t2, cfg.min_candidates, cfg.rsrp_threshold_dbm, cfg.rsrp_step_db,
+        n_subchannels, phase, as_i(sensed.own_sf), as_i(sensed.res_sf), as_i(sensed.res_x0), as_i(sensed.res_len),
+        as_i(sensed.res_rri), np.ascontiguousarray(sensed.res_power_dbm, np.float64), keep)
+    return keep, float(threshold), int(need), int(remaining)
