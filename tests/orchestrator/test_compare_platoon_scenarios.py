@@ -1,6 +1,7 @@
 """``coopsim compare SCENARIO --channels ideal,itsg5,cv2x`` runs every shipped platoon scenario: each channel's run
 succeeds on the scenario's seed and is in comparison.json with its own channel model and link figures. The runs are
-shortened to 4 s; the page itself is covered by test_compare_cv2x.py, so it is not drawn here."""
+shortened to 4 s (or 2 s past the last maneuver request); the page itself is covered by test_compare_cv2x.py, so it
+is not drawn here."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ def test_compare_runs_the_three_channels(name, tmp_path, monkeypatch):
     monkeypatch.setattr(compare_module, "write_comparison_html", lambda *args, **kwargs: None)
     path = REPO / "scenarios" / name
     scenario = parse_scenario(path.read_text(), str(path))
+    duration = max([4.0, *(m.at_s + 2.0 for m in scenario.maneuvers)])  # past the last maneuver's request
     result = compare(path, "channel", CHANNELS, tmp_path, jobs=2,
-                     overrides=["duration_s=4", "outputs.plots=false", "outputs.report=false"])
+                     overrides=[f"duration_s={duration}", "outputs.plots=false", "outputs.report=false"])
     assert result["ok"], {c: r["run"].get("error") for c, r in result["runs"].items()}
     assert result["variants"] == CHANNELS
     for channel in CHANNELS:
