@@ -91,14 +91,14 @@ class Heard:
 
     def reserve(self, sf: int, entries: int) -> None:
         """Room for ``entries`` more in every ring at subframe ``sf``: forget what is older than the window, and
-        double the rings while the fullest one would be more than half full (so forgetting stays rare)."""
+        double the rings while the fullest one would be more than three quarters full (so forgetting stays rare)."""
         if sf >= MAX_SF:
             raise ValueError(f"cv2x: a run lasts at most {MAX_SF} slots")
         cap = self.ring.shape[1]
         if len(self.count) == 0 or int(self.count.max()) + entries <= cap:
             return
         kn.forget_heard(self.ring, self.head, self.count, sf - self.window)
-        while int(self.count.max()) + entries > cap // 2:
+        while int(self.count.max()) + entries > cap * 3 // 4:
             cap *= 2
         if cap == self.ring.shape[1]:
             return

@@ -117,6 +117,7 @@ class Cv2xChannel(CommsModel):
         self._interest_keys = np.empty(0, np.int64)
         self._interest_src: Interest | None = None
         self._x = np.empty(0)
+        self._subframes: list[Subframe] = []  # the step's subframes with transmissions, until ``_received``
         self._y = np.empty(0)
 
     # -- stations ------------------------------------------------------------------------------------------------
@@ -157,7 +158,8 @@ class Cv2xChannel(CommsModel):
         y = np.ascontiguousarray(estimate["y"], np.float64)
         self._x, self._y = x, y
         self._set_interest(interest)
-        self.link.advance(-(-t_ns // self.link.ns_slot), x, y, self._received)
+        self.link.advance(-(-t_ns // self.link.ns_slot), x, y, self._hold)
+        self._received()
         if len(ids):
             self._generate(t_ns, estimate, x, y)
         return self._release(t_ns)
@@ -207,14 +209,28 @@ class Cv2xChannel(CommsModel):
             u_des = np.where(np.isnan(u), np.nan, np.rint(np.clip(np.nan_to_num(u), -limit, limit) * 100.0) / 100.0)
         return np.column_stack([q["x"], q["y"], q["yaw"], q["v"], q["a"], q["yaw_rate"], u_des])
 
-    def _received(self, sub: Subframe) -> None:
-        """Log the links of a subframe and hold the deliveries among them."""
-        txs, links = sub.txs, sub.links
-        sender = txs.sender[links.tx]
-        receiver = self.link.ids[links.rx]
-        gen = sub.generated_ns[links.tx]
+    def _hold(self, sub: Subframe) -> None:
+        """A subframe's links wait for the end of the step (``_received``); their rows keep their place in the log."""
+        self._subframes.append(sub)
+        self.log.hold_receptions()
+
+    def _received(self) -> None:
+        """Log the links of the step's subframes and hold the deliveries among them (one pass for all)."""
+        subs, self._subframes = self._subframes, []
+        if not subs:
+            return
+        counts = np.array([len(sub.links.tx) for sub in subs], np.int64)
+        offsets = np.cumsum([0] + [len(sub.txs.sender) for sub in subs[:-1]])
+        tx = np.concatenate([sub.links.tx + off for sub, off in zip(subs, offsets.tolist(), strict=True)])
+        rx = np.concatenate([sub.links.rx for sub in subs])
+        cause = np.concatenate([sub.links.cause for sub in subs])
+        sender = np.concatenate([sub.txs.sender for sub in subs])[tx]
+        rows = np.concatenate([sub.txs.row for sub in subs])[tx]
+        gen = np.concatenate([sub.generated_ns for sub in subs])[tx]
+        link_sf = np.concatenate([sub.link_sf for sub in subs])
+        receiver = self.link.ids[rx]
         interest = _member((receiver << 32) | sender, self._interest_keys)
-        ok = links.cause == RECEIVED
+        ok = cause == RECEIVED
         n = len(sender)
         record = np.ones(n, bool) if self.cfg.trace == "all" else interest
         # receive processing and propagation delays, drawn only for what is logged or delivered
@@ -222,21 +238,23 @@ class Cv2xChannel(CommsModel):
         delay = np.zeros(n, np.int64)
         if timed.any():
             draws = KeyedDraws(self.rx_latency_key, sender[timed], receiver[timed], gen[timed])
-            d = np.hypot(self._x[links.rx[timed]] - self._x[txs.row[links.tx[timed]]],
-                         self._y[links.rx[timed]] - self._y[txs.row[links.tx[timed]]])
+            d = np.hypot(self._x[rx[timed]] - self._x[rows[timed]], self._y[rx[timed]] - self._y[rows[timed]])
             delay[timed] = np.round(self.cfg.latency.rx_processing.draw(draws, int(timed.sum())) * 1e9
                                     + d / SPEED_OF_LIGHT_MPS * 1e9).astype(np.int64)
-        t_rx = (sub.link_sf + 1) * self.link.ns_slot + delay
-        self.log.receptions(links.cause, interest, record, t_rx, sender, receiver, gen, links.power_dbm, sub.link_sf,
-                            txs.x0[links.tx], txs.length[links.tx])
+        t_rx = (link_sf + 1) * self.link.ns_slot + delay
+        self.log.receptions(cause, interest, record, t_rx, sender, receiver, gen,
+                            np.concatenate([sub.links.power_dbm for sub in subs]), link_sf,
+                            np.concatenate([sub.txs.x0 for sub in subs])[tx],
+                            np.concatenate([sub.txs.length for sub in subs])[tx], counts)
         deliver = ok if self.cfg.deliver == "all" else ok & interest
         if deliver.any():
+            content = np.concatenate([sub.content for sub in subs])[tx[deliver]]
             new = {"receiver": receiver[deliver], "sender": sender[deliver], "generated_ns": gen[deliver],
                    "received_ns": t_rx[deliver]}
             for c, name in enumerate(CAM_CONTENT):
-                new[name] = sub.content[links.tx[deliver], c]
+                new[name] = content[:, c]
             if self.carries_platooning_message:
-                new["u_des"] = sub.content[links.tx[deliver], PM_COLUMN]
+                new["u_des"] = content[:, PM_COLUMN]
             self.pending = {name: np.concatenate([self.pending[name], new[name]]) for name in self.pending}
 
     def _release(self, t_ns: int) -> Deliveries:
