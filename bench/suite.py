@@ -195,6 +195,27 @@ def itsg5_10000_etsi() -> dict:
             "detail": f"{seconds:g} s in {wall:.2f} s{_cpu_note()}; peak memory {peak:.0f} MiB (target < 1,024)"}
 
 
+def cv2x_1000_10hz() -> dict:
+    """1,000 C-V2X (LTE-V2X mode 4) stations at 10 Hz: real-time factor (the ITS-G5 row's target)."""
+    seconds = 5.0
+    wall = _loop_seconds(["vehicles.count=1000", "platoon.size=8", f"duration_s={seconds}", "channel.type=cv2x",
+                          "channel.generation.mode=fixed_rate", "channel.generation.fixed_rate_hz=10"],
+                         trace=False, repeat=1)
+    return {"figure": seconds / wall, "unit": "x real time", "target": 10.0, "better": "higher",
+            "detail": f"{seconds:g} s in {wall:.2f} s{_cpu_note()}; load {os.getloadavg()[0]:.1f}"}
+
+
+def cv2x_10000_etsi() -> dict:
+    """10,000 C-V2X stations with the ETSI generation rules: real-time factor and peak memory."""
+    seconds = 2.0
+    wall = _loop_seconds(["vehicles.count=10000", "platoon.size=8", f"duration_s={seconds}", "channel.type=cv2x"],
+                         trace=False, repeat=1)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"figure": seconds / wall, "unit": "x real time", "target": 1.0, "better": "higher",
+            "detail": f"{seconds:g} s in {wall:.2f} s{_cpu_note()}; load {os.getloadavg()[0]:.1f}; peak memory "
+                      f"{peak:.0f} MiB"}
+
+
 def spawn_10000() -> dict:
     """Spawning 10,000 robots at t = 0 in every federate."""
     from orchestrator.build.world import build_world
@@ -252,7 +273,8 @@ MEASUREMENTS: dict[str, Callable[[], dict]] = {
     "first_run": first_run, "whole_command": whole_command, "help": help_time, "full_fidelity_4": full_fidelity_4,
     "ideal_1000": ideal_1000, "ideal_10000": ideal_10000, "ideal_1000_curves": ideal_1000_curves,
     "ideal_10000_curves": ideal_10000_curves, "itsg5_1000_10hz": itsg5_1000_10hz,
-    "itsg5_10000_etsi": itsg5_10000_etsi, "spawn_10000": spawn_10000, "gym_one": gym_one, "gym_256": gym_256,
+    "itsg5_10000_etsi": itsg5_10000_etsi, "cv2x_1000_10hz": cv2x_1000_10hz, "cv2x_10000_etsi": cv2x_10000_etsi,
+    "spawn_10000": spawn_10000, "gym_one": gym_one, "gym_256": gym_256,
     "sweep_1000": sweep_1000,
 }
 
