@@ -1,5 +1,6 @@
 """Compiled kernels of the C-V2X channel: the received power of a link, the receptions of a subframe (with what each
-station heard, kept for its sensing). Every compiled helper lives in this file
+station heard, kept for its sensing) and, when those rings would take too much memory, what a station sensed
+recomputed from the transmission history (``sense_window``). Every compiled helper lives in this file
 (numba's on-disk cache checks only a kernel's own file).
 
 A link's power in a subframe is ``tx - PL(d) + sigma(d) z + F``: the mean path loss of ``propagation``, log-normal
@@ -328,7 +329,9 @@ def receive_subframe(tx_row, tx_id, tx_slot, tx_x0, tx_len, tx_noise_mw, tx_shif
             else:
                 out_cause[j] = RECEIVED
     _busy(tx_row, tx_x0, tx_len, n_sub, noise_sub_mw, cbr_mw, loc, touched, m, start, order, out_t, mw, tx_of, busy)
-    _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, ring, ring_p, h_head, h_count, first_sf)
+    if ring.shape[0] > 0:  # the rings are kept (``history.Heard``; empty once sensing recomputes)
+        _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, ring, ring_p, h_head, h_count,
+                  first_sf)
     for i in range(m):
         loc[touched[i]] = -1
     for t in range(n_tx):
@@ -345,3 +348,48 @@ def _remember(tx_row, tx_slot, tx_x0, tx_len, sf, out_t, out_r, out_p, k, ring, 
     for j in range(k):
         t = out_t[j]
         _hear(ring, ring_p, h_head, h_count, out_r[j], first_sf, sf, tx_slot[t], tx_x0[t], tx_len[t], out_p[j])
+
+
+@njit(cache=True)
+def sense_window(h_sf, h_sender, h_slot, h_x0, h_len, h_snap, h_sx, h_sy, snap_x, snap_y, newest_snap, row, station,
+                 first_sf, window, period, radius2, tx_dbm, pl, shadow_key, fade_key, fade_lim, fade_db, sens_dbm,
+                 n_slots, own, rssi, pick, pick_p):  # pragma: no cover - compiled
+    """What station ``station`` (row ``row`` of the position snapshots) sensed from the history rows ``h_*``
+    (subframes ``first_sf`` .. ``first_sf + window - 1``, in order): ``own[s - first_sf]`` its own transmissions;
+    ``rssi[phase, subchannel]`` += the power of every other transmission it heard, spread over its subchannels and
+    folded modulo ``period`` (half-duplex: nothing in its own subframes); ``pick[:m]`` the history row of the last
+    SCI it decoded from each other station (slot), ``pick_p[:m]`` its power. Returns m."""
+    n = h_sf.shape[0]
+    depth = snap_x.shape[0]
+    for i in range(n):
+        if h_sender[i] == station:
+            own[h_sf[i] - first_sf] = True
+    last = np.full(n_slots, -1, np.int64)
+    power = np.empty(n)
+    for i in range(n):
+        if h_sender[i] == station or own[h_sf[i] - first_sf] or h_snap[i] <= newest_snap - depth:
+            continue
+        slot = h_snap[i] % depth
+        rx = snap_x[slot, row]
+        ry = snap_y[slot, row]
+        if math.isnan(rx):
+            continue
+        d2 = (h_sx[i] - rx) ** 2 + (h_sy[i] - ry) ** 2
+        if d2 > radius2:
+            continue
+        p = _power_dbm(math.sqrt(d2), h_sender[i], station, h_sf[i], tx_dbm, pl, shadow_key, fade_key, fade_lim,
+                       fade_db)
+        share = 10.0 ** (p / 10.0) / h_len[i]
+        ph = h_sf[i] % period
+        for c in range(h_x0[i], h_x0[i] + h_len[i]):
+            rssi[ph, c] += share
+        if p >= sens_dbm:
+            last[h_slot[i]] = i
+            power[i] = p
+    m = 0
+    for s in range(n_slots):
+        if last[s] >= 0:
+            pick[m] = last[s]
+            pick_p[m] = power[last[s]]
+            m += 1
+    return m

@@ -1,5 +1,7 @@
 """What one station sensed over its sensing window (TS 36.213 14.1.1.6), read from what it heard (``history.Heard``:
-the links the reception kernel resolved to it, with the powers they had; ``select_kernel.sense_heard``):
+the links the reception kernel resolved to it, with the powers they had; ``select_kernel.sense_heard``) or, once
+those rings would take too much memory, recomputed from the transmission history with the same keyed draws and
+positions (``sense``, ``kernels.sense_window``):
 
 - the subframes in which it transmitted itself (it could not sense them: half-duplex);
 - the last SCI it decoded from each other station (its subframe, subchannels, reservation interval and the
@@ -13,6 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import kernels as kn
+from .history import PositionSnapshots, TxHistory
+from .propagation import Propagation
 
 
 @dataclass(frozen=True)
@@ -40,3 +46,23 @@ class SenseScratch:
         if len(self.last) < n_slots:
             self.last = np.concatenate([self.last, np.full(n_slots - len(self.last), -1, np.int64)])
             self.seen = np.empty(len(self.last), np.int64)
+
+
+def sense(history: TxHistory, snaps: PositionSnapshots, prop: Propagation, row: int, station: int, n: int,
+          window_ms: int, period_ms: int, n_subchannels: int, sensitivity_dbm: float, n_slots: int, rri: int) -> Sensed:
+    """What station ``station`` (row ``row``) sensed in subframes [n - window_ms, n - 1], recomputed from the
+    history; the S-RSSI is folded modulo ``period_ms``; ``n_slots`` bounds the history's sender slots; every
+    reservation announced ``rri`` (0: a dynamic grant)."""
+    col = history.window(n - window_ms, n)
+    own = np.zeros(window_ms, bool)
+    rssi = np.zeros((period_ms, n_subchannels))
+    pick = np.empty(n_slots, np.int64)
+    pick_p = np.empty(n_slots)
+    m = kn.sense_window(col["sf"], col["sender"], col["slot"], col["x0"], col["length"], col["snap"],
+                        col["sx"], col["sy"], snaps.x, snaps.y,
+                        snaps.serial, row, station, n - window_ms, window_ms, period_ms, prop.radius_m**2,
+                        *prop.kernel_args(), sensitivity_dbm, n_slots, own, rssi, pick, pick_p)
+    at = pick[:m]
+    return Sensed(own_sf=n - window_ms + np.flatnonzero(own), res_sf=col["sf"][at], res_x0=col["x0"][at],
+                  res_len=col["length"][at], res_rri=np.full(m, rri, np.int64), res_power_dbm=pick_p[:m].copy(),
+                  rssi_mw=rssi * (period_ms / window_ms))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from comms_models.cv2x import history
 from tests.comms.cv2x_digest_run import CONFIGS, run
 
 RECORDED = {
@@ -36,4 +37,13 @@ def test_every_configuration_has_a_recorded_digest() -> None:
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_a_run_is_bit_identical_to_the_model_before_its_speed_ups(name: str) -> None:
+    assert run(name) == RECORDED[name]
+
+
+@pytest.mark.parametrize("name", ["etsi", "nr_dynamic", "lte_rri20"])
+def test_recomputing_the_sensing_instead_of_keeping_the_rings_changes_nothing(name: str,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no memory for the rings of what each station heard, they are dropped at their first growth and every
+    later selection recomputes its sensing from the history: the same digests."""
+    monkeypatch.setattr(history, "RING_BUDGET_BYTES", 0)
     assert run(name) == RECORDED[name]
