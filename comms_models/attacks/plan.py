@@ -58,6 +58,7 @@ class AttackPlan:
     def __init__(self, attacks: Sequence[Attack]) -> None:
         self.attacks = list(attacks)
         self.robots = np.array([a.ctx.robot for a in self.attacks], np.int64)
+        self._sorted_robots = np.unique(self.robots)
         self._observers = [a for a in self.attacks if type(a).observe is not Attack.observe]  # e.g. replays
         watched = [a.watched() for a in self._observers]
         self._watched = np.array([-1 if w is None else w for w in watched], np.int64)  # -1: every station
@@ -82,7 +83,7 @@ class AttackPlan:
         lo, hi, robots = self._windows[message]
         on = (lo <= t_ns) & (t_ns < hi)
         if senders is not None:
-            on &= np.isin(robots, senders)
+            on &= _within(robots, np.sort(senders))
         return [group[k] for k in np.flatnonzero(on).tolist()]
 
     # -- generation ------------------------------------------------------------------------------------------------
@@ -106,11 +107,11 @@ class AttackPlan:
         claimed = senders.copy()
         generated = np.full(len(senders), t_ns, np.int64)
         if self._observers:  # those that watch a station only when it sends
-            seen = (self._watched < 0) | np.isin(self._watched, senders)
+            seen = (self._watched < 0) | _within(self._watched, np.sort(senders))
             for k in np.flatnonzero(seen).tolist():
                 self._observers[k].observe(t_ns, senders, values)
         active = self._active(t_ns, "cam", senders)
-        sending = np.flatnonzero(np.isin(senders, self.robots)) if active else senders[:0]  # attackers' rows
+        sending = np.flatnonzero(_within(senders, self._sorted_robots)) if active else senders[:0]  # attackers' rows
         copied = False
         for attack in active:
             rows = sending[senders[sending] == attack.ctx.robot]
@@ -227,6 +228,13 @@ class AttackPlan:
             labels[(labels == 0) & (senders == c.robot) & (generated_ns >= c.from_ns) & (generated_ns < c.to_ns)] = \
                 c.label
         return labels
+
+
+def _within(values: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Per value: whether it is in ``table`` (sorted): a binary search each (np.isin sorts both every call)."""
+    if not len(table):
+        return np.zeros(len(values), bool)
+    return table[np.minimum(np.searchsorted(table, values), len(table) - 1)] == values
 
 
 def _cat(parts: list[np.ndarray]) -> np.ndarray:

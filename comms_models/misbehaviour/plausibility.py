@@ -8,8 +8,6 @@ from collections.abc import Mapping
 import numpy as np
 from pydantic import Field, field_validator
 
-from core.robots import rows_of
-
 from . import checks as ck
 from . import kernels as kn
 from .base import Detector, DetectorParams
@@ -71,6 +69,9 @@ class PlausibilityDetector(Detector):
         self.enabled = sum(ck.bit(name) for name in params.checks)
         self.history = PairHistory()
         self.tracks = KalmanTracks(params.kalman) if "kalman" in params.checks else None
+        self._thresholds = self.thresholds()
+        # the rows of ids in the estimate, the stations spawned and the range sensor: each roster sorted once
+        self._own_rows, self._station_rows, self._sensor_rows = RowIndex(), RowIndex(), RowIndex()
         self.ids = np.empty(0, np.int64)  # stations: spawn time, bumpers ahead of / behind the rear axle
         self.spawn_ns = np.empty(0, np.int64)
         self.front_m = np.empty(0)
@@ -119,12 +120,12 @@ class PlausibilityDetector(Detector):
         gen = np.ascontiguousarray(m["generated_ns"], np.int64)
         received = m.get("received_ns")  # (a judge fed by hand may leave it out: received now)
         received = np.full(n, t_ns, np.int64) if received is None else np.ascontiguousarray(received, np.int64)
-        o_rows = rows_of(np.asarray(own["id"], np.int64), receiver, missing=-1)
+        o_rows = self._own_rows(own["id"], receiver)
         own_cols = {c: np.ascontiguousarray(own[c], np.float64) for c in ("x", "y", "yaw")}
-        r_rows, s_rows = (rows_of(self.ids, ids, missing=-1) for ids in (receiver, sender))
+        r_rows, s_rows = np.split(self._station_rows(self.ids, np.concatenate([receiver, sender])), 2)
         front = np.where(r_rows >= 0, self.front_m[np.maximum(r_rows, 0)] if len(self.ids) else np.nan, np.nan)
         rear = np.where(s_rows >= 0, self.rear_m[np.maximum(s_rows, 0)] if len(self.ids) else np.nan, np.nan)
-        p = self.thresholds()
+        p = self._thresholds
         distance = np.empty(n)
         kn.per_message(np.int64(t_ns), kind, has_kind, f["x"], f["y"], f["yaw"], f["v"], f["a"], u, gen, o_rows,
                        own_cols["x"], own_cols["y"], own_cols["yaw"], self._measured(receiver, sender, sensor), front,
@@ -179,7 +180,27 @@ class PlausibilityDetector(Detector):
         it)."""
         if sensor is None or not len(sensor["id"]):
             return np.full(len(receiver), np.nan)
-        s_rows = rows_of(np.asarray(sensor["id"], np.int64), receiver, missing=-1)
+        s_rows = self._sensor_rows(sensor["id"], receiver)
         at = np.maximum(s_rows, 0)
         tracked = (s_rows >= 0) & (np.asarray(sensor["target"], np.int64)[at] == sender)
         return np.where(tracked, np.asarray(sensor["range_m"], np.float64)[at], np.nan)
+
+
+class RowIndex:
+    """Row indices of ids within a roster (``core.robots.rows_of`` with -1 for a missing id), the roster's sort
+    kept while it stays the same: a roster changes at a spawn, the rows are asked for at every step."""
+
+    def __init__(self) -> None:
+        self.ids = np.empty(0, np.int64)
+        self.order = np.empty(0, np.int64)
+        self.sorted = np.empty(0, np.int64)
+
+    def __call__(self, ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, np.int64)
+        if len(ids) != len(self.ids) or not np.array_equal(ids, self.ids):
+            self.ids, self.order = ids.copy(), np.argsort(ids, kind="stable")
+            self.sorted = ids[self.order]
+        if not len(ids):
+            return np.full(len(wanted), -1, np.int64)
+        pos = np.minimum(np.searchsorted(self.sorted, wanted), len(ids) - 1)
+        return np.where(self.sorted[pos] == wanted, self.order[pos], -1)
