@@ -93,10 +93,15 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), capsys.readouterr().err
 
 
+HOW_IT_RAN = {"wall_time_s", "batched", "batching"}
+"""sweep.json's keys that say how the sweep ran (wall-clock times, the batched world that carried a run, how many
+points ran batched or alone): the only values a cluster, which runs every point alone, may change."""
+
+
 def without_wall_times(value: Any) -> Any:
-    """sweep.json with the wall-clock times removed (the only values a cluster may change)."""
+    """sweep.json without the keys that say how it ran (``HOW_IT_RAN``): the points, runs, digests and metrics."""
     if isinstance(value, dict):
-        return {k: without_wall_times(v) for k, v in value.items() if k != "wall_time_s"}
+        return {k: without_wall_times(v) for k, v in value.items() if k not in HOW_IT_RAN}
     if isinstance(value, list):
         return [without_wall_times(v) for v in value]
     return value
@@ -114,6 +119,8 @@ def test_a_sweep_on_the_cluster_equals_the_local_one(tmp_path, cluster, capsys):
     assert len(digests) == 4 and all(len(d) == 1 and len(d[0]) == 64 for d in digests)
     assert len({d[0] for d in digests}) == 4  # four different points, four different traces
     assert [[r["digest"] for r in p["runs"]] for p in remote["points"]] == digests
+    # the local points ran as copies in one world, the cluster's each alone: the same digests and metrics
+    assert local["batching"]["batched_runs"] == 4 and remote["batching"]["batched_runs"] == 0
     assert without_wall_times(remote) == without_wall_times(local)
     # every run directory came back from the workers with the same files
     for point in local["points"]:
