@@ -49,6 +49,7 @@ from .sidelink import Sidelink, Subframe
 CAM_CONTENT = ("x", "y", "yaw", "v", "a", "yaw_rate")
 PM_COLUMN = len(CAM_CONTENT)  # the content column of the desired acceleration a PM carries (NaN without one)
 _LONG_AGO = -(1 << 62)  # [ns] "never" that stays finite in differences
+HELD_LINKS = 1 << 18  # links of a step's subframes resolved together at most (memory of the temporaries)
 
 CV2X_LOG = port("v2x", {**V2X_LOG_FIELDS, "subframe": ("int64", "ms"), "subchannel": ("int64", "-"),
                         "subchannels": ("int64", "-"), "reselection": ("uint8", "-", RESELECTIONS),
@@ -118,6 +119,7 @@ class Cv2xChannel(CommsModel):
         self._interest_src: Interest | None = None
         self._x = np.empty(0)
         self._subframes: list[Subframe] = []  # the step's subframes with transmissions, until ``_received``
+        self._held_links = 0
         self._y = np.empty(0)
 
     # -- stations ------------------------------------------------------------------------------------------------
@@ -213,10 +215,13 @@ class Cv2xChannel(CommsModel):
         """A subframe's links wait for the end of the step (``_received``); their rows keep their place in the log."""
         self._subframes.append(sub)
         self.log.hold_receptions()
+        self._held_links += len(sub.links.tx)
+        if self._held_links > HELD_LINKS:  # a dense step: resolve what is held, its temporaries stay small
+            self._received()
 
     def _received(self) -> None:
         """Log the links of the step's subframes and hold the deliveries among them (one pass for all)."""
-        subs, self._subframes = self._subframes, []
+        subs, self._subframes, self._held_links = self._subframes, [], 0
         if not subs:
             return
         counts = np.array([len(sub.links.tx) for sub in subs], np.int64)

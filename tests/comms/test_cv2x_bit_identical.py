@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from comms_models.cv2x import history
+from comms_models.cv2x import history, model
 from tests.comms.cv2x_digest_run import CONFIGS, run
 
 RECORDED = {
@@ -47,3 +47,10 @@ def test_recomputing_the_sensing_instead_of_keeping_the_rings_changes_nothing(na
     later selection recomputes its sensing from the history: the same digests."""
     monkeypatch.setattr(history, "RING_BUDGET_BYTES", 0)
     assert run(name) == RECORDED[name]
+
+
+def test_resolving_a_step_s_receptions_in_parts_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dense step resolves its held receptions whenever more than ``HELD_LINKS`` links wait: with 100 (every few
+    subframes), the same digests."""
+    monkeypatch.setattr(model, "HELD_LINKS", 100)
+    assert run("etsi") == RECORDED["etsi"]
