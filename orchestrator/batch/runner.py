@@ -86,8 +86,11 @@ def _execute_locally(tasks: Sequence[Task | BatchTask], jobs: int, done: Callabl
             for record in records:
                 done(record)
     except BaseException:
+        # the worker processes are taken before the shutdown: once the pool's manager thread has seen it, the pool
+        # forgets them, and a worker left blocked on the call queue would outlive the command
+        processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C, do not start the queued runs
-        _end_workers(pool)
+        _end_workers(processes)
         raise
     pool.shutdown()
 
@@ -97,17 +100,20 @@ WORKER_GRACE_S = 10.0
 the interrupt with what it recorded so far) before it stops them."""
 
 
-def _end_workers(pool: ProcessPoolExecutor) -> None:
-    """Wait up to ``WORKER_GRACE_S`` for the pool's processes to end, then terminate the ones left. A worker caught
-    by Ctrl-C while it was handing back a result can hold the pool's result queue, and the interpreter's exit would
-    then wait for it forever; a command that was interrupted must end."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
+def _end_workers(processes: Sequence[Any]) -> None:
+    """Wait up to ``WORKER_GRACE_S`` for a pool's worker ``processes`` to end, then terminate the ones left, and
+    kill what a terminate did not end. A worker caught by Ctrl-C while it was handing back a result can hold the
+    pool's result queue, and the interpreter's exit would then wait for it forever; a command that was interrupted
+    must end, and leave no process behind."""
     deadline = time.monotonic() + WORKER_GRACE_S
     for process in processes:
         process.join(max(0.0, deadline - time.monotonic()))
     for process in processes:
         if process.is_alive():
             process.terminate()
+            process.join(5.0)
+        if process.is_alive():
+            process.kill()
             process.join(5.0)
 
 

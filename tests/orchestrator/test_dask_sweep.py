@@ -249,6 +249,7 @@ def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 130, err
+    assert _processes_naming(out) == [], "worker processes outlived the interrupted command"
     assert not (out / "sweep.json").exists()
     record = json.loads((out / "sweep.partial.json").read_text())
     assert record["interrupted"] and record["total"] == 6 and 1 <= len(record["finished"]) < 6
@@ -257,6 +258,18 @@ def test_ctrl_c_on_the_command_keeps_what_finished(tmp_path, cluster, how):
     for r in ok:
         info = json.loads((out / r["dir"] / "run.json").read_text())
         assert info["digest"] == r["digest"] and info["sim_time_s"] == 4.0
+
+
+def _processes_naming(path: Path) -> list[int]:
+    """Pids of live processes whose command line names ``path`` (the command's pool workers carry its argv)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(path).encode() in cmdline.read_bytes():  # a zombie's command line is empty
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
 
 
 def test_compare_takes_the_scheduler_option_on_the_command_line(tmp_path, cluster):
