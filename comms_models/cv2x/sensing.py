@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels as kn
-from .history import PositionSnapshots, TxHistory
+from .history import Heard, PositionSnapshots, TxHistory
 from .propagation import Propagation
 
 
@@ -46,6 +46,33 @@ class SenseScratch:
         if len(self.last) < n_slots:
             self.last = np.concatenate([self.last, np.full(n_slots - len(self.last), -1, np.int64)])
             self.seen = np.empty(len(self.last), np.int64)
+
+
+class SenseState:
+    """Where the stations' sensing is read from: the rings of what each heard (``history.Heard``) or, once those were
+    dropped, the position snapshots the history's powers are recomputed at (``sense``); and the selection kernel's
+    scratch. ``window`` in slots; snapshots are kept for ``keep_ns``."""
+
+    def __init__(self, window: int, keep_ns: int) -> None:
+        self.heard = Heard(window)
+        self.scratch = SenseScratch()
+        self.snaps = PositionSnapshots(keep_ns)
+        self.snap = -1  # the snapshot of the step being advanced
+
+    def spawn(self, n: int, slots: int) -> None:
+        """Rows for ``n`` new stations, ``slots`` stations ever spawned."""
+        self.heard.spawn(n, slots)
+        self.scratch.grow(slots)
+        self.snaps.spawn(n)
+
+    def despawn(self, keep: np.ndarray) -> None:
+        """Keep the rows of mask ``keep``."""
+        self.heard.despawn(keep)
+        self.snaps.despawn(keep)
+
+    def take(self, t_ns: int, x: np.ndarray, y: np.ndarray) -> None:
+        """The positions of the step ending at ``t_ns``."""
+        self.snap = self.snaps.take(t_ns, x, y)
 
 
 def sense(history: TxHistory, snaps: PositionSnapshots, prop: Propagation, row: int, station: int, n: int,

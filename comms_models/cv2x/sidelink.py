@@ -42,13 +42,13 @@ from core.rng import KeyedDraws, purpose_key
 from . import select_kernel as sk
 from .bler import sinr_shift_db
 from .copies import MAX_COPIES, CopyHolder, Outcomes
-from .history import Heard, PositionSnapshots, TxHistory
+from .history import TxHistory
 from .log import RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import Propagation
 from .reception import Links, Neighbourhood, Transmissions, receive
 from .select_kernel import salted
-from .sensing import SenseScratch, sense
+from .sensing import SenseState, sense
 from .sps import PHASE_MS, select, select_nr
 from .tbs import SCI_RBS, subchannels_needed
 
@@ -94,13 +94,11 @@ class Sidelink:
         self.shift_db = sinr_shift_db(phy.mcs, lengths * phy.subchannel_rbs - SCI_RBS)
         self.noise_tb_mw = self.noise_rb_mw * (lengths * phy.subchannel_rbs - SCI_RBS)
         self.keys = {name: purpose_key(seed, "cv2x", name) for name in ("pick", "tie", "counter", "keep", "bler")}
-        self.draw_keys = {name: salted(self.keys[name]) for name in ("pick", "tie")}  # as KeyedDraws.random
+        self.keys.update({f"{name}_salted": salted(self.keys[name]) for name in ("pick", "tie")})  # KeyedDraws.random
         self.history = TxHistory()
-        self.heard = Heard(self.sps.sensing_window_ms)  # what each station heard, for its sensing
-        # positions as far back as the sensing window reaches, and a step more (sensing recomputed without rings)
-        self.snaps = PositionSnapshots((cfg.sps.sensing_window_ms + 2 * PHASE_MS) * NS_PER_SF)
-        self.snap = -1
-        self.sense_scratch = SenseScratch()
+        # what each station heard, for its sensing, and the positions as far back as the sensing window reaches and
+        # a step more (to recompute it once the rings are dropped)
+        self.sensing = SenseState(self.sps.sensing_window_ms, (cfg.sps.sensing_window_ms + 2 * PHASE_MS) * NS_PER_SF)
         self.near = Neighbourhood(prop.radius_m)  # the stations of the step being advanced, on a grid
         self.ids = np.empty(0, np.int64)
         self.slots = 0  # stations ever spawned: each has its own slot in the history
@@ -164,17 +162,14 @@ class Sidelink:
         for name in ("pkt_content", "inc_content"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros((n, CONTENT_COLUMNS))]))
         self.copies.spawn(n)
-        self.heard.spawn(n, self.slots)
-        self.snaps.spawn(n)
-        self.sense_scratch.grow(self.slots)
+        self.sensing.spawn(n, self.slots)
 
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
         self.copies.despawn(keep, self.ids[~keep])
         for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content", "cbr_last"):
             setattr(self, name, getattr(self, name)[keep])
-        self.heard.despawn(keep)
-        self.snaps.despawn(keep)
+        self.sensing.despawn(keep)
 
     # -- packets -------------------------------------------------------------------------------------------------
     def queue(self, t_ns: int, rows: np.ndarray, generated_ns: np.ndarray, arrival_ns: np.ndarray,
@@ -200,7 +195,7 @@ class Sidelink:
         """Process subframes [self.sf, end_sf) at positions ``x, y`` (this step's), calling ``on_subframe`` for each
         one with transmissions."""
         self.near.update(x, y)
-        self.snap = self.snaps.take(end_sf * self.ns_slot, x, y)
+        self.sensing.take(end_sf * self.ns_slot, x, y)
         while True:
             arr = np.where(self.inc_on, self.inc_arr_sf, _NEVER)
             due = np.where(self.pkt_on, self.pkt_tx_sf, _NEVER)
@@ -273,16 +268,16 @@ class Sidelink:
         out_sf, out_x0 = np.full((k, MAX_COPIES), -1, np.int64), np.full((k, MAX_COPIES), -1, np.int64)
         count = np.zeros(k, np.int64)
         length = self.pkt_len[rows]
-        if not self.heard.kept:
+        if not self.sensing.heard.kept:
             self._sense_again(n, rows, out_sf, out_x0, count)
         else:
-            sk.reselect_rows(rows, self.ids[rows], length, n, *self.heard.arrays, self.sense_scratch.last,
-                             self.sense_scratch.seen, sps.sensing_window_ms, self.phase, self.n_sub,
-                             self.cfg.phy.sensitivity_dbm, 0 if self.dynamic else sps.rri_ms,
+            sk.reselect_rows(rows, self.ids[rows], length, n, *self.sensing.heard.arrays,
+                             self.sensing.scratch.last, self.sensing.scratch.seen, sps.sensing_window_ms, self.phase,
+                             self.n_sub, self.cfg.phy.sensitivity_dbm, 0 if self.dynamic else sps.rri_ms,
                              self.phase if self.dynamic else sps.rri_ms, 1 << 40 if self.dynamic else sps.rri_ms,
                              sps.rri_ms, sps.t1_ms, min(sps.t2_ms, sps.delay_budget_ms), sps.min_candidates,
-                             sps.rsrp_threshold_dbm, sps.rsrp_step_db, self.nr, copies, self.draw_keys["pick"],
-                             self.draw_keys["tie"], out_sf, out_x0, count)
+                             sps.rsrp_threshold_dbm, sps.rsrp_step_db, self.nr, copies, self.keys["pick_salted"],
+                             self.keys["tie_salted"], out_sf, out_x0, count)
         self.res_x0[rows], self.res_len[rows] = out_x0[:, 0], length
         self.last_tx_sf[rows] = np.maximum(self.last_tx_sf[rows], n)  # a new reservation counts as used now
         self.pkt_tx_sf[rows], self.pkt_cause[rows] = out_sf[:, 0], codes
@@ -304,8 +299,9 @@ class Sidelink:
         sps = self.sps
         for i, row in enumerate(rows.tolist()):
             station, length = int(self.ids[row]), int(self.pkt_len[row])
-            sensed = sense(self.history, self.snaps, self.prop, row, station, n, sps.sensing_window_ms, self.phase,
-                           self.n_sub, self.cfg.phy.sensitivity_dbm, self.slots, 0 if self.dynamic else sps.rri_ms)
+            sensed = sense(self.history, self.sensing.snaps, self.prop, row, station, n, sps.sensing_window_ms,
+                           self.phase, self.n_sub, self.cfg.phy.sensitivity_dbm, self.slots,
+                           0 if self.dynamic else sps.rri_ms)
             if self.nr:
                 k = 1 + self.cfg.blind_retransmissions
                 u = KeyedDraws(self.keys["pick"], np.full(k, station), np.arange(k), np.full(k, n)).random(k)
@@ -325,8 +321,9 @@ class Sidelink:
         txs = Transmissions(sf=k, sender=self.ids[rows], row=rows, x0=self.res_x0[rows], length=length,
                             noise_mw=self.noise_tb_mw[length - 1], shift_db=self.shift_db[length - 1])
         links = receive(txs, self.slot[rows], self.ids, self.near, self.prop, self.cfg.phy.sensitivity_dbm,
-                        self.keys["bler"], self.n_sub, self.noise_sub_mw, self.cbr_mw, self.busy, self.heard)
-        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length, self.snap, x[rows], y[rows])
+                        self.keys["bler"], self.n_sub, self.noise_sub_mw, self.cbr_mw, self.busy,
+                        self.sensing.heard)
+        self.history.add(k, txs.sender, self.slot[rows], txs.x0, length, self.sensing.snap, x[rows], y[rows])
         gen, content = self.pkt_gen_ns[rows].copy(), self.pkt_content[rows].copy()
         cause = np.where(self.copy_next[rows] > 0, _RETX, self.pkt_cause[rows]) if self.dynamic else \
             self.pkt_cause[rows]
