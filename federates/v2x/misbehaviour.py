@@ -27,6 +27,7 @@ from comms_models.misbehaviour.roles import ROLE_COLUMNS
 from core.ports import DELIVERY_FIELDS, port
 from core.robots import RobotSpec, rows_of
 
+from .kept import KeptCams
 from .suspicions import REACTS_IN_CONTROL
 
 REACTIONS = ("none", "ignore", "fallback", *REACTS_IN_CONTROL)
@@ -74,6 +75,7 @@ class Guard:
         self._blocked = np.empty(0, np.int64)  # (receiver, sender) keys not listened to ...
         self._until = np.empty(0, np.int64)  # ... until then [ns]
         self._tainted = np.empty(0, np.int64)  # (receiver, sender) keys whose newest platooning message was dropped
+        self._kept = KeptCams() if self.reaction == "ignore" else None  # PM rows carry kept CAMs' kinematics
         self._roles = {name: np.empty(0) for name in ("id", *ROLE_COLUMNS)}  # each station's role by its spec
         self._role_cache: tuple[tuple[np.ndarray, ...], dict[str, np.ndarray]] | None = None  # (inputs, columns)
 
@@ -98,6 +100,8 @@ class Guard:
         keep = ~np.isin(self._roles["id"], np.asarray(list(ids), np.float64))
         self._roles = {name: col[keep] for name, col in self._roles.items()}
         self._role_cache = None
+        if self._kept is not None:
+            self._kept.forget(np.asarray(list(ids), np.int64))
         if self.detector is not None:
             self.detector.despawn(np.asarray(list(ids), np.int64))
 
@@ -115,6 +119,8 @@ class Guard:
         else:
             checks, verdict = self.detector.judge(t_ns, deliveries, self._with_roles(own, platoon), sensor)
         drop = self._drops(t_ns, deliveries, verdict)
+        if self._kept is not None and n:
+            apps, drop = self._kept.apply(apps, kind, drop)
         if self.reaction != "none" and (len(self._tainted) or (drop & (kind == 1)).any()):
             apps = self._untaint(deliveries, apps, kind, drop)
         if drop.any():
