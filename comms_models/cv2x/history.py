@@ -107,7 +107,7 @@ class PositionSnapshots:
 
 MAX_SLOTS = kn.OWN_SLOT  # stations a channel may ever have (22 bits of a ring entry)
 MAX_SF = 1 << 31  # subframes a run may last (32 bits of a ring entry: 24 days of 1 ms subframes)
-RING_BUDGET_BYTES = 384 << 20  # rings larger than this are dropped and the sensing recomputed (``Heard.reserve``)
+RING_BUDGET_BYTES = 256 << 20  # rings larger than this are dropped and the sensing recomputed (``Heard.reserve``)
 
 
 class Heard:

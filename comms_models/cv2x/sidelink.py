@@ -49,7 +49,7 @@ from .propagation import Propagation
 from .reception import Links, Neighbourhood, Transmissions, receive
 from .select_kernel import salted
 from .sensing import SenseState, sense
-from .sps import PHASE_MS, select, select_nr
+from .sps import PHASE_MS, select_station
 from .tbs import SCI_RBS, subchannels_needed
 
 NS_PER_SF = 1_000_000  # an LTE subframe (NR slots: NS_PER_SF / 2^mu)
@@ -302,16 +302,8 @@ class Sidelink:
             sensed = sense(self.history, self.sensing.snaps, self.prop, row, station, n, sps.sensing_window_ms,
                            self.phase, self.n_sub, self.cfg.phy.sensitivity_dbm, self.slots,
                            0 if self.dynamic else sps.rri_ms)
-            if self.nr:
-                k = 1 + self.cfg.blind_retransmissions
-                u = KeyedDraws(self.keys["pick"], np.full(k, station), np.arange(k), np.full(k, n)).random(k)
-                picks = select_nr(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, self.phase, self.dynamic)
-            else:
-                u = float(KeyedDraws(self.keys["pick"], np.array([station]), None, np.array([n])).random(1)[0])
-                cells = (min(sps.t2_ms, sps.delay_budget_ms) - sps.t1_ms + 1) * (self.n_sub - length + 1)
-                tie = KeyedDraws(self.keys["tie"], np.full(cells, station), np.arange(cells),
-                                 np.full(cells, n)).random(cells)
-                picks = [select(n, length, sps.rri_ms, sps, self.n_sub, sensed, u, tie, self.phase)]
+            picks = select_station(n, length, station, sps, self.n_sub, sensed, self.keys["pick"], self.keys["tie"],
+                                   self.phase, 1 + self.cfg.blind_retransmissions if self.nr else 0, self.dynamic)
             count[i] = len(picks)
             out_sf[i, :len(picks)] = [p.sf for p in picks]
             out_x0[i, :len(picks)] = [p.x0 for p in picks]

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.rng import KeyedDraws
+
 from . import select_kernel as sk
 from .params import SpsParams
 from .sensing import Sensed
@@ -68,6 +70,21 @@ def select_nr(n: int, length: int, rri_slots: int, cfg: SpsParams, n_subchannels
     k = sk.uniform_picks(n, cfg.t1_ms, keep, u, out_sf, out_x0)
     return [Selection(sf=int(out_sf[i]), x0=int(out_x0[i]), threshold_dbm=threshold, candidates=keep.size,
                       remaining=remaining) for i in range(k)]
+
+
+def select_station(n: int, length: int, station: int, cfg: SpsParams, n_subchannels: int, sensed: Sensed,
+                   pick_key: np.uint64, tie_key: np.uint64, phase: int, nr_copies: int,
+                   dynamic: bool) -> list[Selection]:
+    """The selection of station ``station`` for its packet of slot ``n``, with its keyed draws (the pick by
+    (station, copy, n), the order of equal candidates by (station, candidate, n)): ``select_nr`` with ``nr_copies``
+    picks, or ``select`` when that is 0 (LTE). ``select_kernel.reselect_rows`` draws the same numbers."""
+    if nr_copies:
+        u = KeyedDraws(pick_key, np.full(nr_copies, station), np.arange(nr_copies), np.full(nr_copies, n))
+        return select_nr(n, length, cfg.rri_ms, cfg, n_subchannels, sensed, u.random(nr_copies), phase, dynamic)
+    u = float(KeyedDraws(pick_key, np.array([station]), None, np.array([n])).random(1)[0])
+    cells = (min(cfg.t2_ms, cfg.delay_budget_ms) - cfg.t1_ms + 1) * (n_subchannels - length + 1)
+    tie = KeyedDraws(tie_key, np.full(cells, station), np.arange(cells), np.full(cells, n)).random(cells)
+    return [select(n, length, cfg.rri_ms, cfg, n_subchannels, sensed, u, tie, phase)]
 
 
 def _candidates(n: int, length: int, rri_own: int, rri_tx: int, cfg: SpsParams, n_subchannels: int, sensed: Sensed,
