@@ -40,6 +40,7 @@ def test_a_run_is_bit_identical_to_the_model_before_its_speed_ups(name: str) -> 
     assert run(name) == RECORDED[name]
 
 
+@pytest.mark.slow  # three more runs
 @pytest.mark.parametrize("name", ["etsi", "nr_dynamic", "lte_rri20"])
 def test_recomputing_the_sensing_instead_of_keeping_the_rings_changes_nothing(name: str,
                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,6 +50,7 @@ def test_recomputing_the_sensing_instead_of_keeping_the_rings_changes_nothing(na
     assert run(name) == RECORDED[name]
 
 
+@pytest.mark.slow  # one more run
 def test_resolving_a_step_s_receptions_in_parts_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """A dense step resolves its held receptions whenever more than ``HELD_LINKS`` links wait: with 100 (every few
     subframes), the same digests."""
