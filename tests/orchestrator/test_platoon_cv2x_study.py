@@ -19,8 +19,8 @@ Reduced for time: one gap instead of five, the ideal channel at one density (it 
 test_platooning_message.py does, instead of the metric's two periods in the later half). C-V2X at 30 veh/km/lane is
 left out: at h = 0.5 s its rear followers drift laterally after a burst of losses (the lateral controller steers at a
 stale trail point) and collide within the first 26 s, which says nothing about the longitudinal chain (docs/v2x.md,
-caveats). Four runs among 61 and 180 SUMO stations: about 2 to 3 minutes of wall time with --jobs 2 on the 2-core
-machine, more under load.
+caveats). Four runs among 61 and 180 SUMO stations: 53 s of wall time with --jobs 2 on the 2-core machine with
+no other run beside it, 2 to 3 minutes under load.
 """
 
 from __future__ import annotations
