@@ -8,6 +8,7 @@ the attacker's platooning messages."""
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from comms_models.misbehaviour.history import pair_keys
 
@@ -33,16 +34,19 @@ class KeptCams:
 
     def _rows(self, keys: np.ndarray) -> np.ndarray:
         """The table rows of ``keys``, new pairs added (nothing kept yet)."""
+        if len(self.keys):
+            at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+            if (self.keys[at] == keys).all():  # the usual step: no new pair
+                return at
         new = np.setdiff1d(keys, self.keys)
-        if len(new):
-            merged = np.concatenate([self.keys, new])
-            order = np.argsort(merged, kind="stable")
-            m = len(new)
-            self.keys = merged[order]
-            self.gen = np.concatenate([self.gen, np.full(m, -1, np.int64)])[order]
-            self.kin = np.concatenate([self.kin, np.full((m, len(KINEMATICS)), np.nan)])[order]
-            self.last = np.concatenate([self.last, np.full(m, -1, np.int64)])[order]
-            self.tainted = np.concatenate([self.tainted, np.zeros(m, bool)])[order]
+        merged = np.concatenate([self.keys, new])
+        order = np.argsort(merged, kind="stable")
+        m = len(new)
+        self.keys = merged[order]
+        self.gen = np.concatenate([self.gen, np.full(m, -1, np.int64)])[order]
+        self.kin = np.ascontiguousarray(np.concatenate([self.kin, np.full((m, len(KINEMATICS)), np.nan)])[order])
+        self.last = np.concatenate([self.last, np.full(m, -1, np.int64)])[order]
+        self.tainted = np.concatenate([self.tainted, np.zeros(m, bool)])[order]
         return np.searchsorted(self.keys, keys)
 
     def apply(self, deliveries: dict[str, np.ndarray], kind: np.ndarray, drop: np.ndarray
@@ -50,51 +54,47 @@ class KeptCams:
         """``deliveries`` (arrival order) with the kept platooning rows of pairs whose newest CAM was dropped
         carrying the newest kept CAM's kinematics, generated one ns after the pair's newest delivered row (the
         applications take a row only when it is newer), and ``drop`` with those of pairs that never had a CAM
-        kept. The pairs' state follows every row."""
-        keys = pair_keys(deliveries["receiver"], deliveries["sender"])
-        at = self._rows(keys)
-        cam = kind == 0
-        involved = self.tainted[at] | (cam & drop)  # rows of pairs with a dropped CAM, before or now
-        plain = ~np.isin(at, at[involved]) if involved.any() else np.ones(len(keys), bool)
-        self._plain(at[plain], deliveries, np.flatnonzero(plain), cam, drop)
-        rows = np.flatnonzero(~plain)
-        if not len(rows):
+        kept. The pairs' state follows every row (one compiled pass, ``_walk``)."""
+        at = self._rows(pair_keys(deliveries["receiver"], deliveries["sender"]))
+        kin = np.ascontiguousarray(np.stack([np.asarray(deliveries[name], np.float64) for name in KINEMATICS]))
+        gen = np.array(deliveries["generated_ns"], np.int64)
+        drop = np.array(drop, np.bool_)
+        if not _walk(at, np.asarray(kind, np.int64), drop, gen, kin, self.tainted, self.gen, self.kin, self.last):
             return deliveries, drop
-        out = {name: np.array(col, copy=True) if name in (*KINEMATICS, "generated_ns") else col
-               for name, col in deliveries.items()}
-        drop = drop.copy()
-        gen = np.asarray(deliveries["generated_ns"], np.int64)
-        for r in rows.tolist():  # the few rows of pairs with a dropped CAM, in arrival order
-            t = at[r]
-            if drop[r]:
-                self.tainted[t] |= bool(cam[r])
-                continue
-            if cam[r]:
-                self.tainted[t] = False
-                self.gen[t] = gen[r]
-                self.kin[t] = [deliveries[name][r] for name in KINEMATICS]
-                self.last[t] = max(self.last[t], gen[r])
-            elif self.tainted[t] and self.gen[t] < 0:
-                drop[r] = True  # nothing kept to hand it
-            elif self.tainted[t]:
-                for c, name in enumerate(KINEMATICS):
-                    out[name][r] = self.kin[t, c]
-                self.last[t] = max(self.last[t] + 1, self.gen[t] + 1)
-                out["generated_ns"][r] = self.last[t]
-            else:
-                self.last[t] = max(self.last[t], gen[r])
+        out = dict(deliveries)
+        out["generated_ns"] = gen
+        for c, name in enumerate(KINEMATICS):
+            out[name] = kin[c]
         return out, drop
 
-    def _plain(self, at: np.ndarray, deliveries: dict[str, np.ndarray], rows: np.ndarray, cam: np.ndarray,
-               drop: np.ndarray) -> None:
-        """The state after the rows of pairs without a dropped CAM (all kept): each pair's newest row."""
-        kept = rows[~drop[rows]]
-        if not len(kept):
-            return
-        gen = np.asarray(deliveries["generated_ns"], np.int64)
-        t = at[~drop[rows]]
-        np.maximum.at(self.last, t, gen[kept])
-        cams = cam[kept]
-        if cams.any():  # arrival order: the last assignment of a pair wins
-            self.gen[t[cams]] = gen[kept[cams]]
-            self.kin[t[cams]] = np.stack([np.asarray(deliveries[n], np.float64)[kept[cams]] for n in KINEMATICS], 1)
+
+@njit(cache=True)
+def _walk(at, kind, drop, gen, kin, tainted, t_gen, t_kin, t_last):  # pragma: no cover - compiled
+    """Every row in arrival order (``at``: its pair's table row): a dropped CAM taints its pair, a kept one clears
+    it and is kept; a kept platooning row of a tainted pair gets the kept CAM's kinematics (``kin``, in place) and
+    a generation time one ns after the pair's newest delivered one (``gen``), or is dropped when nothing was kept.
+    True when a row changed."""
+    changed = False
+    for r in range(len(at)):
+        t = at[r]
+        if drop[r]:
+            if kind[r] == 0:
+                tainted[t] = True
+        elif kind[r] == 0:
+            tainted[t] = False
+            t_gen[t] = gen[r]
+            for c in range(kin.shape[0]):
+                t_kin[t, c] = kin[c, r]
+            t_last[t] = max(t_last[t], gen[r])
+        elif tainted[t] and t_gen[t] < 0:
+            drop[r] = True  # nothing kept to hand it
+            changed = True
+        elif tainted[t]:
+            for c in range(kin.shape[0]):
+                kin[c, r] = t_kin[t, c]
+            t_last[t] = max(t_last[t] + 1, t_gen[t] + 1)
+            gen[r] = t_last[t]
+            changed = True
+        else:
+            t_last[t] = max(t_last[t], gen[r])
+    return changed
