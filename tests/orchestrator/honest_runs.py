@@ -16,7 +16,7 @@ from comms_models.misbehaviour.checks import CHECKS
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ("platoon", "platoon_cv2x", "platoon_dynamic", "platoon_track", "two_platoons", "highway_maneuvers",
-             "attacks_platoon", "highway_sumo")
+             "attacks_platoon", "attacks_jamming", "attacks_dataset", "highway_sumo")
 NEEDS_SUMO = ("highway_sumo",)
 DETECTION = "{type: plausibility, reaction: none, params: {checks: [" + ", ".join(CHECKS) + "]}}"
 

@@ -35,7 +35,7 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return run_all(tmp_path_factory.mktemp("honest"), names)
 
 
-@pytest.mark.slow  # seven full runs, ~3 min on two cores
+@pytest.mark.slow  # nine full runs, ~5 min on two cores
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in NEEDS_SUMO])
 def test_each_check_stays_quiet_on_an_honest_run(honest: dict[str, Path], name: str) -> None:
     check_rates(honest[name], name)
