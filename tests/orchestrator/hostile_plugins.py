@@ -183,6 +183,13 @@ class ExitsInFinalize(_Hostile):
         sys.exit(4)
 
 
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader sees it absent or complete, never empty (tests wait for it to appear)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
 def _fork_holder(marker: Path | None) -> None:
     """Fork a process that keeps every descriptor of the run open for a minute, as a helper a plug-in forks would
     (the plot worker's stdin among them); its pid goes to ``marker``."""
@@ -191,7 +198,7 @@ def _fork_holder(marker: Path | None) -> None:
         time.sleep(60)  # its whole life; the tests end it sooner
         os._exit(0)
     if marker is not None:
-        marker.write_text(str(pid))
+        _write_whole(marker, str(pid))
 
 
 class HardExit(_Hostile):
@@ -225,7 +232,7 @@ class LeavesThread(_Hostile):
             self.thread = threading.Thread(target=forever.wait, name="plugin-leftover", daemon=False)
             self.thread.start()
             if self.marker is not None:
-                self.marker.write_text("started")
+                _write_whole(self.marker, "started")
         return good
 
 
@@ -239,6 +246,6 @@ class IgnoresSigint(_Hostile):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         elif self.marker is not None and not self.marker.exists():
-            self.marker.write_text("ignoring")
+            _write_whole(self.marker, "ignoring")
         threading.Event().wait(0.01)  # a run that lasts while the test signals it
         return good
