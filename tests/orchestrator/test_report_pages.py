@@ -234,8 +234,12 @@ def test_an_old_run_directory_renders_without_the_new_blocks(tmp_path, metrics):
 
 @pytest.mark.slow
 def test_every_figure_draws_without_a_matplotlib_warning(tmp_path, recwarn):
+    import gc
     import warnings
 
+    # what an earlier test on this worker left for the collector (an unclosed socket) is not this test's warning
+    gc.collect()
+    recwarn.clear()
     warnings.simplefilter("always")
     for job in [*series_plot_jobs(ROBOTS, _series()), *follower_plot_jobs(ROBOTS, _follower_series(), FOLLOWERS,
                                                                            METRICS)]:
@@ -243,4 +247,4 @@ def test_every_figure_draws_without_a_matplotlib_warning(tmp_path, recwarn):
     # no followers at all (a robot alone): nothing labelled, so no legend to warn about
     for job in series_plot_jobs(ROBOTS[:1], {1: _series()[1]}):
         draw_job(tmp_path / "one", job)
-    assert not [str(w.message) for w in recwarn.list]
+    assert not [str(w.message) for w in recwarn.list if not issubclass(w.category, ResourceWarning)]
