@@ -16,11 +16,27 @@ from __future__ import annotations
 import difflib
 import importlib
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+_ENTRY_POINTS: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+
+
+def _installed_entry_points(group: str) -> dict[str, Any]:
+    """The installed distributions' entry points of ``group``, scanned once per process and ``sys.path``: the scan
+    reads every distribution's metadata (15-40 ms), and a run or a sweep point asks for ``names()`` many times; a
+    distribution installed while a process runs is seen by the next process, as with any import."""
+    key = (group, tuple(sys.path))
+    found = _ENTRY_POINTS.get(key)
+    if found is None:
+        from importlib.metadata import entry_points
+
+        found = _ENTRY_POINTS[key] = {ep.name: ep for ep in entry_points(group=group)}
+    return found
 
 
 class UnknownNameError(KeyError):
@@ -125,9 +141,7 @@ class Registry:
     def _entry_points(self) -> dict[str, Any]:
         if not self.group or not plugins_allowed():
             return {}
-        from importlib.metadata import entry_points  # 40 ms: only when a name is not a built-in
-
-        return {ep.name: ep for ep in entry_points(group=self.group)}
+        return _installed_entry_points(self.group)
 
     # -- checks ---------------------------------------------------------------------------------------------
     def check(self, name: str) -> str:

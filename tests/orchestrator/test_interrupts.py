@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FLEET = ["--set", "vehicles.count=200", "--set", "platoon.size=8", "--set", "channel.type=itsg5",
          "--set", "duration_s=600", "--set", "outputs.plots=false", "--set", "outputs.report=false"]
-TRIES = 20
+TRIES = 8  # each a fresh process (about 5 s): eight random points, two of them by SIGTERM
 
 
 def _interrupt(out: Path, after_s: float, sig: int) -> subprocess.CompletedProcess:
@@ -48,7 +48,7 @@ def test_interrupts_at_random_points_lose_nothing(tmp_path):
     digests: dict[int, str] = {}
     for k in range(TRIES):
         out = tmp_path / f"run{k}"
-        sig = signal.SIGTERM if k % 5 == 4 else signal.SIGINT
+        sig = signal.SIGTERM if k % 4 == 3 else signal.SIGINT
         done = _interrupt(out, rng.uniform(0.8, 3.0), sig)  # the world takes ~1 s to set up: mostly mid-run
         assert done.returncode == 130, (k, done.stderr)
         assert "Traceback" not in done.stderr
