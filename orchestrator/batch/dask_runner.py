@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
@@ -94,10 +95,21 @@ def connect(scheduler: str, workers: int) -> tuple[Any, Any]:
     if "://" not in scheduler or not scheduler.rsplit(":", 1)[-1].isdigit():
         raise ClusterError(f"--scheduler must be 'local' or an address like tcp://host:8786, got '{scheduler}'")
     try:
+        _probe(scheduler)
         return Client(scheduler, timeout=10), None
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"--scheduler {scheduler}: no Dask scheduler answers ({exc}); start one with "
                            "'dask scheduler' (docs/cluster.md)") from None
+
+
+def _probe(scheduler: str) -> None:
+    """Raise OSError at once when nothing listens at a ``tcp://`` scheduler's address: Dask's client retries a
+    refused connection until its 10 s timeout, which a refused port never outlasts."""
+    if not scheduler.startswith("tcp://"):
+        return
+    host, _, port = scheduler[len("tcp://"):].rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=10):
+        pass
 
 
 def execute_on_cluster(tasks: Sequence[Task], scheduler: str, jobs: int, done: Callable[[Record], None],
