@@ -13,8 +13,9 @@ import numpy as np
 from core.robots import RobotSpec
 from core.timebase import seconds_to_ns
 from federates import FEDERATE_KINDS
+from orchestrator.engine.failures import federate_failure
 from orchestrator.engine.run_control import RunControl
-from orchestrator.engine.scheduler import Scheduler, federate_failure
+from orchestrator.engine.scheduler import Scheduler
 from orchestrator.scenario.attacks_block import misbehaviour_config, reaction_config
 from orchestrator.scenario.model import COORDINATE_LIMIT_M, Loc, Scenario
 from orchestrator.scenario.platoons_block import RobotPlan, plan_robots
