@@ -18,7 +18,6 @@ come in and ``federates.control.reactions`` widens gaps or requests leaves.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from itertools import repeat
 from operator import is_
 from typing import Any
@@ -29,7 +28,7 @@ from controllers.base import Controller
 from controllers.columns import LazyColumns
 from controllers.conversions import integrate_speed_rows, yaw_rate_to_steer
 from controllers.maneuvers.machine import FREE
-from controllers.pipeline import ControlOutput, ControlPipeline, block_key, law_row_params
+from controllers.pipeline import ControlOutput
 from core.federate import Federate, FederateMeta, Input, SetupContext
 from core.ports import (
     CAM_RX,
@@ -42,13 +41,13 @@ from core.ports import (
     RANGE,
     fields_of,
 )
-from core.robot_blocks import ControllerSpec
 from core.robots import RobotSpec, rows_of
 from core.rowtable import RowTable
-from core.spawn_columns import block_column, optional_ids, shared_blocks, spec_column, vehicle_params
-from core.timebase import NS_PER_S, ns_to_seconds, seconds_to_ns
+from core.spawn_columns import block_column, optional_ids, spec_column, vehicle_params
+from core.timebase import NS_PER_S, ns_to_seconds
 from federates.control.diagnostics import control_diagnostics, with_gaps
 from federates.control.drivers import Drivers
+from federates.control.groups import FollowerGroups, Group
 from federates.control.maneuvering import ManeuverLayer
 from federates.control.reactions import Reactions, widen
 from federates.control.received import RX_FIELDS, Received
@@ -65,27 +64,6 @@ _ROW_ARRAYS: dict[str, type] = {  # per-robot arrays, in row order, and their dt
 def is_external(spec: RobotSpec) -> bool:
     """Whether the scenario gives this robot's commands to an external source (not this federate)."""
     return spec.external
-
-
-def _add_row_values(group: _Group, blocks: Sequence[ControllerSpec | None]) -> None:
-    """The law's ``row_params`` of the followers that just joined ``group`` with these controller blocks (nothing
-    for a law whose parameters are the whole group's)."""
-    law = group.pipeline.law
-    if not law.row_params:
-        return
-    fields = type(law).Params.model_fields  # a block that leaves a parameter out has the law's default
-    settings = [{} if block is None else block.settings for block in blocks]
-    group.pipeline.add_row_values({name: np.array([float(s.get(name, fields[name].default)) for s in settings])
-                                   for name in law.row_params})
-
-
-@dataclass
-class _Group:
-    """Followers sharing one controller block: their pipeline, its period and their ids in group row order."""
-
-    pipeline: ControlPipeline
-    period_ns: int
-    ids: np.ndarray
 
 
 class ControlFederate(RowTable, Federate):
@@ -116,9 +94,8 @@ class ControlFederate(RowTable, Federate):
         self._leader = Received()
         self._sensing = RangeSensing()
         self._drivers = Drivers(period_ns, 0)
-        self._groups: dict[str, _Group] = {}  # controller block key -> group
-        self._group_of: dict[int, _Group] = {}  # follower id -> its group
-        self._group_rows: list[tuple[_Group, np.ndarray]] = []
+        self._groups = FollowerGroups(period_ns, self.dt)  # followers by controller block
+        self._group_rows: list[tuple[Group, np.ndarray]] = []
         self._follower_rows = np.empty(0, np.int64)
         self._any_external = False
         self._row_of_id = np.full(1, -1, np.int64)  # robot id -> row (-1: not ours), for the receive kernel
@@ -171,20 +148,7 @@ class ControlFederate(RowTable, Federate):
         ids = np.array(spec_column(robots, "id"), np.int64)
         followers = np.flatnonzero(~leader & ~external)
         if len(followers):
-            controllers, controller_of = shared_blocks([robots[k].controller for k in followers.tolist()])
-            keys = [self._group_of_block(block, robots[int(followers[np.flatnonzero(controller_of == c)[0]])].name)
-                    for c, block in enumerate(controllers)]
-            # equal blocks that are distinct objects (specs built one by one) still join one group, in one call
-            number = {key: g for g, key in enumerate(dict.fromkeys(keys))}
-            group_of_row = np.array([number[key] for key in keys], np.int64)[controller_of]
-            for key, g in number.items():
-                group = self._groups[key]
-                mine = followers[group_of_row == g]
-                joined = ids[mine]
-                group.pipeline.add_rows(len(joined))
-                _add_row_values(group, [robots[k].controller for k in mine.tolist()])
-                group.ids = np.concatenate([group.ids, joined])
-                self._group_of.update(dict.fromkeys(joined.tolist(), group))
+            self._groups.spawn(robots, followers, ids)
         self._drivers.add([robots[k] for k in np.flatnonzero(leader & ~external).tolist()])
 
         self._ids = np.concatenate([self._ids, ids])
@@ -201,13 +165,7 @@ class ControlFederate(RowTable, Federate):
         self._flush_gaps()
         gone = np.asarray(list(robot_ids), np.int64)
         keep = ~np.isin(self._ids, gone)
-        for group in self._groups.values():
-            out = np.isin(group.ids, gone)
-            if out.any():
-                group.pipeline.remove_rows(np.flatnonzero(out))
-                group.ids = group.ids[~out]
-        for rid in gone.tolist():
-            self._group_of.pop(rid, None)
+        self._groups.despawn(gone)
         self._drivers.remove(gone)
         self._ids = self._ids[keep]
         self._checked_ids = None
@@ -221,26 +179,11 @@ class ControlFederate(RowTable, Federate):
             self._reactions.keep(keep)
         self._reindex()
 
-    def _group_of_block(self, controller: ControllerSpec | None, name: str) -> str:
-        """Key of the group of a controller block, created on first use (``name``: for the message)."""
-        if controller is None:
-            raise ValueError(f"robot {name}: a follower without a controller block")
-        block = controller.settings
-        key = block_key(block, law_row_params(block))
-        if key not in self._groups:
-            period_ns = seconds_to_ns(self.dt if controller.period_s is None else controller.period_s)
-            if period_ns % self.period_ns:
-                raise ValueError(f"robot {name}: controller period {period_ns / 1e9:g} s is not a multiple of "
-                                 f"the control federate's period {self.dt:g} s")
-            pipeline = ControlPipeline.from_block(block, period_ns / NS_PER_S)
-            self._groups[key] = _Group(pipeline, period_ns, np.empty(0, np.int64))
-        return key
-
     def _reindex(self) -> None:
         """Rows by id, rebuilt once per roster change so that no step looks anything up."""
         size = int(self._ids.max()) + 1 if len(self._ids) else 1
         self._row_of_id = rows_of(self._ids, np.arange(size, dtype=np.int64), missing=-1)
-        self._group_rows = [(g, rows_of(self._ids, g.ids)) for g in self._groups.values() if len(g.ids)]
+        self._group_rows = self._groups.rows(self._ids)
         self._follower_rows = np.sort(np.concatenate([rows for _, rows in self._group_rows] or
                                                      [np.empty(0, np.int64)]))
         if self._maneuvers is not None:  # robots driven by the maneuver layer integrate their speed too
@@ -342,7 +285,7 @@ class ControlFederate(RowTable, Federate):
                                                   int(self._plan["reactive_platoons"])):
                 machine.request(request)
 
-    def _extra_gap(self, t_ns: int, group: _Group, rows: np.ndarray, maneuver: Any,
+    def _extra_gap(self, t_ns: int, group: Group, rows: np.ndarray, maneuver: Any,
                    est: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """The distance [m] a group's rows keep beyond their law's gap: a maneuver's, plus open_gap's."""
         extra = None if maneuver is None else maneuver.extra_gap[rows]
@@ -361,8 +304,8 @@ class ControlFederate(RowTable, Federate):
     def _platoon_law(self, platoon: int) -> Controller:
         """The control law of a platoon's followers (its group is created on first use)."""
         assert self._maneuvers is not None
-        key = self._group_of_block(self._maneuvers.blocks[platoon], f"of platoon {platoon}")
-        return self._groups[key].pipeline.law
+        key = self._groups.key(self._maneuvers.blocks[platoon], f"of platoon {platoon}")
+        return self._groups.by_key[key].pipeline.law
 
     def _apply(self, actions: Sequence[Any]) -> None:
         """Applies the maneuver layer's changes: whose messages a robot uses, and robots changing role (out of
@@ -375,33 +318,24 @@ class ControlFederate(RowTable, Federate):
             row = int(self._row_of_id[action.robot])
             if action.kind == "pred":
                 self._pred.retarget(row, action.value)
-                group = self._group_of.get(action.robot)
-                if group is not None:  # the old predecessor's trail is not the new one's
-                    group.pipeline.forget_path(np.flatnonzero(group.ids == action.robot))
+                self._groups.forget_path(action.robot)  # the old predecessor's trail is not the new one's
             elif action.kind == "leader":
                 self._leader.retarget(row, action.value)
             elif action.kind == "peer":
                 self._maneuvers.peer.retarget(row, action.value)
             elif action.kind == "free":
                 self._drivers.remove(np.array([action.robot], np.int64))
-                group = self._group_of.pop(action.robot, None)
-                if group is not None:
-                    out = np.flatnonzero(group.ids == action.robot)
-                    group.pipeline.remove_rows(out)
-                    group.ids = np.delete(group.ids, out)
+                self._groups.leave(action.robot)
                 changed = True
             elif action.kind == "follow":
-                key = self._group_of_block(self._maneuvers.blocks[action.value], f"of platoon {action.value}")
-                group = self._groups[key]
-                group.pipeline.add_rows(1)
-                _add_row_values(group, [self._maneuvers.blocks[action.value]])
-                group.ids = np.concatenate([group.ids, np.array([action.robot], np.int64)])
-                self._group_of[action.robot] = group
+                block = self._maneuvers.blocks[action.value]
+                self._groups.join(self._groups.key(block, f"of platoon {action.value}"),
+                                  np.array([action.robot], np.int64), [block])
                 changed = True
         if changed:
             self._reindex()
 
-    def _widen_gaps(self, group: _Group, rows: np.ndarray, extra: np.ndarray, pred: dict[str, np.ndarray],
+    def _widen_gaps(self, group: Group, rows: np.ndarray, extra: np.ndarray, pred: dict[str, np.ndarray],
                     sensors: dict[str, np.ndarray], range_port: Mapping[str, np.ndarray] | None,
                     ego: Mapping[str, np.ndarray]) -> None:
         """Gaps in a scenario with maneuvers. A follower opening (or closing) a gap sees its predecessor ``extra``
@@ -432,8 +366,7 @@ class ControlFederate(RowTable, Federate):
     # -- lookups by robot id (tools and tests; metrics rebuild laws from the resolved scenario) ------------------
     def law_of(self, robot_id: int) -> Controller | None:
         """The control law instance a follower runs (None for leaders)."""
-        group = self._group_of.get(robot_id)
-        return None if group is None else group.pipeline.law
+        return self._groups.law_of(robot_id)
 
     def gap_reference(self, robot_id: int) -> str:
         """How a follower's law measures its gap: "axle" (rear axle to rear axle) or "bumper"."""

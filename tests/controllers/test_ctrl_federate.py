@@ -92,7 +92,7 @@ def test_rows_follow_despawns_and_later_spawns(federate):
     ids = np.array([1, 2, 4, 6, 7, 10, 11, 12])
     out = federate.step(0, {"estimate": estimate(ids)})
     np.testing.assert_array_equal(out["commands"]["id"], ids)
-    group = federate._group_of[4]
+    group = federate._groups.of[4]
     assert group.pipeline.n_rows == len(group.ids) == 6 and group.ids.tolist() == [2, 4, 6, 7, 11, 12]
     with pytest.raises(RuntimeError, match="rows do not match"):
         federate.step(PERIOD_NS, {"estimate": estimate(ids[:-1])})

@@ -78,7 +78,7 @@ def test_federate_rows_carry_each_robots_own_parameters_after_a_batch_spawn():
     assert max_speed[names.index("robot3")] == 3.3
     assert max_speed[names.index("robot1")] == world.robots[1].vehicle.params["max_speed_mps"]
     # two controller groups among the followers: ela_cacc (robot1, robot2, robot5) and robot4's ploeg_cacc
-    members = sorted(sorted(g.ids.tolist()) for g in control._groups.values())
+    members = sorted(sorted(g.ids.tolist()) for g in control._groups.by_key.values())
     ids = {r.name: r.id for r in world.robots}
     assert members == sorted([[ids["robot4"]], sorted(ids[n] for n in ("robot1", "robot2", "robot5"))])
 
