@@ -15,9 +15,9 @@ Per subframe k (only subframes in which something happens are visited):
    (RRI >= 100 ms; [10, 30] at 50 ms, [25, 75] at 20 ms). A packet arriving while the previous one still waits
    replaces it (the old one is logged as dropped).
 3. **Load.** Each station counts the subchannels it senses busy (S-RSSI above -94 dBm); every ``cbr_window_ms`` the
-   channel busy ratio closes (``Cv2xLog.window``).
+   channel busy ratio closes (``load.ChannelLoad``, ``Cv2xLog.window``).
 4. **Congestion control** (``congestion_control``): before transmitting, a station whose channel occupancy ratio
-   would exceed the limit for its last CBR drops the packet (``_within_cr_limit``).
+   would exceed the limit for its last CBR drops the packet (``_within_cr_limit``, ``load.ChannelLoad.over_limit``).
 
 NR-V2X mode 2 (``rat: nr``) runs the same loop in slots of 1 / 2^mu ms (``scs_khz``; every duration of the
 parameters, given in ms, counts 2^mu slots per ms), picks uniformly among the candidates left after the exclusions
@@ -43,6 +43,7 @@ from . import select_kernel as sk
 from .bler import sinr_shift_db
 from .copies import MAX_COPIES, CopyHolder, Outcomes
 from .history import TxHistory
+from .load import ChannelLoad
 from .log import RESELECTIONS, Cv2xLog
 from .params import Cv2xParams
 from .propagation import Propagation
@@ -53,7 +54,6 @@ from .sps import PHASE_MS, select_station
 from .tbs import SCI_RBS, subchannels_needed
 
 NS_PER_SF = 1_000_000  # an LTE subframe (NR slots: NS_PER_SF / 2^mu)
-CR_WINDOW_MS = 1000  # a + b + 1 subframes of the channel occupancy ratio (TS 36.214 5.1.31)
 _NEVER = np.iinfo(np.int64).max
 _FIRST, _COUNTER, _SIZE, _LATENCY, _UNUSED, _DYNAMIC, _RETX = (
     RESELECTIONS.index(n) for n in ("first", "counter", "size", "latency", "unused", "dynamic", "retransmission"))
@@ -110,11 +110,7 @@ class Sidelink:
         self.pkt_content = np.empty((0, CONTENT_COLUMNS))
         self.inc_content = np.empty((0, CONTENT_COLUMNS))
         self.sf = 0  # the next subframe to process
-        self.window_ms = cfg.cbr_window_ms * f  # in slots
-        self.window_end = self.window_ms
-        self.tx_subframes = 0  # subframes with a transmission in the current CBR window
-        self.cbr_last = np.empty(0)  # per station: the CBR of its last closed window (NaN: none measured yet)
-        self.cr_limits = np.array(cfg.cr_limits)  # (CBR upper bound, CR limit) rows
+        self.load = ChannelLoad(cfg, self.n_sub, self.noise_sub_mw, self.cbr_mw)  # CBR windows, CR limit
 
     # -- the grid ------------------------------------------------------------------------------------------------
     @property
@@ -126,11 +122,6 @@ class Sidelink:
     def phase(self) -> int:
         """Slots in 100 ms (the period of the S-RSSI average and of the half-duplex exclusion)."""
         return PHASE_MS * self.cfg.slots_per_ms
-
-    @property
-    def cr_window(self) -> int:
-        """Slots in the 1,000 ms of the channel occupancy ratio."""
-        return CR_WINDOW_MS * self.cfg.slots_per_ms
 
     @property
     def nr(self) -> bool:
@@ -156,7 +147,7 @@ class Sidelink:
             setattr(self, name, np.concatenate([getattr(self, name), np.full(n, value, np.int64)]))
         since = -(-np.asarray(spawn_ns, np.int64) // self.ns_slot)
         self.meas_since = np.concatenate([self.meas_since, since])
-        self.cbr_last = np.concatenate([self.cbr_last, np.full(n, np.nan)])
+        self.load.spawn(n)
         for name in ("pkt_on", "inc_on", "reselect"):
             setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n, bool)]))
         for name in ("pkt_content", "inc_content"):
@@ -167,8 +158,9 @@ class Sidelink:
     def despawn(self, keep: np.ndarray) -> None:
         """Keep the stations of mask ``keep``; the others' packets vanish (their past transmissions stay sensed)."""
         self.copies.despawn(keep, self.ids[~keep])
-        for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content", "cbr_last"):
+        for name in (*self._INT, "ids", "pkt_on", "inc_on", "reselect", "pkt_content", "inc_content"):
             setattr(self, name, getattr(self, name)[keep])
+        self.load.despawn(keep)
         self.sensing.despawn(keep)
 
     # -- packets -------------------------------------------------------------------------------------------------
@@ -200,8 +192,7 @@ class Sidelink:
             arr = np.where(self.inc_on, self.inc_arr_sf, _NEVER)
             due = np.where(self.pkt_on, self.pkt_tx_sf, _NEVER)
             k = int(min(arr.min(initial=_NEVER), due.min(initial=_NEVER)))
-            while self.window_end <= min(k, end_sf):
-                self._close_window()
+            self.load.close_windows(min(k, end_sf), self.busy, self.meas_since, self.ids, self.log, self.ns_slot)
             if k >= end_sf:
                 break
             sending = np.flatnonzero(due == k)
@@ -215,7 +206,7 @@ class Sidelink:
                 self._decide(k, arriving)
             self.sf = k + 1
         self.sf = max(self.sf, end_sf)
-        reach = max(self.sps.sensing_window_ms, self.cr_window if self.cfg.congestion_control else 0)
+        reach = max(self.sps.sensing_window_ms, self.load.cr_window if self.cfg.congestion_control else 0)
         self.history.prune(self.sf - reach - self.phase)
 
     def _arrive(self, n: int, rows: np.ndarray) -> None:
@@ -320,7 +311,7 @@ class Sidelink:
         cause = np.where(self.copy_next[rows] > 0, _RETX, self.pkt_cause[rows]) if self.dynamic else \
             self.pkt_cause[rows]
         self.log.transmissions(k, txs.sender, gen, txs.x0, length, cause)
-        self.tx_subframes += 1  # (``receive`` counted the busy subchannels)
+        self.load.tx_subframes += 1  # (``receive`` counted the busy subchannels)
         self.last_tx_sf[rows] = k
         if self.dynamic and self.cfg.blind_retransmissions:
             links, link_sf = self._next_copies(k, rows, txs, links)
@@ -371,16 +362,9 @@ class Sidelink:
 
     def _within_cr_limit(self, k: int, rows: np.ndarray) -> np.ndarray:
         """The rows of ``rows`` whose transmission in subframe ``k`` keeps their channel occupancy ratio within the
-        limit for their last CBR (TS 36.213 14.1.1.4C); the others' packets are dropped and their reservation moves
-        on unused. CR (TS 36.214 5.1.31, a = 999, b = 0): the subchannels the station used in [k - 999, k - 1] and
-        this transmission's, over every subchannel of those 1,000 subframes."""
-        past = self.history.window(k - self.cr_window + 1, k)
-        used = np.bincount(past["slot"], weights=past["length"], minlength=self.slots)[self.slot[rows]]
-        cr = (used + self.res_len[rows]) / (self.cr_window * self.n_sub)
-        cbr = np.nan_to_num(self.cbr_last[rows], nan=0.0)  # no window measured yet: no limit
-        bounds, limits = self.cr_limits[:, 0], self.cr_limits[:, 1]
-        limit = limits[np.minimum(np.searchsorted(bounds, cbr, side="left"), len(limits) - 1)]
-        over = cr > limit
+        limit for their last CBR (``load.ChannelLoad.over_limit``); the others' packets are dropped and their
+        reservation moves on unused."""
+        over = self.load.over_limit(k, rows, self.history, self.slot[rows], self.slots, self.res_len[rows])
         if over.any():
             drop = rows[over]
             self.log.dropped(k * self.ns_slot, self.ids[drop], self.pkt_gen_ns[drop], cause="cr_limit")
@@ -391,15 +375,3 @@ class Sidelink:
             else:
                 self.res_sf[drop] = k + self.sps.rri_ms
         return rows[~over]
-
-    def _close_window(self) -> None:
-        """The CBR window ending at ``window_end`` closes (NaN for stations that joined within it)."""
-        start = self.window_end - self.window_ms
-        idle_busy = self.n_sub * (self.window_ms - self.tx_subframes) if self.noise_sub_mw > self.cbr_mw else 0
-        cbr = (self.busy + idle_busy) / (self.window_ms * self.n_sub)
-        cbr = np.where(self.meas_since <= start, cbr, np.nan)
-        self.cbr_last = cbr
-        self.log.window(self.window_end * self.ns_slot, self.ids, cbr)
-        self.busy[:] = 0
-        self.tx_subframes = 0
-        self.window_end += self.window_ms
