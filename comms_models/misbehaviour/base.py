@@ -30,6 +30,11 @@ class Detector:
         """Stations that start receiving at ``spawn_ns``; ``front_m`` / ``rear_m``: their bumpers ahead of and behind
         the rear axle (to compare a claimed position with a range measurement)."""
 
+    def listen(self, t_ns: int, receivers: np.ndarray, senders: np.ndarray) -> None:
+        """On a channel that delivers a receiver only the senders its applications read: the (receiver, sender)
+        pairs delivered from ``t_ns`` on (all of them, each time they change). A receiver cannot have heard a
+        sender before it was delivered its messages (the sudden-appearance check)."""
+
     def despawn(self, ids: np.ndarray) -> None:
         """Stations that left: forget what they heard and what was heard from them."""
 

@@ -64,7 +64,11 @@ def beacon_frequency(dt: np.ndarray, min_interval_s: float) -> np.ndarray:
 def sudden_appearance(first: np.ndarray, listening_s: np.ndarray, distance_m: np.ndarray, warmup_s: float,
                       appearance_range_m: float) -> np.ndarray:
     """A sender heard for the first time close by, once the receiver has listened long enough to have heard it
-    come."""
+    come (F2MD's sudden appearance, Kamel et al. 2020: a real station enters a receiver's radio range at its edge,
+    hundreds of metres away, so its first message comes from far). ``listening_s``: how long the receiver has been
+    able to hear this sender: since it started receiving, or, on a channel that delivers a receiver only the
+    senders its applications read, since it began to read this one (before, the sender's messages never reached
+    it: its first one is no appearance)."""
     return first & (listening_s > warmup_s) & (distance_m < appearance_range_m)
 
 
@@ -74,9 +78,17 @@ def sensor_overlap(expected_range_m: np.ndarray, measured_m: np.ndarray, tol_m: 
     return np.abs(expected_range_m - measured_m) > tol_m
 
 
-def desired_accel(u_des: np.ndarray, a: np.ndarray, max_accel: float, tol_mps2: float) -> np.ndarray:
-    """A platooning message's desired acceleration beyond any vehicle's, or far from what the sender does."""
-    return (np.abs(u_des) > max_accel) | (np.abs(u_des - a) > tol_mps2)
+def desired_accel(u_des: np.ndarray, a: np.ndarray, age_s: np.ndarray, max_accel: float, tol_mps2: float,
+                  max_jerk_mps3: float) -> np.ndarray:
+    """A platooning message's desired acceleration beyond any vehicle's, or farther from what the sender does than
+    an honest vehicle's acceleration can be from its command. ``a``: the acceleration of the sender's newest CAM,
+    measured ``age_s`` before the message's desired acceleration (NaN: unknown, no verdict on the difference).
+    Its actuator follows the command with a first-order lag tau (``../shared/reference/controllers.md``; Ploeg et
+    al.), so an honest sender's command leads its acceleration by tau x its jerk (``tol_mps2``), and over
+    ``age_s`` the acceleration moves on by at most the largest jerk times ``age_s``: the slack grows with the age
+    of the measurement (a CAM at 1 Hz at low speed says little about the acceleration a PM's command goes with;
+    van der Heijden et al., VNC 2017, compare the falsified acceleration with what the sender really does)."""
+    return (np.abs(u_des) > max_accel) | (np.abs(u_des - a) > tol_mps2 + max_jerk_mps3 * np.maximum(age_s, 0.0))
 
 
 def freshness(age_s: np.ndarray, backwards: np.ndarray, max_age_s: float, max_future_s: float) -> np.ndarray:
@@ -104,20 +116,29 @@ def leader_moved(distance_m: np.ndarray, age_s: np.ndarray, max_accel: float, to
 
 
 def maneuver_entitlement(state: np.ndarray, index: np.ndarray, sender: np.ndarray, peer: np.ndarray,
-                         member: np.ndarray, known_leader: np.ndarray) -> np.ndarray:
+                         member: np.ndarray, known_leader: np.ndarray, predecessor: np.ndarray,
+                         own_index: np.ndarray, elsewhere: np.ndarray) -> np.ndarray:
     """A maneuver request its sender is not entitled to send for its role as the receiver knows it (``member``:
     the sender is in the receiver's platoon; ``index``: the position the message claims, NaN unknown). The roles
     of the platooning maneuvers (Segata et al.'s Plexe, ``../shared/reference/platooning.md``, and
     ``controllers.maneuvers``): a station outside a platoon asks its leader to join; a follower asks its own
     leader to leave; the leader asks a follower to split off; a platoon's leader asks another platoon's leader to
     merge. Amoozadeh et al. (IEEE Commun. Mag. 2015) list forged management messages among the attacks on
-    platoons."""
+    platoons.
+
+    A follower knows of its platoon only its own place (``own_index``), its predecessor and its leader, so a leave
+    to its leader passes from any station that claims a place it cannot check; it fails from a station that
+    claims the receiver's own place, or its predecessor's without being its predecessor (two vehicles in one
+    place), or that claims another platoon or none (``elsewhere``: a station outside the receiver's platoon has
+    nothing to leave)."""
     leads, follows = index == 0, index > 0
     not_leader = member & (sender != known_leader)
     join = (state == _JOIN) & member & (peer == known_leader)  # asks to join the platoon it is in
     leave = (state == _LEAVE) & (leads | (member & (peer != known_leader)))  # a leader, or not to its own leader
+    impostor = (state == _LEAVE) & (known_leader >= 0) & (peer == known_leader) & (sender != predecessor) & (
+        elsewhere | (index == own_index) | (index == own_index - 1))
     # only the leader splits, and at a follower: a split at the receiver's own leader is forged whoever sends it
     split = (state == _SPLIT) & (follows | not_leader | (peer == known_leader))
     merge = (state == _MERGE) & (follows | not_leader)  # only a leader merges its platoon
     request = (state == _JOIN) | (state == _LEAVE) | (state == _SPLIT) | (state == _MERGE)
-    return join | leave | split | merge | (request & (peer == sender))
+    return join | leave | impostor | split | merge | (request & (peer == sender))

@@ -28,8 +28,9 @@ _maneuver_entitlement = njit(cache=True)(ck.maneuver_entitlement)
  B_MANEUVER) = (ck.bit(name) for name in ck.CHECKS)
 # thresholds, in the order the kernels take them (``PlausibilityDetector.thresholds``)
 (P_MAX_RANGE, P_MAX_SPEED, P_MAX_REVERSE, P_MAX_ACCEL, P_POS_TOL, P_SPEED_TOL, P_PS_TOL_M, P_PS_TOL_MPS, P_MIN_GAP,
- P_WARMUP, P_APPEAR, P_SENSOR_TOL, P_ACCEL_TOL, P_MAX_AGE, P_MAX_FUTURE, P_LEADER_TOL, P_TRACK_AGE) = range(17)
-N_THRESHOLDS = 17
+ P_WARMUP, P_APPEAR, P_SENSOR_TOL, P_ACCEL_TOL, P_MAX_AGE, P_MAX_FUTURE, P_LEADER_TOL, P_TRACK_AGE, P_MAX_JERK,
+ P_MAX_GAP) = range(19)
+N_THRESHOLDS = 19
 
 
 @njit(cache=True)
@@ -41,9 +42,9 @@ def _ids(value: float) -> int:  # pragma: no cover - compiled
 @njit(cache=True)
 def per_message(t_ns, kind, has_kind, x, y, yaw, v, a, u_des, gen, o_rows, own_x, own_y, own_yaw, measured, front,
                 rear, p, distance, mask):  # pragma: no cover - compiled
-    """The checks of one message alone: acceptance range, speed, sensor overlap (``measured``: the receiver's range
-    to the sender, NaN when its sensor does not track it; ``front``, ``rear``: the receiver's and the sender's
-    bumpers) and the desired acceleration; ``distance`` gets the claimed position's distance from the receiver."""
+    """The checks of one message alone: acceptance range, speed and sensor overlap (``measured``: the receiver's
+    range to the sender, NaN when its sensor does not track it; ``front``, ``rear``: the receiver's and the
+    sender's bumpers); ``distance`` gets the claimed position's distance from the receiver."""
     for i in range(len(x)):
         o = o_rows[i]
         ox = own_x[o] if o >= 0 else np.nan
@@ -63,10 +64,21 @@ def per_message(t_ns, kind, has_kind, x, y, yaw, v, a, u_des, gen, o_rows, own_x
                 tol = p[P_SENSOR_TOL] + np.abs(v[i]) * (max(age_s, 0.0) + 0.1)
                 if _sensor_overlap(np.hypot(tx - sx, ty - sy), measured[i], tol):
                     bits |= B_SENSOR
-        pm = np.isfinite(u_des[i]) and (not has_kind or kind[i] == 1)
-        if pm and _desired_accel(u_des[i], a[i], p[P_MAX_ACCEL], p[P_ACCEL_TOL]):
-            bits |= B_DESIRED
         mask[i] = bits
+
+
+@njit(cache=True)
+def desired(rows, keys, gen, u_des, a, h_keys, h_gen, p, mask):  # pragma: no cover - compiled
+    """``desired_accel`` of the messages ``rows`` that carry a desired acceleration, against the acceleration of
+    the sender's newest CAM the receiver holds (``h_*``, sorted by pair key; none held: no verdict on the
+    difference), measured that long before the message was generated."""
+    for i in rows:
+        at = np.searchsorted(h_keys, keys[i])
+        age = np.nan
+        if at < len(h_keys) and h_keys[at] == keys[i]:
+            age = (gen[i] - h_gen[at]) / 1e9
+        if _desired_accel(u_des[i], a[i], age, p[P_MAX_ACCEL], p[P_ACCEL_TOL], p[P_MAX_JERK]):
+            mask[i] |= B_DESIRED
 
 
 @njit(cache=True)
@@ -97,7 +109,10 @@ def against_history(order, keys, gen, received, x, y, yaw, v, distance, listenin
         dt = (gen[r] - p_gen) / 1e9 if has_prev else np.nan
         moved = np.hypot(x[r] - p_x, y[r] - p_y)
         bits = 0
-        if has_prev and dt > 0:
+        # consecutive CAMs only: over a longer silence (a pair the applications did not read for a while) the
+        # trapezoid of two speeds is no estimate of the distance moved (its error grows as a_max dt^2 / 4), and the
+        # Kalman track of the pair restarts after the same gap (``kalman.KalmanParams.max_gap_s``)
+        if has_prev and dt > 0 and dt <= p[P_MAX_GAP]:
             if _position_consistency(moved, p_v, v[r], dt, p[P_MAX_ACCEL], p[P_POS_TOL]):
                 bits |= B_POS
             if _speed_consistency(p_v, v[r], dt, p[P_MAX_ACCEL], p[P_SPEED_TOL]):
@@ -149,6 +164,8 @@ def platoon_roles(rows, receiver, sender, received, index, pid, state, peer, gn_
         if failed:
             bits |= B_LEADER
         member = s in (pred, leader)
-        if _maneuver_entitlement(state[i], index[i], s, _ids(peer[i]), member, leader):
+        place = own_index[o] if o >= 0 else np.nan
+        elsewhere = np.isfinite(mine) and not (np.isfinite(pid[i]) and pid[i] == mine)
+        if _maneuver_entitlement(state[i], index[i], s, _ids(peer[i]), member, leader, pred, place, elsewhere):
             bits |= B_MANEUVER
         mask[i] |= bits

@@ -32,6 +32,8 @@ class PlausibilityParams(DetectorParams):
     position_speed_tol_m: float = Field(0.5, ge=0, description="[m] slack of the position-speed check ...")
     position_speed_tol_mps: float = Field(1.0, ge=0, description="[m/s] ... plus this much per second between the "
                                           "two messages")
+    max_gap_s: float = Field(3.0, gt=0, description="[s] position, speed and position-speed consistency compare "
+                             "two CAMs of a sender at most this far apart (a longer silence: no verdict)")
     min_interval_s: float | None = Field(None, ge=0, description="[s] beacon frequency: shortest honest gap between "
                                          "two CAMs of a sender (default: the channel's)")
     warmup_s: float = Field(2.0, ge=0, description="[s] sudden appearance: a receiver listens this long first")
@@ -39,7 +41,11 @@ class PlausibilityParams(DetectorParams):
     sensor_tol_m: float = Field(1.0, ge=0, description="[m] sensor overlap: slack between the claimed and the "
                                 "measured range (plus the sender's speed times the message's age and 0.1 s)")
     accel_tol_mps2: float = Field(1.5, gt=0, description="[m/s^2] desired acceleration: largest plausible gap between "
-                                  "a platooning message's desired acceleration and the sender's measured one")
+                                  "a platooning message's desired acceleration and the sender's measured one ...")
+    # ISO 15622 (ACC) bounds an automatic jerk at 2.5 m/s^3 averaged over 1 s; a command leads the acceleration
+    # by the actuator's lag (``checks.desired_accel``)
+    max_jerk_mps3: float = Field(2.5, ge=0, description="[m/s^3] ... plus this much per second between the measured "
+                                 "acceleration's CAM and the message")
     max_age_s: float = Field(0.5, gt=0, description="[s] freshness: oldest plausible CAM at its reception (an "
                              "honest one waits for the medium and DCC at most a few hundred ms)")
     max_future_s: float = Field(0.01, ge=0, description="[s] freshness: a CAM generated this long after its "
@@ -76,6 +82,15 @@ class PlausibilityDetector(Detector):
         self.spawn_ns = np.empty(0, np.int64)
         self.front_m = np.empty(0)
         self.rear_m = np.empty(0)
+        self._read_keys = np.empty(0, np.int64)  # pairs a channel delivers only while read (sorted keys) ...
+        self._read_since = np.empty(0, np.int64)  # ... and since when [ns]
+
+    def listen(self, t_ns: int, receivers: np.ndarray, senders: np.ndarray) -> None:
+        keys = np.unique(pair_keys(receivers, senders))
+        at = np.minimum(np.searchsorted(self._read_keys, keys), max(len(self._read_keys) - 1, 0))
+        kept = self._read_keys[at] == keys if len(self._read_keys) else np.zeros(len(keys), bool)
+        since = np.where(kept, self._read_since[at] if len(self._read_keys) else 0, t_ns)
+        self._read_keys, self._read_since = keys, since.astype(np.int64)
 
     def spawn(self, ids: np.ndarray, spawn_ns: np.ndarray, front_m: np.ndarray, rear_m: np.ndarray) -> None:
         self.ids = np.concatenate([self.ids, ids])
@@ -102,6 +117,7 @@ class PlausibilityDetector(Detector):
         t[kn.P_WARMUP], t[kn.P_APPEAR], t[kn.P_SENSOR_TOL] = p.warmup_s, p.appearance_range_m, p.sensor_tol_m
         t[kn.P_ACCEL_TOL], t[kn.P_MAX_AGE], t[kn.P_MAX_FUTURE] = p.accel_tol_mps2, p.max_age_s, p.max_future_s
         t[kn.P_LEADER_TOL], t[kn.P_TRACK_AGE] = p.leader_tol_m, MAX_TRACK_AGE_S
+        t[kn.P_MAX_JERK], t[kn.P_MAX_GAP] = p.max_jerk_mps3, p.max_gap_s
         return t
 
     def judge(self, t_ns: int, messages: Mapping[str, np.ndarray], own: Mapping[str, np.ndarray],
@@ -131,10 +147,17 @@ class PlausibilityDetector(Detector):
                        own_cols["x"], own_cols["y"], own_cols["yaw"], self._measured(receiver, sender, sensor), front,
                        rear, p, distance, mask)
         cam = np.flatnonzero(kind == 0)
+        keys = pair_keys(receiver, sender)
         if len(cam):
-            listening = np.where(r_rows >= 0, (t_ns - self.spawn_ns[np.maximum(r_rows, 0)]) / 1e9
-                                 if len(self.ids) else 0.0, 0.0)
-            self._against_history(cam, pair_keys(receiver, sender), gen, received, f, distance, listening, p, mask)
+            since = np.where(r_rows >= 0, self.spawn_ns[np.maximum(r_rows, 0)] if len(self.ids) else t_ns, t_ns)
+            if len(self._read_keys):  # a pair the applications read: heard since they began to read it
+                at = np.minimum(np.searchsorted(self._read_keys, keys), len(self._read_keys) - 1)
+                since = np.where(self._read_keys[at] == keys, np.maximum(since, self._read_since[at]), since)
+            self._against_history(cam, keys, gen, received, f, distance, (t_ns - since) / 1e9, p, mask)
+        pm = np.flatnonzero(np.isfinite(u) & (kind == 1 if has_kind else True))
+        if len(pm):
+            h = self.history
+            kn.desired(pm, keys, gen, u, f["a"], h.keys, h.cols["gen"], p, mask)
         if has_kind and self.enabled & (ck.bit("leader_consistency") | ck.bit("maneuver_entitlement")):
             self._roles(np.flatnonzero(kind == 1), m, receiver, sender, received, own, o_rows, p, mask)
         if self.tracks is not None:

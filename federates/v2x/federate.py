@@ -61,6 +61,7 @@ class V2XFederate(Federate):
         self._tx = np.empty(0, np.int64)
         self._interest = Interest(np.empty(0, np.int64), np.empty(0, np.int64))
         self._triggers = False  # whether the model reports why it generated each CAM (cam_triggers)
+        self._told: Interest | None = None  # the interest the guard's detector last heard of
 
     logs_transmissions = False
     """Whether the channel model logs every transmission (its ``logs_every_transmission``: ITS-G5 does; the ideal
@@ -164,6 +165,9 @@ class V2XFederate(Federate):
         deliveries = self.model.step(t_ns, estimate, self._interest)
         verdicts = None
         if self.guard is not None:
+            if self._interest is not self._told and self.channel_config.get("deliver", "interest") != "all":
+                self.guard.listen(t_ns, self._interest.receivers, self._interest.senders)  # its pairs heard since
+                self._told = self._interest
             deliveries, verdicts = self.guard.step(t_ns, deliveries, inputs["estimate"], inputs.get("range"),
                                                    inputs.get("platoon_state"))
         if "u_des" not in deliveries:  # a model that carries no platooning message

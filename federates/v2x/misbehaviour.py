@@ -95,6 +95,12 @@ class Guard:
                                 np.int64), np.array([r.dims.length_m - r.dims.rear_overhang_m for r in robots]),
                                 np.array([r.dims.rear_overhang_m for r in robots]))
 
+    def listen(self, t_ns: int, receivers: np.ndarray, senders: np.ndarray) -> None:
+        """The (receiver, sender) pairs a channel that delivers only the applications' interest delivers from
+        ``t_ns`` on (``Detector.listen``)."""
+        if self.detector is not None:
+            self.detector.listen(t_ns, receivers, senders)
+
     def despawn(self, ids: Sequence[int]) -> None:
         """Stations leave."""
         keep = ~np.isin(self._roles["id"], np.asarray(list(ids), np.float64))

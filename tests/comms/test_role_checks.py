@@ -79,6 +79,8 @@ HONEST = {
     "... which a follower of that platoon hears": pm(21, 3, JOIN, peer=1),
     "another platoon's leader": pm(11, 3),
     "a message without platoon fields (a run without maneuvers)": pm(2, 3, index=NAN, claim=NAN),
+    "... which a follower ahead of the leaver hears": pm(3, 2, LEAVE, peer=1),
+    "... and the leader it asks": pm(3, 1, LEAVE, peer=1),
 }
 FORGED = {  # message -> the check it fails
     "a split request from a follower": (pm(2, 3, SPLIT, peer=3), "maneuver_entitlement"),
@@ -90,6 +92,13 @@ FORGED = {  # message -> the check it fails
     "a member asks to join its own platoon": (pm(2, 3, JOIN, peer=1), "maneuver_entitlement"),
     "a leave request to another platoon's leader": (pm(2, 3, LEAVE, peer=11), "maneuver_entitlement"),
     "a leave request from the leader": (pm(1, 2, LEAVE, peer=11), "maneuver_entitlement"),
+    # a follower knows its place, its predecessor and its leader: a leave to its leader from a station claiming
+    # its place, or its predecessor's without being it, or another platoon, or none, comes from no member
+    "a leave to the receiver's leader from an outsider in its predecessor's place": (
+        pm(21, 3, LEAVE, peer=1, claim=7, index=1), "maneuver_entitlement"),
+    "... in the receiver's own place": (pm(21, 3, LEAVE, peer=1, claim=7, index=2), "maneuver_entitlement"),
+    "... from another platoon's follower": (pm(12, 3, LEAVE, peer=1), "maneuver_entitlement"),
+    "... claiming no platoon": (pm(21, 3, LEAVE, peer=1, index=NAN, claim=NAN), "maneuver_entitlement"),
     "a merge request from a follower": (pm(2, 3, MERGE, peer=11), "maneuver_entitlement"),
     "a request to itself": (pm(21, 1, JOIN, peer=21), "maneuver_entitlement"),
     "a follower claims to lead the platoon": (pm(2, 3, index=0), "leader_consistency"),
