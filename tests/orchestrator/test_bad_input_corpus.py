@@ -303,7 +303,9 @@ def test_mutated_scenarios_end_valid_or_as_bad_input_in_process(tmp_path: Path) 
     check()
     assert sum(outcomes.values()) >= IN_PROCESS_CASES
     # the corpus exercises both outcomes: mutations that keep a scenario valid and ones that break it
-    assert outcomes["valid"] >= IN_PROCESS_CASES // 20 and outcomes["bad input"] >= IN_PROCESS_CASES // 2, outcomes
+    # (the fixed subset of 100 holds two or three mutations that stay valid; the full corpus over a hundred)
+    least_valid = IN_PROCESS_CASES // 20 if IN_PROCESS_CASES >= 2000 else 1
+    assert outcomes["valid"] >= least_valid and outcomes["bad input"] >= IN_PROCESS_CASES // 2, outcomes
     assert within_bound(slowest[0])
 
 

@@ -196,8 +196,8 @@ def test_reset_is_deterministic_per_seed_and_follows_the_seed():
 
 def test_reset_copies_the_built_world_and_costs_a_fraction_of_building_it(monkeypatch):
     """A reset neither rebuilds the world nor resolves the robots again (both are made to fail after the first
-    build), also with a seed never used before; and it takes a tenth of building the environment (a third with a new
-    seed)."""
+    build), also with a seed never used before; and it costs less than a new environment's first reset (a third of it
+    for a seed seen before)."""
     env = PlatoonEnv(PLATOON)
     env.reset(seed=1)
 
@@ -211,11 +211,12 @@ def test_reset_copies_the_built_world_and_costs_a_fraction_of_building_it(monkey
         env.reset(seed=12345)
         env.reset()
     seeds = iter(range(100, 10_000))
-    reset_new, reset_seen, build = best_times(lambda: env.reset(seed=next(seeds)), lambda: env.reset(seed=1),
-                                              lambda: PlatoonEnv(PLATOON), rounds=5)
-    # a seed seen before: one copy of the kept world; a new seed also sets the copy up and runs its first instant,
-    # which took 0.41 x building once in a fresh clone's suite: bounded at half (a rebuild would cost 1 x or more)
-    assert reset_seen < build / 10 and reset_new < build / 2
+    reset_new, reset_seen, first = best_times(lambda: env.reset(seed=next(seeds)), lambda: env.reset(seed=1),
+                                              lambda: PlatoonEnv(PLATOON).reset(seed=1), rounds=5)
+    # against a new environment's first reset (the scenario read, the world built, its first instant run: 7.5 ms
+    # quiet): a seed seen before is one copy of the kept world (0.14 x); a new seed also sets the copy up and runs
+    # its first instant (0.59 x), still cheaper than building, which it never does (made to fail above)
+    assert reset_seen < first / 3 and reset_new < first, (reset_seen, reset_new, first)
 
 
 def test_a_collision_terminates_with_the_penalty_and_the_end_truncates():
