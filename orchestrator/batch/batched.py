@@ -32,11 +32,13 @@ from core.timebase import seconds_to_ns
 from ..build.batched import MAX_BATCHED_ID, batched_robots
 from ..build.world import build_world
 from ..engine.run_control import RunControl
-from ..metrics import DIGEST_TRACES, RunData, file_digest, json_safe, write_metrics
+from ..metrics import DIGEST_TRACES, RunData, json_safe, write_metrics
+from ..metrics.rundata import tables_digest
 from ..recording.port_recorder import DEFAULT_SKIP, PortRecorder
 from ..recording.recorder import VehicleRecorder
 from ..recording.safe_files import check_outputs, write_atomic
 from ..recording.split import PointSplit, SplitAppender
+from ..recording.trace_schema import held
 from ..runner import RUN_DIRS, RUN_FILES, resolved_dict
 from ..scenario import Scenario
 from .task import RESULT_FILES, Record, Task, run_task
@@ -182,6 +184,7 @@ class _World:
     """What the shared world's run left."""
 
     world: Any
+    split: PointSplit
     stride: int
     per_point: list[list[Any]]
     error: FederateError | None
@@ -216,7 +219,7 @@ def _simulate(tasks: Sequence[Task]) -> _World:
         interrupted = world.scheduler.interrupted or control.stop_requested
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _World(world, robots.stride, robots.per_point, error, interrupted, time.perf_counter() - t0)
+    return _World(world, split, robots.stride, robots.per_point, error, interrupted, time.perf_counter() - t0)
 
 
 def _finish_point(task: Task, point: int, ran: _World) -> Record:
@@ -253,9 +256,14 @@ def _finish_point(task: Task, point: int, ran: _World) -> Record:
     if status == "ok" and collisions:
         info["status"] = "collided"
     info["robot_names"] = {str(r.id): r.name for r in robots}
-    info["digest"] = file_digest(out, DIGEST_TRACES)
+    # the digest and the metrics from the tables the point's files were just written from, not read back
+    tables = ran.split.take(point)
+    info["digest"] = tables_digest({name: tables[f"{name}.parquet"] for name in DIGEST_TRACES
+                                    if f"{name}.parquet" in tables})
     if status == "ok":
-        write_metrics(RunData.load(out))
+        with held({out / "trace" / name: table for name, table in tables.items()}):
+            write_metrics(RunData.load(out))
+    del tables
     write_atomic(out / "run.json", json.dumps(json_safe(info), indent=2))
     collided = info["status"] == "collided"
     return {"point": task.point, "replicate": task.replicate, "seed": task.seed, "dir": str(task.run_dir),

@@ -223,17 +223,34 @@ def file_digest(out_dir: Path, names: Iterable[str] = DIGEST_TRACES) -> str:
     """SHA-256 over every column's name and bytes of the traces ``names`` in ``out_dir`` (strings joined with
     0x1f), in a fixed order: equal digests, identical traces. Read one column of one row group at a time, so
     memory stays bounded by a row group whatever the length of the run."""
-    h = hashlib.sha256()
-    for name in sorted(names):
+    traces = {}
+    for name in names:
         path = Path(out_dir) / "trace" / f"{name}.parquet"
-        if not path.exists():
-            continue
-        parquet = pq.ParquetFile(path)
-        for col in sorted(parquet.schema_arrow.names):
+        if path.exists():
+            parquet = pq.ParquetFile(path)
+            traces[name] = (parquet.schema_arrow.names,
+                            lambda col, p=parquet: (p.read_row_group(g, columns=[col]).column(col)
+                                                    for g in range(p.num_row_groups)))
+    return _digest(traces)
+
+
+def tables_digest(tables: Mapping[str, pa.Table]) -> str:
+    """``file_digest`` of traces held in memory (name -> the table its file was written from): the same digest
+    as that of the files, without reading them back."""
+    return _digest({name: (table.column_names, lambda col, t=table: (t.column(col),))
+                    for name, table in tables.items()})
+
+
+def _digest(traces: Mapping[str, tuple[Sequence[str], Callable[[str], Iterable[Any]]]]) -> str:
+    """The digest over traces given as (column names, column -> its pieces in row order)."""
+    h = hashlib.sha256()
+    for name in sorted(traces):
+        names, pieces = traces[name]
+        for col in sorted(names):
             h.update(f"{name}.{col}".encode())
             strings_seen = 0
-            for group in range(parquet.num_row_groups):
-                values = _column(parquet.read_row_group(group, columns=[col]).column(col))
+            for piece in pieces(col):
+                values = _column(piece)
                 if values.dtype == object:
                     if len(values):
                         h.update(("\x1f" if strings_seen else "").encode() + "\x1f".join(map(str, values)).encode())

@@ -5,12 +5,14 @@ there. ``SplitAppender`` stands in for the recorders' ``ParquetAppender``: it so
 so each point keeps its time and row order), turns the robot ids of every ``robot id`` column back into the point's
 own, and at the end writes each point's ``trace/<name>.parquet`` through a ``ParquetAppender`` with the same units,
 metadata and empty schema. A point's file thus holds the rows, columns and types a run of that point alone writes.
+The tables written stay in ``PointSplit.tables`` for the point's digest and metrics (``trace_schema.held``), so
+these need not decode the files again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,17 @@ class PointSplit:
 
     stride: int
     dirs: Sequence[Path]
+    tables: list[dict[str, pa.Table]] = field(default_factory=list)
+    """Per point, what each of its files holds (file name -> table), filled as the appenders close; whoever
+    finishes a point takes its tables out (``take``)."""
+
+    def __post_init__(self) -> None:
+        self.tables.extend({} for _ in range(len(self.dirs) - len(self.tables)))
+
+    def take(self, point: int) -> dict[str, pa.Table]:
+        """The tables of ``point``'s files (file name -> table), no longer held here."""
+        tables, self.tables[point] = self.tables[point], {}
+        return tables
 
     def own_ids(self, ids: np.ndarray) -> np.ndarray:
         """The points' own robot ids (negative ones, "no robot", stay)."""
@@ -84,14 +97,18 @@ class SplitAppender:
         """Rows are kept until ``close``."""
 
     def close(self) -> None:
-        """Write every point's file (or its empty schema, as a run of it alone would)."""
-        for directory, parts in zip(self.split.dirs, self._parts, strict=True):
-            table = ParquetAppender(Path(directory) / "trace" / self.name, flush_rows=1 << 62, units=self.units,
-                                    metadata=self.metadata, empty_schema=self.empty_schema)
+        """Write every point's file (or its empty schema, as a run of it alone would) in this thread, one row group
+        each, and keep the table each file holds in ``split.tables``."""
+        for point, directory in enumerate(self.split.dirs):
+            parts, self._parts[point] = self._parts[point], []  # each point's rows go once its file has them
+            appender = ParquetAppender(Path(directory) / "trace" / self.name, flush_rows=1 << 62, units=self.units,
+                                       metadata=self.metadata, empty_schema=self.empty_schema)
             for part in parts:
-                table.append(part)
-            table.close()
-        self._parts = [[] for _ in self.split.dirs]
+                appender.append(part)
+            del parts
+            table = appender.write_whole()
+            if table is not None:
+                self.split.tables[point][self.name] = table
 
 
 def _take(column: Any, order: np.ndarray, robot_ids: bool, split: PointSplit) -> Any:

@@ -21,6 +21,7 @@ import queue
 import threading
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -119,8 +120,7 @@ class ParquetAppender:
             if self._error is not None:
                 continue  # keep draining so the producer never blocks
             try:
-                names = list(chunks[0])
-                table = pa.table({name: _to_arrow(_concat([c[name] for c in chunks])) for name in names})
+                table = _table(chunks)
                 if writer is None:
                     schema = self._schema(table.schema)
                 table = table.cast(schema)
@@ -187,6 +187,31 @@ class ParquetAppender:
                 raise TraceWriteError(self.path, exc, removed=True) from exc
 
 
+    def write_whole(self) -> pa.Table | None:
+        """Write everything appended as one row group now, in this thread, and close the file: for a file written at
+        once (a batched point's trace), where a writer thread would only be waited for. Returns the table the file
+        holds (None: nothing appended and no ``empty_schema``, no file); the bytes are those ``close`` writes."""
+        if self._thread is not None or self._error is not None:
+            raise RuntimeError(f"{self.path}: write_whole on an appender that has started writing")
+        chunks, self._chunks, self._pending = self._chunks, [], 0
+        if not chunks:
+            if self.empty_schema is None:
+                return None
+            table = self._schema(self.empty_schema).empty_table()
+        else:
+            table = _table(chunks)
+            table = table.cast(self._schema(table.schema))
+        try:
+            self._check_room(table, True)
+            with pq.ParquetWriter(self.path, table.schema, compression="zstd") as writer:
+                writer.write_table(table)
+        except BaseException as exc:
+            ParquetAppender.failures += 1
+            self.path.unlink(missing_ok=True)
+            raise TraceWriteError(self.path, exc, removed=True, rows=0) from exc
+        self.rows_written = table.num_rows
+        return table
+
     def _readable(self) -> bool:
         try:
             return pq.ParquetFile(self.path).metadata.num_rows == self.rows_written
@@ -208,6 +233,11 @@ class Categorical:
 def categorical(codes: np.ndarray, names: tuple[str, ...]) -> Categorical:
     """A string column from codes: ``categorical(np.array([0, 1, 1]), ("tx", "rx"))``."""
     return Categorical(codes, names)
+
+
+def _table(chunks: list[Mapping[str, Any]]) -> pa.Table:
+    """One table of appended chunks (equal names in each)."""
+    return pa.table({name: _to_arrow(_concat([c[name] for c in chunks])) for name in chunks[0]})
 
 
 def _concat(parts: list) -> np.ndarray | Categorical:

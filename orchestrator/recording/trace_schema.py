@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,48 @@ def _describe(arrow_type: pa.DataType) -> str:
     return f"dictionary of {arrow_type.value_type}" if pa.types.is_dictionary(arrow_type) else str(arrow_type)
 
 
-def open_trace(path: Path, name: str | None = None) -> pq.ParquetFile:
+class HeldTrace:
+    """A trace just written, still in memory as the table its file holds: read like a ``pq.ParquetFile`` of one
+    row group, without decoding the file again (``held``)."""
+
+    num_row_groups = 1
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.schema_arrow = table.schema
+        self.metadata = table  # ``metadata.num_rows``, as a ParquetFile's footer
+
+    def read_row_group(self, group: int, columns: list[str] | None = None) -> pa.Table:
+        """The whole table (projected to ``columns``): it is the only row group."""
+        if group != 0:
+            raise IndexError(f"row group {group} of 1")
+        return self.table if columns is None else self.table.select(columns)
+
+    def read(self) -> pa.Table:
+        """Every row."""
+        return self.table
+
+
+_HELD: dict[Path, HeldTrace] = {}
+
+
+@contextmanager
+def held(tables: Mapping[Path, pa.Table]) -> Iterator[None]:
+    """Within the block, ``open_trace`` of one of these paths reads its table from memory instead of the file. For
+    traces this process has just written with exactly these tables (a batched point's, ``recording.split``): the
+    metrics then read the values the file holds without decoding it again."""
+    paths = [Path(path).absolute() for path in tables]
+    _HELD.update({path: HeldTrace(table) for path, table in zip(paths, tables.values(), strict=True)})
+    try:
+        yield
+    finally:
+        for path in paths:
+            _HELD.pop(path, None)
+
+
+def open_trace(path: Path, name: str | None = None) -> pq.ParquetFile | HeldTrace:
     """``path`` opened as a Parquet file whose schema fits the contract of trace ``name`` (its stem by default);
-    raise RunDataError otherwise."""
+    raise RunDataError otherwise. A trace ``held`` in memory is read from there."""
     path = Path(path)
     name = name or path.name.removesuffix(".parquet")
     try:
@@ -118,7 +158,8 @@ def open_trace(path: Path, name: str | None = None) -> pq.ParquetFile:
     if not stat.S_ISREG(mode):
         raise RunDataError(path, "is not a regular file")
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = _HELD.get(path.absolute()) if _HELD else None
+        parquet = parquet or pq.ParquetFile(path)
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise RunDataError(path, f"is not a readable Parquet file ({_first_line(exc)}); a trace cut short has no "
@@ -146,7 +187,8 @@ def open_trace(path: Path, name: str | None = None) -> pq.ParquetFile:
 _KIND_NAMES = {_FLOAT: "double (float64)", _INT: "int64", _BOOL: "bool", _TEXT: "string (or a dictionary of strings)"}
 
 
-def read_group(parquet: pq.ParquetFile, path: Path, group: int, columns: list[str] | None = None) -> pa.Table:
+def read_group(parquet: pq.ParquetFile | HeldTrace, path: Path, group: int,
+               columns: list[str] | None = None) -> pa.Table:
     """One row group of an opened trace; a damaged one (bad pages, bad compression) is a RunDataError."""
     try:
         return parquet.read_row_group(group, columns=columns)

@@ -13,6 +13,7 @@ import pytest
 from core.universes import universe_segments
 from federates.physics.collisions import ContactMonitor
 from orchestrator.batch.sweep import sweep
+from orchestrator.metrics import file_digest
 
 REPO = Path(__file__).resolve().parents[2]
 PLATOON = REPO / "scenarios" / "platoon.yaml"
@@ -45,9 +46,16 @@ def test_batched_points_give_the_digests_and_metrics_of_runs_alone(batched_and_a
         assert b_runs[key]["digest"] == run["digest"], key
         assert (b_dir / b_runs[key]["dir"] / "metrics.json").read_bytes() == \
             (a_dir / run["dir"] / "metrics.json").read_bytes(), key
-        # every trace file, not only the digested ones, holds the same rows (the range sensor's noise included)
+        # every trace file, not only the digested ones, is the same file byte for byte (the range sensor's noise
+        # included), and so is the resolved scenario the metrics are computed from
         a_traces = sorted(p.name for p in (a_dir / run["dir"] / "trace").iterdir())
         assert sorted(p.name for p in (b_dir / b_runs[key]["dir"] / "trace").iterdir()) == a_traces
+        assert {"vehicles.parquet", "v2x.parquet", "range.parquet"} <= set(a_traces)
+        for name in [*(f"trace/{t}" for t in a_traces), "scenario.resolved.yaml"]:
+            assert (b_dir / b_runs[key]["dir"] / name).read_bytes() == (a_dir / run["dir"] / name).read_bytes(), \
+                (key, name)
+        # the digest a batched point computes from its tables in memory is the one of its files on disk
+        assert file_digest(b_dir / b_runs[key]["dir"]) == b_runs[key]["digest"], key
     # the two seeds differ (the range sensor's noise is drawn per seed), so equal digests are not a coincidence
     assert b_runs[("time_gap_s=0.5__k2=1.0", 3)]["digest"] != b_runs[("time_gap_s=0.5__k2=1.0", 4)]["digest"]
     assert [p["metrics"] for p in batched["points"]] == [p["metrics"] for p in alone["points"]]
