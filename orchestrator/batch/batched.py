@@ -39,7 +39,7 @@ from ..recording.recorder import VehicleRecorder
 from ..recording.safe_files import check_outputs, write_atomic
 from ..recording.split import PointSplit, SplitAppender
 from ..recording.trace_schema import held
-from ..runner import RUN_DIRS, RUN_FILES, resolved_dict
+from ..runner import RUN_DIRS, RUN_FILES, resolved_yaml
 from ..scenario import Scenario
 from .task import RESULT_FILES, Record, Task, run_task
 
@@ -170,13 +170,7 @@ def _prepare(task: Task) -> None:
     if trace.is_dir():  # an earlier run's traces must not pass for this one's
         for old in trace.glob("*.parquet"):
             old.unlink()
-    write_atomic(out / "scenario.resolved.yaml", _yaml(resolved_dict(task.scenario, task.seed)))
-
-
-def _yaml(data: dict[str, Any]) -> str:
-    import yaml
-
-    return yaml.safe_dump(data, sort_keys=False)
+    write_atomic(out / "scenario.resolved.yaml", resolved_yaml(task.scenario, task.seed))
 
 
 @dataclass
