@@ -68,15 +68,16 @@ def per_message(t_ns, kind, has_kind, x, y, yaw, v, a, u_des, gen, o_rows, own_x
 
 
 @njit(cache=True)
-def desired(rows, keys, gen, u_des, a, h_keys, h_gen, p, mask):  # pragma: no cover - compiled
+def desired(rows, keys, received, u_des, a, h_keys, h_gen, p, mask):  # pragma: no cover - compiled
     """``desired_accel`` of the messages ``rows`` that carry a desired acceleration, against the acceleration of
     the sender's newest CAM the receiver holds (``h_*``, sorted by pair key; none held: no verdict on the
-    difference), measured that long before the message was generated."""
+    difference), measured that long before the message was received (a PM row's ``generated_ns`` is its
+    kinematics' CAM's, a few ns on)."""
     for i in rows:
         at = np.searchsorted(h_keys, keys[i])
         age = np.nan
         if at < len(h_keys) and h_keys[at] == keys[i]:
-            age = (gen[i] - h_gen[at]) / 1e9
+            age = (received[i] - h_gen[at]) / 1e9
         if _desired_accel(u_des[i], a[i], age, p[P_MAX_ACCEL], p[P_ACCEL_TOL], p[P_MAX_JERK]):
             mask[i] |= B_DESIRED
 

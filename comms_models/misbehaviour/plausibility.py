@@ -157,7 +157,7 @@ class PlausibilityDetector(Detector):
         pm = np.flatnonzero(np.isfinite(u) & (kind == 1 if has_kind else True))
         if len(pm):
             h = self.history
-            kn.desired(pm, keys, gen, u, f["a"], h.keys, h.cols["gen"], p, mask)
+            kn.desired(pm, keys, received, u, f["a"], h.keys, h.cols["gen"], p, mask)
         if has_kind and self.enabled & (ck.bit("leader_consistency") | ck.bit("maneuver_entitlement")):
             self._roles(np.flatnonzero(kind == 1), m, receiver, sender, received, own, o_rows, p, mask)
         if self.tracks is not None:
