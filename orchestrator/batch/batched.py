@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -87,7 +88,8 @@ def world_key(scenario: Scenario) -> str:
 def plan_batches(tasks: Sequence[Task], jobs: int, scheduler: str | None = None
                  ) -> tuple[list[BatchTask], list[Task], dict[str, int]]:
     """The batched worlds, the tasks that run alone and why (reason -> number of runs). Each world holds at most
-    what ``WORLD_BYTES`` allows, and there are at least ``jobs`` worlds when there are enough points for them."""
+    what ``WORLD_BYTES`` allows, and there are at least ``jobs`` worlds when there are enough points for them, and
+    a multiple of ``jobs`` when there are more (equal shares of work per process)."""
     if scheduler is not None:
         return [], list(tasks), ({"runs on a Dask cluster are not batched": len(tasks)} if tasks else {})
     groups: dict[tuple[str, int], list[Task]] = {}
@@ -101,13 +103,16 @@ def plan_batches(tasks: Sequence[Task], jobs: int, scheduler: str | None = None
             alone.append(task)
             reasons[why] = reasons.get(why, 0) + 1
     batches: list[BatchTask] = []
+    processes = max(jobs or os.cpu_count() or 1, 1)  # as the local pool counts them (0: one per core)
     for group in groups.values():
         if len(group) < 2:
             alone += group
             reasons["no other point shares its world"] = reasons.get("no other point shares its world", 0) + len(group)
             continue
         per_world = max(2, int(WORLD_BYTES // max(_trace_bytes(group[0].scenario), 1)))
-        worlds = max(math.ceil(len(group) / per_world), min(max(jobs, 1), len(group) // 2))
+        worlds = max(math.ceil(len(group) / per_world), min(processes, len(group) // 2))
+        # a whole number of worlds per process: 7 worlds on 2 processes leave one running alone at the end
+        worlds = min(math.ceil(worlds / processes) * processes, max(len(group) // 2, 1))
         size = math.ceil(len(group) / worlds)
         batches += [BatchTask(tuple(group[k:k + size])) for k in range(0, len(group), size)]
     alone.sort(key=lambda t: (t.point, t.replicate))
@@ -149,7 +154,10 @@ def run_batch(batch: BatchTask) -> list[Record]:
         return [_alone(task, str(ran.error)) for task in tasks]
     records = []
     for point, task in enumerate(tasks):
-        records.append(_finish_point(task, point, ran))
+        try:
+            records.append(_finish_point(task, point, ran))
+        except Exception as exc:  # its traces or outputs could not be written (a full disk): its record says why
+            records.append(_alone(task, f"its outputs failed: {type(exc).__name__}: {exc}"))
     return records
 
 
@@ -223,6 +231,8 @@ def _finish_point(task: Task, point: int, ran: _World) -> Record:
     from ..reporting.scale_notes import scale_notes
 
     scenario, out = task.scenario, Path(task.run_dir)
+    # the point's traces; its digest and metrics come from the tables they were written from, not read back
+    tables = ran.split.write(point)
     robots = ran.per_point[point]
     world = ran.world
     sim_s = world.scheduler.now_ns / 1e9
@@ -250,8 +260,6 @@ def _finish_point(task: Task, point: int, ran: _World) -> Record:
     if status == "ok" and collisions:
         info["status"] = "collided"
     info["robot_names"] = {str(r.id): r.name for r in robots}
-    # the digest and the metrics from the tables the point's files were just written from, not read back
-    tables = ran.split.take(point)
     info["digest"] = tables_digest({name: tables[f"{name}.parquet"] for name in DIGEST_TRACES
                                     if f"{name}.parquet" in tables})
     if status == "ok":

@@ -3,10 +3,10 @@
 Many batch points can run as independent copies in one world: point ``p``'s robot ``i`` is robot ``p * stride + i``
 there. ``SplitAppender`` stands in for the recorders' ``ParquetAppender``: it sorts every chunk's rows by point (stable,
 so each point keeps its time and row order), turns the robot ids of every ``robot id`` column back into the point's
-own, and at the end writes each point's ``trace/<name>.parquet`` through a ``ParquetAppender`` with the same units,
-metadata and empty schema. A point's file thus holds the rows, columns and types a run of that point alone writes.
-The tables written stay in ``PointSplit.tables`` for the point's digest and metrics (``trace_schema.held``), so
-these need not decode the files again.
+own, and once the run has ended writes each point's ``trace/<name>.parquet`` (``PointSplit.write``, a point at a
+time) through a ``ParquetAppender`` with the same units, metadata and empty schema. A point's file thus holds the
+rows, columns and types a run of that point alone writes. ``write`` returns the tables written, for the point's
+digest and metrics (``trace_schema.held``), so these need not decode the files again.
 """
 
 from __future__ import annotations
@@ -32,16 +32,18 @@ class PointSplit:
 
     stride: int
     dirs: Sequence[Path]
-    tables: list[dict[str, pa.Table]] = field(default_factory=list)
-    """Per point, what each of its files holds (file name -> table), filled as the appenders close; whoever
-    finishes a point takes its tables out (``take``)."""
+    closed: list[SplitAppender] = field(default_factory=list)
+    """The appenders closed so far: each holds every point's rows until ``write`` writes that point's file."""
 
-    def __post_init__(self) -> None:
-        self.tables.extend({} for _ in range(len(self.dirs) - len(self.tables)))
-
-    def take(self, point: int) -> dict[str, pa.Table]:
-        """The tables of ``point``'s files (file name -> table), no longer held here."""
-        tables, self.tables[point] = self.tables[point], {}
+    def write(self, point: int) -> dict[str, pa.Table]:
+        """Write ``point``'s file of every closed trace (or its empty schema, as a run of it alone would) in this
+        thread, one row group each, and return what each file holds (file name -> table): the point's digest and
+        metrics read these instead of decoding the files again. Its rows are then no longer held."""
+        tables = {}
+        for appender in self.closed:
+            table = appender.write_point(point)
+            if table is not None:
+                tables[appender.name] = table
         return tables
 
     def own_ids(self, ids: np.ndarray) -> np.ndarray:
@@ -54,7 +56,7 @@ class PointSplit:
 
 class SplitAppender:
     """A ``ParquetAppender`` for a batched world's trace ``path`` that writes each point's rows into its own run
-    directory (``split``) when closed. Rows go to the point of their first ``robot id`` column."""
+    directory (``split``) after the run. Rows go to the point of their first ``robot id`` column."""
 
     def __init__(self, path: Path, flush_rows: int = 200_000, units: Mapping[str, str] | None = None,
                  metadata: Mapping[str, str] | None = None, empty_schema: pa.Schema | None = None, *,
@@ -97,18 +99,20 @@ class SplitAppender:
         """Rows are kept until ``close``."""
 
     def close(self) -> None:
-        """Write every point's file (or its empty schema, as a run of it alone would) in this thread, one row group
-        each, and keep the table each file holds in ``split.tables``."""
-        for point, directory in enumerate(self.split.dirs):
-            parts, self._parts[point] = self._parts[point], []  # each point's rows go once its file has them
-            appender = ParquetAppender(Path(directory) / "trace" / self.name, flush_rows=1 << 62, units=self.units,
-                                       metadata=self.metadata, empty_schema=self.empty_schema)
-            for part in parts:
-                appender.append(part)
-            del parts
-            table = appender.write_whole()
-            if table is not None:
-                self.split.tables[point][self.name] = table
+        """The run has ended: the points' files are written one point at a time (``PointSplit.write``), each
+        point's post-processing right after its own, so the tables written need not all be held at once."""
+        if self not in self.split.closed:
+            self.split.closed.append(self)
+
+    def write_point(self, point: int) -> pa.Table | None:
+        """Write ``point``'s file; return the table it holds (None: no rows and no empty schema, no file)."""
+        parts, self._parts[point] = self._parts[point], []  # the point's rows go once its file has them
+        appender = ParquetAppender(Path(self.split.dirs[point]) / "trace" / self.name, flush_rows=1 << 62,
+                                   units=self.units, metadata=self.metadata, empty_schema=self.empty_schema)
+        for part in parts:
+            appender.append(part)
+        del parts
+        return appender.write_whole()
 
 
 def _take(column: Any, order: np.ndarray, robot_ids: bool, split: PointSplit) -> Any:

@@ -104,3 +104,22 @@ def test_bodies_of_different_universes_never_touch():
     alone = ContactMonitor()
     alone.add(np.full(4, 4.0), np.full(4, 2.0), np.full(4, 1.0), np.full(4, 3.0))
     assert (1, 11) in alone.new_contacts(0, x, y, np.zeros(4), np.zeros(4), ids)
+
+
+@pytest.mark.parametrize(("points", "jobs", "sizes"), [
+    (1000, 2, [125] * 8),  # memory allows 143 a world: 7 worlds, rounded up to 4 per process
+    (1000, 3, [112] * 8 + [104]),
+    (200, 2, [100, 100]),  # fewer points than memory allows: one world per process
+    (3, 2, [3]),  # too few to split: a world needs two points
+])
+def test_worlds_are_a_whole_number_per_process(monkeypatch, points, jobs, sizes):
+    import orchestrator.batch.batched as batched
+    from orchestrator.batch.task import Task
+    from orchestrator.scenario import load_scenario
+
+    scenario = load_scenario(PLATOON)
+    monkeypatch.setattr(batched, "WORLD_BYTES", 143 * batched._trace_bytes(scenario) + 1)
+    tasks = [Task(k, 0, scenario, Path(f"p{k}"), scenario.seed, "p") for k in range(points)]
+    worlds, alone, _ = batched.plan_batches(tasks, jobs)
+    assert [len(w.tasks) for w in worlds] == sizes and not alone
+    assert [t.point for w in worlds for t in w.tasks] == list(range(points))
