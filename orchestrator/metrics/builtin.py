@@ -57,7 +57,9 @@ def string_stability(f: FollowerView) -> dict[str, Any]:
     ones, each against the predecessor of that sample; the spacing-error and lateral ratios against the entry of the
     predecessor it followed longest."""
     ahead = f.pred_id if f.pred_id is not None else np.full(len(f.ip), f.robot.predecessor)
-    start = np.array([f.norms[p].initial_speed if p in f.norms else np.nan for p in ahead.tolist()])
+    ids, where = np.unique(ahead, return_inverse=True)  # a few predecessors over many samples
+    start = np.array([f.norms[p].initial_speed if p in f.norms else np.nan for p in ids.tolist()], float)
+    start = start[where.reshape(-1)] if len(ahead) else np.empty(0)
     a_me, a_ahead = f.me.cols["a"][f.im], f.pred.cols["a"][f.ip]
     v_me = f.me.cols["v"][f.im] - f.norms[f.robot.id].initial_speed
     v_ahead = f.pred.cols["v"][f.ip] - start
