@@ -12,7 +12,7 @@ import numpy as np
 from core.rng import KeyedDraws, purpose_key
 
 from ..attacks.plan import AttackPlan
-from . import access as ax
+from . import access_layout as ax
 from .dcc import Dcc
 from .generation import CamGeneration
 from .geo import LocalProjection

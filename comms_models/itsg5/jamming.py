@@ -5,8 +5,9 @@ A jammer's power at a station is its transmit power through the mean path loss o
 (``radio.path_loss_db``, the same distance classes the kernel draws frames with), without shadowing or fading: its
 signal lasts much longer than the channel's coherence time, so the fast fading averages out over a frame, and a
 deterministic power lets a study (and a test) compute the SINR by hand. Below the channel's cut-off power a
-jammer, like a frame, is not heard at all. The kernel (``access``) switches jammers on and off (by their schedule,
-or with their target's frames) and adds their power to the interference and the carrier sense of every station.
+jammer, like a frame, is not heard at all. The access kernel (``access``) switches jammers on and off (by their
+schedule, or with their target's frames) through ``jam_set`` and ``jam_next`` here, which add their power to the
+interference and the carrier sense of every station; ``jam_refresh`` moves it with this step's positions.
 """
 
 from __future__ import annotations
@@ -14,15 +15,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
+from core import rng
+from core.kernel_cache import depends_on
 from core.robots import rows_of
 
 from ..attacks.jamming import JAM_MODES, JammerSpec
-from . import access as ax
+from . import access_layout as ax
+from . import links
+from .access_layout import (
+    F_CUM_POWER,
+    F_CUR_POWER,
+    F_JAM_CUM,
+    F_JAM_CUR,
+    INF_NS,
+    J_FROM,
+    J_MODE,
+    J_ON,
+    J_ON_NS,
+    J_PERIOD,
+    J_TO,
+    JAM_CONSTANT,
+    JAM_REACTIVE,
+    S_NLINKS,
+)
+from .links import sense_end, sense_start
 from .params import RadioParams
 from .radio import PropagationTables, dbm_to_mw
 
-MAX_JAMMERS = 63  # a frame marks the reactive jammers it holds in one int64 (access.T_REACT)
+MAX_JAMMERS = 63  # a frame marks the reactive jammers it holds in one int64 (access_layout.T_REACT)
 
 
 def mean_gain(d2: np.ndarray, tables: PropagationTables) -> np.ndarray:
@@ -35,7 +57,7 @@ def mean_gain(d2: np.ndarray, tables: PropagationTables) -> np.ndarray:
 
 
 class Jammers:
-    """The run's jammers: ``i`` their kernel rows (``access.J*``), ``p`` their power [mW] at each station row (as
+    """The run's jammers: ``i`` their kernel rows (``access_layout.J*``), ``p`` their power [mW] at each station row (as
     of the last step), ``s`` whether each station counts them in its carrier sense."""
 
     def __init__(self, specs: Sequence[JammerSpec], radio: RadioParams, tables: PropagationTables) -> None:
@@ -87,3 +109,83 @@ class Jammers:
         present = np.isfinite(d2)
         p = self.mw[:, None] * mean_gain(np.where(present, d2, 0.0), self.tables)
         return np.ascontiguousarray(np.where(present & (p >= self.cutoff_mw), p, 0.0))
+
+
+# -- in the access kernel: jammers switching and moving -----------------------------------------------------------
+@njit(cache=True, error_model="numpy")
+def jam_set(j: int, on: bool, t: np.int64, jam_i: np.ndarray, jam_p: np.ndarray, jam_s: np.ndarray, si: np.ndarray,
+             sf: np.ndarray, cs_mw: float, cca_ns: np.int64, slot_ns: np.int64,
+             aifs_ns: np.int64) -> None:  # pragma: no cover - compiled
+    # Jammer j starts (stops) transmitting at t: its power at every station it reaches joins (leaves) the power on
+    # air there, as interference of every frame it overlaps; where it is above the carrier-sense level the medium
+    # is busy (backoffs freeze, the CBR counts it) as for a frame.
+    jam_i[j, J_ON] = 1 if on else 0
+    for r in range(jam_p.shape[1]):
+        p = jam_p[j, r]
+        if p <= 0.0:
+            continue
+        if on:
+            sf[F_CUR_POWER, r] += p
+            sf[F_CUM_POWER, r] += p
+            sf[F_JAM_CUR, r] += p
+            sf[F_JAM_CUM, r] += p
+            if p >= cs_mw:
+                sense_start(si, r, t, cca_ns, slot_ns)
+                jam_s[j, r] = 1
+        else:
+            sf[F_JAM_CUR, r] = max(0.0, sf[F_JAM_CUR, r] - p)
+            sf[F_CUR_POWER, r] = sf[F_JAM_CUR, r] if si[S_NLINKS, r] == 0 else sf[F_CUR_POWER, r] - p
+            if jam_s[j, r] == 1:
+                sense_end(si, sf, r, t, aifs_ns, slot_ns)
+                jam_s[j, r] = 0
+
+
+@njit(cache=True, inline="always")
+def jam_next(jam_i: np.ndarray, j: int, t: np.int64) -> np.int64:  # pragma: no cover - compiled
+    # When jammer j, having switched at t, switches next by its own schedule (a reactive one never does).
+    mode = jam_i[j, J_MODE]
+    if mode == JAM_REACTIVE:
+        return INF_NS
+    start, end = jam_i[j, J_FROM], jam_i[j, J_TO]
+    if mode == JAM_CONSTANT:
+        return end if jam_i[j, J_ON] == 1 else INF_NS
+    period = jam_i[j, J_PERIOD]
+    k = (t - start) // period  # the period t is in
+    if jam_i[j, J_ON] == 1:
+        return min(start + k * period + jam_i[j, J_ON_NS], end)
+    following = start + (k + 1) * period
+    return following if following < end else INF_NS
+
+
+@njit(cache=True, error_model="numpy")
+def jam_refresh(t: np.int64, jam_i: np.ndarray, jam_p: np.ndarray, new_p: np.ndarray, jam_s: np.ndarray,
+                si: np.ndarray, sf: np.ndarray, cs_mw: float, cca_ns: np.int64, slot_ns: np.int64,
+                aifs_ns: np.int64) -> None:  # pragma: no cover - compiled
+    """The jammers' power at each station becomes ``new_p`` (this step's positions) at ``t``: for those
+    transmitting, the power on air changes by the difference (a rise counts as new interference of the frames on
+    air) and stations start or stop sensing them busy."""
+    for j in range(jam_p.shape[0]):
+        on = jam_i[j, J_ON] == 1
+        for r in range(jam_p.shape[1]):
+            old = jam_p[j, r]
+            new = new_p[j, r]
+            jam_p[j, r] = new
+            if not on:
+                continue
+            d = new - old
+            if d != 0.0:
+                sf[F_JAM_CUR, r] = max(0.0, sf[F_JAM_CUR, r] + d)
+                sf[F_CUR_POWER, r] = sf[F_JAM_CUR, r] if si[S_NLINKS, r] == 0 else sf[F_CUR_POWER, r] + d
+                if d > 0.0:
+                    sf[F_CUM_POWER, r] += d
+                    sf[F_JAM_CUM, r] += d
+            heard = new > 0.0 and new >= cs_mw
+            if heard and jam_s[j, r] == 0:
+                sense_start(si, r, t, cca_ns, slot_ns)
+                jam_s[j, r] = 1
+            elif not heard and jam_s[j, r] == 1:
+                sense_end(si, sf, r, t, aifs_ns, slot_ns)
+                jam_s[j, r] = 0
+
+
+depends_on(globals(), ax, links, rng)

@@ -19,9 +19,10 @@ from core.rng import id_hashes, purpose_key
 from core.robots import rows_of
 
 from ..base import Interest
-from . import access as ax
+from . import access
+from . import access_layout as ax
 from .grid import build_grid
-from .jamming import Jammers
+from .jamming import Jammers, jam_refresh
 from .log import ChannelLog
 from .params import ItsG5Params
 from .radio import build_tables, dbm_to_mw
@@ -84,7 +85,7 @@ class KernelBuffers:
         self.pend = np.empty(0, np.int64)  # stations with a waiting frame, kept across NEED_CHECK
 
     def grow(self, status: int, ctr: np.ndarray, stations: int, interest_links: int) -> None:
-        """Make room for what the kernel ran short of (``status``, one of ``access.NEED_*``)."""
+        """Make room for what the kernel ran short of (``status``, one of ``access_layout.NEED_*``)."""
         if status == ax.NEED_LINKS:
             self.li = _grow(self.li, 4 * (int(ctr[ax.C_LINKS]) + stations))
             self.lf = _grow(self.lf, 4 * (int(ctr[ax.C_LINKS]) + stations))
@@ -276,7 +277,7 @@ class Medium:
             return False  # medium is as it was (jammers move with their robots: the kernel runs at every step)
         t, c, b = self.tables, self.const, self.buffers
         if jam is not None:  # the jammers' power at this step's positions, from where the kernel stopped
-            ax.jam_refresh(np.int64(self.t_last), jam.i, jam.p, jam.powers(self.ids, x, y), jam.s, self.si.T,
+            jam_refresh(np.int64(self.t_last), jam.i, jam.p, jam.powers(self.ids, x, y), jam.s, self.si.T,
                            self.sf.T, c.cs_mw, np.int64(c.cca_ns), np.int64(c.slot_ns), np.int64(c.aifs_ns))
         jam_i, jam_p, jam_s = (jam.i, jam.p, jam.s) if jam is not None else self._no_jammers
         x0, y0, cell, ncx, ncy, cell_start, cell_items = build_grid(x, y, t.radius_m)
@@ -291,7 +292,7 @@ class Medium:
         started = time.perf_counter() if choose else 0.0
         timed = 0  # frames of this step already handed to the thread choice
         while True:
-            status = ax.advance(
+            status = access.advance(
                 np.int64(t_ns), self.si.T, self.sf.T, x, y, b.ti, b.tf, b.li, b.lf, ctr,
                 self.radio_keys[0], self.radio_keys[1], self.ids, self.id_hashes(),
                 x0, y0, cell, np.int64(ncx), np.int64(ncy), cell_start, cell_items, self.int_ptr,
@@ -338,7 +339,7 @@ class Medium:
         self.wire.on_air(out[:, ax.TX_FRAME], out[:, ax.TX_START])
 
     def rx_out(self) -> tuple[np.ndarray, np.ndarray]:
-        """The links resolved by the last run (integer and float columns, ``access.RX*``)."""
+        """The links resolved by the last run (integer and float columns, ``access_layout.RX*``)."""
         k = int(self.ctr[ax.C_RX_OUT])
         return self.buffers.rx_out_i[:k], self.buffers.rx_out_f[:k]
 

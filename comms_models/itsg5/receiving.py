@@ -11,7 +11,7 @@ import numpy as np
 from core.rng import KeyedDraws
 
 from ..base import Deliveries, empty_deliveries
-from . import access as ax
+from . import access_layout as ax
 from .ca_service import CAM_CONTENT
 from .log import ChannelLog
 from .medium import Medium

@@ -1,7 +1,7 @@
 """Whether the medium's link loops run on one thread or on all of numba's threads, chosen by measured speed.
 
 Opening and resolving the links of one frame touches one row per receiver and draws each link from its own key
-(``access._open_links`` / ``access._close_links``), so the results are the same for any number of threads; only the
+(``links.open_links`` / ``links.close_links``), so the results are the same for any number of threads; only the
 wall time differs. A parallel loop pays when the cores are free, and costs many times the serial time when they are
 shared with other processes (each of the two loops per frame waits at a barrier for a thread the scheduler may
 have parked). So the channel measures both: it runs serially; now and then it times how fast the threads wake

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from comms_models.itsg5 import access as ax
+from comms_models.itsg5 import access_layout as ax
 from comms_models.itsg5 import medium
 from orchestrator.runner import run_scenario
 from orchestrator.scenario import load_scenario

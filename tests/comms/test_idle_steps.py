@@ -50,7 +50,7 @@ def test_skipping_idle_steps_changes_nothing(tmp_path: Path, monkeypatch: pytest
         calls["steps"] += 1
         return step(self, t_ns, x, y, on_window)
 
-    monkeypatch.setattr(medium.ax, "advance", counted_advance)
+    monkeypatch.setattr(medium.access, "advance", counted_advance)
     monkeypatch.setattr(medium.Medium, "advance", counted_step)
     skipping = _run(tmp_path, "skipping", CASES[case])
     assert calls["kernel"] < 0.8 * calls["steps"], calls  # the skip is taken (most steps of a small platoon)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from comms_models.base import Interest, with_names
-from comms_models.itsg5 import access as ax
+from comms_models.itsg5 import access_layout as ax
 from comms_models.itsg5.codec import generation_delta_time
 from comms_models.itsg5.model import ItsG5Channel
 from comms_models.itsg5.platooning import (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from comms_models.itsg5.access import frame_key, link_u01
 from core.rng import (
     KeyedDraws,
     KeyedNormal,
@@ -49,7 +48,6 @@ def test_the_kernels_hash_is_the_shared_one():
         expected = keyed_u01(key, sender, receiver, gen)
         receiver_hash = np.uint64(id_hash(receiver))  # numba returns Python ints; keep them unsigned 64-bit
         assert keyed_u01_from(np.uint64(event_key(key, sender, gen)), receiver_hash) == expected
-        assert link_u01(np.uint64(frame_key(key, sender, gen)), receiver_hash) == expected
 
 
 def test_keyed_draws_are_bounded_and_per_event():
