@@ -36,7 +36,7 @@ def honest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return run_all(tmp_path_factory.mktemp("honest"), names, SHORT_S)
 
 
-@pytest.mark.slow  # nine runs, 67 s of CPU (about 90 s whole), two at a time
+@pytest.mark.slow  # nine runs, 67 s of CPU (83 s whole), two at a time
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in NEEDS_SUMO])
 def test_each_check_stays_quiet_on_an_honest_run(honest: dict[str, Path], name: str) -> None:
     check_rates(honest[name], name)
