@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from core.kernel_cache import depends_on
+
 from . import checks as ck
 
 _acceptance_range = njit(cache=True)(ck.acceptance_range)
@@ -170,3 +172,7 @@ def platoon_roles(rows, receiver, sender, received, index, pid, state, peer, gn_
         if _maneuver_entitlement(state[i], index[i], s, _ids(peer[i]), member, leader, pred, place, elsewhere):
             bits |= B_MANEUVER
         mask[i] |= bits
+
+
+# the kernels compile the checks of ``checks`` into their code: an edit of checks.py must compile them again
+depends_on(globals(), ck)
