@@ -39,6 +39,19 @@ Period = Annotated[float, AfterValidator(_at_least_min_period)]
 _PERIOD_SCHEMA = {"minimum": MIN_PERIOD_S}
 
 
+def _path_safe(value: str) -> str:
+    if value in (".", "..") or any(c in "/\\" or ord(c) < 32 or c == "\x7f" for c in value):
+        raise ValueError(f"{value[:80]!r}: this name becomes a file or folder name, so it may not hold '/', '\\' or "
+                         "control characters, nor be '.' or '..'")
+    return value
+
+
+FileName = Annotated[str, AfterValidator(_path_safe)]
+"""A name that coopsim writes as one path component (``runs/<scenario name>``, a data set's ``<robot>.jsonl``, a
+federate's log): no separators, no control characters, not ``.`` or ``..``, so a scenario never places a file
+outside the folder it meant."""
+
+
 def raise_at(title: str, problems: list[tuple[Loc, str, Any]]) -> None:
     """Raise a ValidationError with one error per ``(loc, message, input)``, each at its own field: from a
     validator, the locations are relative to the validated model, so the loader reports each at its line."""

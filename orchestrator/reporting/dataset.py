@@ -61,7 +61,7 @@ def write_dataset(run_dir: Path, out: Path, fmt: str = "jsonl") -> dict[str, Any
         name = names.setdefault(int(rid), f"robot{int(rid)}")  # robots spawned by a federate (SUMO) are unnamed
         counts[name] = len(rows)
         _write({"receiver": receiver[rows], **{k: v[rows] for k, v in rx.items()}},
-               out / "receivers" / f"{name}.{fmt}", fmt)
+               _receiver_file(out, name, int(rid), fmt), fmt)
     _write(tx, out / f"ground_truth.{fmt}", fmt)
     meta = {"source": str(run_dir), "scenario": getattr(run.scenario, "name", None),
             "seed": getattr(run.scenario, "seed", None), "format": fmt, "checks": list(CHECKS),
@@ -69,6 +69,16 @@ def write_dataset(run_dir: Path, out: Path, fmt: str = "jsonl") -> dict[str, Any
             "attacks": attacks, "receivers": counts}
     (out / "run.json").write_text(json.dumps(meta, indent=1, default=str) + "\n", encoding="utf-8")
     return meta
+
+
+def _receiver_file(out: Path, name: str, rid: int, fmt: str) -> Path:
+    """``out/receivers/<name>.<fmt>``; a name that is not one plain file name (a run directory written by an older
+    coopsim, whose scenario checked less) is replaced by ``robot<id>``, so the data set stays inside ``out``."""
+    folder = out / "receivers"
+    path = folder / f"{name}.{fmt}"
+    if path.parent != folder or name in (".", "..") or any(c in name for c in "/\\\0"):
+        path = folder / f"robot{rid}.{fmt}"
+    return path
 
 
 def _attacks(run: RunData, names: Mapping[int, str]) -> list[dict[str, Any]]:

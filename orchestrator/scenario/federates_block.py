@@ -7,14 +7,14 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from core.params import Strict
+from core.params import FileName, Strict
 from core.scenario_dir import current_scenario_dir
 
 
 class ExtraFederate(Strict):
     """An additional federate (external simulator): a registered type or a ``package.module:Class`` path."""
 
-    name: str
+    name: FileName
     type: str
     params: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of the federate")
     remote: str | None = Field(

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from core.params import Loc, Strict
+from core.params import FileName, Loc, Strict
 
 Scenario = Any
 """A validated ``model.Scenario`` (not imported: the model imports this module)."""
@@ -40,7 +40,7 @@ class ManeuverRequest(Strict):
     lane_offset_m: float | None = Field(None, ge=-1000, le=1000, description="[m] leave: the lane the leaver moves "
                                         "to, left of its platoon's path (default: two vehicle widths to the right "
                                         "of its lane)")
-    name: str | None = Field(None, description="split: the new platoon's name (default <platoon>_<position>)")
+    name: FileName | None = Field(None, description="split: the new platoon's name (default <platoon>_<position>)")
 
     @model_validator(mode="after")
     def _fields_of_type(self) -> ManeuverRequest:

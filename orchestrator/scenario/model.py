@@ -30,6 +30,7 @@ from core.params import (  # noqa: F401 - re-exported: the scenario's names stay
     _PERIOD_SCHEMA,
     COORDINATE_LIMIT_M,
     MIN_PERIOD_S,
+    FileName,
     FiniteValues,
     Loc,
     Period,
@@ -194,7 +195,7 @@ class Scenario(Strict):
     _source: Any = PrivateAttr(default=None)  # the loader's SourceMap: where each field sits in the file
 
     version: Literal[1] = 1
-    name: str = Field("scenario", min_length=1, max_length=64, description="the scenario's name (runs/<name>), at "
+    name: FileName = Field("scenario", min_length=1, max_length=64, description="the scenario's name (runs/<name>), at "
                       "most 64 characters")
     description: str = ""
     seed: int = Field(0, ge=0, le=2**32 - 1, strict=True)

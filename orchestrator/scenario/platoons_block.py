@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from core.params import COORDINATE_LIMIT_M, Loc, Strict
+from core.params import COORDINATE_LIMIT_M, FileName, Loc, Strict
 
 from .vehicles_block import Driver, Vehicle, VehicleEntry
 
@@ -42,7 +42,7 @@ class StartPose(Strict):
 class PlatoonBlock(Strict):
     """One platoon of the ``platoons:`` form."""
 
-    name: str | None = Field(None, min_length=1, max_length=48,
+    name: FileName | None = Field(None, min_length=1, max_length=48,
                              description="the platoon's name (default: p<index>); robots are <name>_<k>")
     members: list[VehicleEntry] | None = Field(None, description="the robots, leader first (or count + template)")
     count: int | None = Field(None, ge=1, le=100_000, strict=True, description="robots built from template")

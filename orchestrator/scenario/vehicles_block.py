@@ -16,7 +16,7 @@ from pydantic import (
 )
 
 from controllers.pure_pursuit import WaypointDriverParams
-from core.params import COORDINATE_LIMIT_M, Strict, raise_at
+from core.params import COORDINATE_LIMIT_M, FileName, Strict, raise_at
 
 from .drivers_block import CommandSource
 
@@ -101,7 +101,7 @@ def vehicle_model_fields(model: str | None) -> list[str]:
 class VehicleEntry(Strict):
     """One robot of a vehicle list, or an override of one robot of a fleet."""
 
-    name: str | None = Field(None, min_length=1, max_length=MAX_NAME_LENGTH,
+    name: FileName | None = Field(None, min_length=1, max_length=MAX_NAME_LENGTH,
                              description="robot name (default: <name_prefix><index>), at most 64 characters")
     id: int | None = Field(None, ge=1, le=4294967295, strict=True, description="station id (default: index + 1)")
     vehicle: Vehicle | None = None
@@ -120,7 +120,8 @@ class Fleet(Strict):
     # strict: `count: true` is not one robot. The bound is the format's; whether a fleet fits this machine depends on
     # the run's length and traces, which the resource estimate checks (orchestrator.build.resources.resource_problems)
     count: int = Field(ge=1, le=100_000, strict=True)
-    name_prefix: str = Field("robot", max_length=MAX_NAME_LENGTH - 6, description="robot names: <name_prefix><index>")
+    name_prefix: FileName = Field("robot", max_length=MAX_NAME_LENGTH - 6,
+                                  description="robot names: <name_prefix><index>")
     template: Vehicle = Field(default_factory=Vehicle)
     overrides: dict[str, VehicleEntry] = Field(default_factory=dict)
 

@@ -127,3 +127,11 @@ def test_a_bad_run_directory_is_refused(run: Path, tmp_path: Path) -> None:
     (partial / "scenario.resolved.yaml").write_text("version: 1\nname: [unclosed\n")
     done = coopsim("dataset", str(partial))
     assert done.returncode == 2 and "scenario.resolved.yaml" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", ["../../outside", "a/b", "..", "a\\b"])
+def test_a_receiver_name_from_an_older_run_never_leaves_the_data_set(tmp_path: Path, name: str) -> None:
+    from orchestrator.reporting.dataset import _receiver_file
+
+    assert _receiver_file(tmp_path, name, 7, "jsonl") == tmp_path / "receivers" / "robot7.jsonl"
+    assert _receiver_file(tmp_path, "car.1", 7, "jsonl") == tmp_path / "receivers" / "car.1.jsonl"

@@ -172,6 +172,26 @@ def test_extra_federates_are_checked_before_the_run(extra, expected):
     assert expected in problems(BASE + f"federates:\n  - {extra}\n")
 
 
+@pytest.mark.parametrize(("text", "where"), [
+    (BASE.replace("name: t", "name: ../../outside"), "s.yaml:2: name"),
+    (BASE.replace("count: 3", "count: 3\n  name_prefix: ../../tmp/x_"), "s.yaml:6: vehicles.name_prefix"),
+    (BASE.replace("count: 3", "count: 3\n  overrides: {robot1: {name: 'a/b'}}"), "vehicles.overrides.robot1.name"),
+    (BASE + "federates:\n  - {name: '..', type: 'tests.orchestrator.plugins:FailAt', params: {at_s: 1}}\n",
+     "federates[0].name"),
+])
+def test_a_name_that_becomes_a_file_name_cannot_leave_its_folder(text, where):
+    """Scenario, robot, platoon and federate names are written as file or folder names (runs/<name>, a data set's
+    receivers/<robot>.jsonl, a federate's log): a separator, '.' or '..' is bad input at the field's line."""
+    message = problems(text)
+    assert where in message and "may not hold '/'" in message, message
+
+
+def test_names_with_spaces_and_dots_stay_valid():
+    scenario = parse_scenario(BASE.replace("name: t", "name: my run 2.1").replace("count: 3",
+                                                                                  "count: 3\n  name_prefix: car."))
+    assert scenario.name == "my run 2.1" and [r.name for r in expand_robots(scenario)] == ["car.0", "car.1", "car.2"]
+
+
 def test_outage_must_end_after_it_starts():
     msg = problems(BASE + "channel: {type: ideal, outages: [{start_s: 5, end_s: 2}]}\n")
     assert "channel.outages[0]: end_s (2.0) must be after start_s (5.0)" in msg
