@@ -54,6 +54,29 @@ class Controller(ABC):
         values = self.row_values.get(name)
         return getattr(self.params, name) if values is None else values
 
+    def at_rows(self, rows: Any = None) -> Controller:
+        """This law as the group rows ``rows`` (indices; None: all, as they are now) see it, for questions about a
+        few of its followers (a maneuver's desired gap) rather than the whole group, or asked later: itself when no
+        row carries values of its own, else a new law with the same ``params`` whose ``row_values`` are those
+        rows' (its ``desired_gap`` then takes one speed per row of ``rows``). Row state is not carried over: ask
+        it only what depends on parameters."""
+        if not self.row_values:
+            return self
+        law = type(self)(self.params)
+        if rows is None:  # the mapping is replaced, never mutated, when rows join or leave: this one stays
+            law.row_values = self.row_values
+        else:
+            index = np.asarray(rows, np.int64).reshape(-1)
+            law.row_values = {name: column[index] for name, column in self.row_values.items()}
+        return law
+
+    def _rows_asked(self, n: int) -> None:
+        """Raises unless ``n`` values (speeds) can be read against the rows' own parameters: one per row."""
+        rows = len(next(iter(self.row_values.values()), ()))
+        if self.row_values and n != rows:
+            raise ValueError(f"{type(self).__name__}: {n} values for a group of {rows} rows with parameters of "
+                             "their own; ask at_rows(rows) about fewer rows")
+
     @abstractmethod
     def compute(
         self, ego: Arrays, pred: Arrays, leader: Arrays, sensors: Arrays, dt: float

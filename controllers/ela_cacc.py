@@ -177,9 +177,10 @@ class ElaCacc(Controller):
 
     def spacing_error(self, ego: Arrays, pred: Arrays, dims: Any = None, pred_dims: Any = None) -> np.ndarray:
         """The longitudinal component of the look-ahead error, z . e(th_i) (the error the law drives to zero
-        along the follower's heading), from true states."""
+        along the follower's heading), from true states; with ``row_values``, one state per row of the group."""
         p: ElaCaccParams = self.params  # type: ignore[assignment]
-        D = p.standstill_m + p.time_gap_s * ego["v"]
+        self._rows_asked(np.size(ego["v"]))
+        D = self.param("standstill_m") + self.param("time_gap_s") * ego["v"]
         k = np.where(pred["v"] > p.min_speed_mps, pred["yaw_rate"] / np.maximum(pred["v"], p.min_speed_mps), 0.0)
         s = k * D * D / (1.0 + np.sqrt(1.0 + (k * D) ** 2)) if p.extended else np.zeros_like(D)
         z1 = pred["x"] + s * np.sin(pred["yaw"]) - ego["x"] - D * np.cos(ego["yaw"])
@@ -190,8 +191,9 @@ class ElaCacc(Controller):
         """Rear-axle distance the law settles at: D = r + h v on a straight; on an arc of curvature k the extended
         look-ahead puts the follower on the predecessor's circle at the arc angle alpha = atan(k D), i.e. at the
         chord 2 sin(alpha / 2) / k (-> D as k -> 0). The classic law (s = 0) settles at the chord D, inside the
-        circle."""
+        circle. With ``row_values``, one speed per row of the group (``at_rows`` for fewer)."""
         p: ElaCaccParams = self.params  # type: ignore[assignment]
+        self._rows_asked(np.size(v))
         r, h = self.param("standstill_m"), self.param("time_gap_s")
         if curvature is None or not p.extended:
             return r + h * v

@@ -99,6 +99,20 @@ def block_key(block: Mapping[str, Any], row_params: tuple[str, ...] = ()) -> str
     return json.dumps({k: v for k, v in block.items() if k not in row_params}, sort_keys=True)
 
 
+def law_from_block(block: Mapping[str, Any]) -> Controller:
+    """The law of a controller block (plain data, as validated), looked up by ``type`` in
+    ``controllers.CONTROLLERS``, with the block's parameters (all of them plain: no ``row_values``)."""
+    law_cls = CONTROLLERS.get(block["type"])
+    return law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in FEDERATE_KEYS}))
+
+
+def _own_values(law: Controller, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``columns`` as the law's ``row_values``, or none when every row has the law's ``params`` (the usual case
+    outside batched worlds: the plain kernels, and one desired gap for any number of speeds)."""
+    same = all(np.all(column == float(getattr(law.params, name))) for name, column in columns.items())
+    return {} if same else columns
+
+
 def law_row_params(block: Mapping[str, Any]) -> tuple[str, ...]:
     """The ``Controller.row_params`` of a controller block's law."""
     return tuple(getattr(CONTROLLERS.get(block["type"]), "row_params", ()))
@@ -139,8 +153,7 @@ class ControlPipeline(RowStateMixin):
     def from_block(cls, block: Mapping[str, Any], dt: float) -> ControlPipeline:
         """The pipeline of a scenario ``controller`` block (plain data, as validated); ``dt`` [s] its period. The
         law is looked up by ``type`` in ``controllers.CONTROLLERS``."""
-        law_cls = CONTROLLERS.get(block["type"])
-        law = law_cls(law_cls.Params(**{k: v for k, v in block.items() if k not in FEDERATE_KEYS}))
+        law = law_from_block(block)
         lateral = block.get("lateral")
         fallback = block.get("fallback")
         return cls(
@@ -161,11 +174,14 @@ class ControlPipeline(RowStateMixin):
         super().add_rows(n)
 
     def add_row_values(self, values: Mapping[str, np.ndarray]) -> None:
-        """The law's ``row_params`` of the rows just added (an array per name), for a group whose rows may carry
-        their own (``Controller.row_values``)."""
-        have = self.law.row_values
-        self.law.row_values = {name: np.concatenate([have.get(name, np.empty(0)), np.asarray(column, float)])
-                               for name, column in values.items()}
+        """The law's ``row_params`` of the rows just added (an array per name, after ``add_rows``), for a group
+        whose rows may carry their own (``Controller.row_values``: kept only while some row's differ from the
+        law's ``params``)."""
+        law = self.law
+        before = self.n_rows - len(next(iter(values.values()), ()))
+        have = {name: law.row_values.get(name, np.full(before, float(getattr(law.params, name)))) for name in values}
+        law.row_values = _own_values(law, {name: np.concatenate([have[name], np.asarray(column, float)])
+                                           for name, column in values.items()})
 
     def remove_rows(self, rows: np.ndarray) -> None:
         """Drops ``rows`` (indices in the group's current numbering); the others keep their order."""
@@ -174,7 +190,8 @@ class ControlPipeline(RowStateMixin):
                 part.remove_rows(rows)
         super().remove_rows(rows)
         if self.law.row_values:
-            self.law.row_values = {name: np.delete(column, rows) for name, column in self.law.row_values.items()}
+            self.law.row_values = _own_values(self.law, {name: np.delete(column, rows)
+                                                         for name, column in self.law.row_values.items()})
 
     def forget_path(self, rows: np.ndarray) -> None:
         """Forgets the path ``rows`` followed (they follow another vehicle from now on, after a maneuver): their
@@ -251,6 +268,7 @@ class ControlPipeline(RowStateMixin):
         v = ego["v"]
         law = self.law
         if getattr(law, "pure_desired_gap", False):
+            law = law.at_rows()  # the rows' parameters of this step: a join or leave before the read changes them
             return lambda: np.asarray(law.desired_gap(v, curvature), dtype=float)
         return np.asarray(law.desired_gap(v, curvature), dtype=float)
 

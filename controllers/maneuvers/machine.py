@@ -59,11 +59,13 @@ from .transitions import Transitions
 
 class ManeuverMachine(Transitions, Endings):
     """The state machines of all rows. ``settings``: a ``ManeuverSettings``-like object (attributes);
-    ``paths``: the reference paths; ``lanes``: each platoon id's lane; ``law_of``: a platoon id's control law
-    (its ``desired_gap`` and ``gap_reference`` size a slot)."""
+    ``paths``: the reference paths; ``lanes``: each platoon id's lane; ``law_of(platoon)``: the control law a follower
+    joining that platoon runs, with the platoon's parameters (its ``desired_gap`` and ``gap_reference`` size a slot
+    and the gap opened for a joiner); ``law_of(platoon, robot)``: a member's own law (a leaver's gap). Either is
+    asked about one or a few robots at a time."""
 
     def __init__(self, requests: list[Request], settings: Any, paths: list[LanePath],
-                 lanes: Mapping[int, PlatoonLane], law_of: Callable[[int], Any]) -> None:
+                 lanes: Mapping[int, PlatoonLane], law_of: Callable[..., Any]) -> None:
         self.requests = sorted(requests, key=lambda r: (r.at_ns, r.index))
         self._next = 0
         self.s = settings
@@ -202,10 +204,11 @@ class ManeuverMachine(Transitions, Endings):
     def _offset_on(self, path: int, x: float, y: float) -> float:
         return float(self.paths[path].project(np.array([x]), np.array([y]))[1][0])
 
-    def _slot_distance(self, platoon: int, rows: np.ndarray, front_v: np.ndarray, front_rows_ro: np.ndarray
-                       ) -> np.ndarray:
-        """Rear axle to rear axle [m] that platoon ``platoon``'s law wants behind the vehicle ahead."""
-        law = self.law_of(platoon)
+    def _slot_distance(self, platoon: int, rows: np.ndarray, front_v: np.ndarray, front_rows_ro: np.ndarray,
+                       own: bool = False) -> np.ndarray:
+        """Rear axle to rear axle [m] that platoon ``platoon``'s law wants behind the vehicle ahead: for a robot
+        joining it (its slot), or with ``own`` for the one robot of ``rows``, a member that keeps its own law."""
+        law = self.law_of(platoon, int(self.ids[rows[0]])) if own else self.law_of(platoon)
         gap = np.asarray(law.desired_gap(np.nan_to_num(front_v)), float)
         if getattr(law, "gap_reference", "axle") == "bumper":
             gap = gap + front_rows_ro + self.a["length"][rows] - self.a["rear_overhang"][rows]
@@ -263,7 +266,7 @@ class ManeuverMachine(Transitions, Endings):
         if len(lazy):
             gap = np.hypot(front["x"][lazy] - ego["x"][lazy], front["y"][lazy] - ego["y"][lazy])
             want = np.array([self._slot_distance(int(a["pid"][r]), np.array([r]), front["v"][[r]],
-                                                 dims_of(np.array([pred_wanted[r]])))[0] for r in lazy])
+                                                 dims_of(np.array([pred_wanted[r]])), own=True)[0] for r in lazy])
             a["gap_from"][lazy] = np.maximum(0.0, gap - want)
             a["gap_to"][lazy] = np.where(a["gap_hold"][lazy], a["gap_from"][lazy], 0.0)
             a["gap_t0"][lazy] = t

@@ -142,7 +142,7 @@ class Transitions:
         a = self.a
         joiner = self._row(int(a["peer"][row]))
         size = float(a["length"][joiner]) if joiner >= 0 else 0.0
-        law = self.law_of(int(a["pid"][row]))
+        law = self.law_of(int(a["pid"][row]))  # the law the joiner will follow with
         gap = float(np.asarray(law.desired_gap(ego["v"][[row]]), float)[0])
         self._gap(row, t, gap + (size if getattr(law, "gap_reference", "axle") == "bumper" else 0.0))
         self._set(row, GAP_OPENING, t_ns)
@@ -155,7 +155,7 @@ class Transitions:
         a, st, t_ns, t, ego, leave, pred_wanted = self.a, p.st, p.t_ns, p.t, p.ego, p.leave, p.pred_wanted
         for row in np.flatnonzero(leave & (st == LEAVE_REQUEST) & p.heard(ACCEPT)):
             row = int(row)
-            law = self.law_of(int(a["pid"][row]))
+            law = self.law_of(int(a["pid"][row]), int(self.ids[row]))  # the leaver's own gap
             self._gap(row, t, float(np.asarray(law.desired_gap(ego["v"][[row]]), float)[0]))
             self._set(row, GAP_OPENING, t_ns)
             self._event(t_ns, row, "gap_opening")

@@ -101,7 +101,7 @@ class ControlFederate(RowTable, Federate):
         self._row_of_id = np.full(1, -1, np.int64)  # robot id -> row (-1: not ours), for the receive kernel
         self._maneuvers = None if maneuvers is None else ManeuverLayer(maneuvers, self._platoon_law)
         self._kmax = np.empty(0)  # [1/m] tightest curvature per row (lane steering)
-        self._reactions = None if reactions is None else Reactions(reactions, self.dt)  # to misbehaviour
+        self._reactions = None if reactions is None else Reactions(reactions)  # to misbehaviour
 
     def setup(self, ctx: SetupContext) -> FederateMeta:
         self._drivers = Drivers(self.period_ns, ctx.end_ns)
@@ -291,7 +291,8 @@ class ControlFederate(RowTable, Federate):
         extra = None if maneuver is None else maneuver.extra_gap[rows]
         if self._reactions is None or self._reactions.kind != "open_gap":
             return extra
-        own = self._reactions.gap(t_ns, rows, np.asarray(group.pipeline.law.desired_gap(est["v"][rows]), float))
+        own = self._reactions.gap(t_ns, rows, np.asarray(group.pipeline.law.desired_gap(est["v"][rows]), float),
+                                  group.period_ns / NS_PER_S)
         return own if extra is None else extra + own
 
     # -- maneuvers ----------------------------------------------------------------------------------------------
@@ -301,11 +302,15 @@ class ControlFederate(RowTable, Federate):
         return {"platoon_state": self._maneuvers.platoon_state(self._ids, self._pred, self._leader),
                 "maneuver_events": self._maneuvers.machine.drain_events()}
 
-    def _platoon_law(self, platoon: int) -> Controller:
-        """The control law of a platoon's followers (its group is created on first use)."""
+    def _platoon_law(self, platoon: int, robot: int | None = None) -> Controller:
+        """The control law a follower joining a platoon runs, with the platoon's block's parameters (its group is
+        created on first use); given a follower ``robot`` of it, that robot's law with its own parameters (a
+        leaver's gap is its own)."""
         assert self._maneuvers is not None
-        key = self._groups.key(self._maneuvers.blocks[platoon], f"of platoon {platoon}")
-        return self._groups.by_key[key].pipeline.law
+        law = None if robot is None else self._groups.law_at(robot)
+        if law is None:
+            law = self._groups.law_of_block(self._maneuvers.blocks[platoon], f"of platoon {platoon}")
+        return law
 
     def _apply(self, actions: Sequence[Any]) -> None:
         """Applies the maneuver layer's changes: whose messages a robot uses, and robots changing role (out of

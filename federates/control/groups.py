@@ -4,13 +4,14 @@ period, one vectorised call per group."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from controllers.base import Controller
-from controllers.pipeline import ControlPipeline, block_key, law_row_params
+from controllers.pipeline import ControlPipeline, block_key, law_from_block, law_row_params
 from core.robot_blocks import ControllerSpec
 from core.robots import RobotSpec, rows_of
 from core.spawn_columns import shared_blocks
@@ -28,7 +29,7 @@ class Group:
 
 def _add_row_values(group: Group, blocks: Sequence[ControllerSpec | None]) -> None:
     """The law's ``row_params`` of the followers that just joined ``group`` with these controller blocks (nothing
-    for a law whose parameters are the whole group's)."""
+    for a law whose parameters are the whole group's; the law keeps them only while some differ from its own)."""
     law = group.pipeline.law
     if not law.row_params:
         return
@@ -46,6 +47,7 @@ class FollowerGroups:
         self.dt = dt
         self.by_key: dict[str, Group] = {}  # controller block key -> group
         self.of: dict[int, Group] = {}  # follower id -> its group
+        self._block_laws: dict[str, Controller] = {}  # block (as json) -> its law with the block's parameters
 
     def key(self, controller: ControllerSpec | None, name: str) -> str:
         """Key of the group of a controller block, created on first use (``name``: for the message)."""
@@ -110,6 +112,24 @@ class FollowerGroups:
     def rows(self, ids: np.ndarray) -> list[tuple[Group, np.ndarray]]:
         """Each group with followers and their rows in ``ids`` (the federate's row order)."""
         return [(g, rows_of(ids, g.ids)) for g in self.by_key.values() if len(g.ids)]
+
+    def law_of_block(self, controller: ControllerSpec, name: str) -> Controller:
+        """The law a follower joining with this block runs, with the block's parameters (for a maneuver's slot and
+        gap): its group's law, or for a law whose rows carry their own parameters (``row_params``: the group's
+        ``params`` are those of the block that made it) one with the block's own."""
+        law = self.by_key[self.key(controller, name)].pipeline.law
+        if not law.row_params:
+            return law
+        key = json.dumps(controller.settings, sort_keys=True)
+        if key not in self._block_laws:
+            self._block_laws[key] = law_from_block(controller.settings)
+        return self._block_laws[key]
+
+    def law_at(self, robot_id: int) -> Controller | None:
+        """The law as follower ``robot_id``'s row sees it (its own parameters; ``Controller.at_rows``), None for one
+        in no group."""
+        group = self.of.get(robot_id)
+        return None if group is None else group.pipeline.law.at_rows(np.flatnonzero(group.ids == robot_id))
 
     def law_of(self, robot_id: int) -> Controller | None:
         """The control law instance a follower runs (None for one in no group)."""

@@ -33,7 +33,7 @@ from federates.control.received import PEER_FIELDS, Received
 class ManeuverLayer:
     """The machines of all rows, the partner messages they wait for, and the robots' dimensions by id."""
 
-    def __init__(self, plan: Mapping[str, Any], law_of: Callable[[int], Any]) -> None:
+    def __init__(self, plan: Mapping[str, Any], law_of: Callable[..., Any]) -> None:
         self.blocks = {int(k): ControllerSpec.from_plain(v) for k, v in plan["blocks"].items()}
         paths = [LanePath(np.asarray(points, float), bool(closed)) for points, closed in plan["paths"]]
         lanes = {int(k): PlatoonLane(int(path), float(offset)) for k, (path, offset) in plan["lanes"].items()}

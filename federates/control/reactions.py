@@ -33,13 +33,12 @@ class Reactions:
 
     port = SUSPICIONS
 
-    def __init__(self, config: Mapping[str, Any], dt: float) -> None:
+    def __init__(self, config: Mapping[str, Any]) -> None:
         self.kind = str(config["reaction"])
         self.hold_ns = int(config["hold_ns"])
         self.factor = float(config.get("gap_factor", 2.0))
         self.rate = float(config.get("gap_rate_mps", 1.0))
         self.lane_offset_m = config.get("lane_offset_m")
-        self.dt = dt
         self.until = np.empty(0, np.int64)
         self.extra = np.empty(0)
         self.asked = np.empty(0, np.int64)
@@ -71,11 +70,12 @@ class Reactions:
         """Per row: whether it suspects its platoon now."""
         return self.until > t_ns
 
-    def gap(self, t_ns: int, rows: np.ndarray, desired_gap: np.ndarray) -> np.ndarray:
+    def gap(self, t_ns: int, rows: np.ndarray, desired_gap: np.ndarray, dt: float) -> np.ndarray:
         """open_gap: the extra distance of ``rows`` this step, ramped towards (factor - 1) x ``desired_gap`` while
-        they suspect, towards 0 after."""
+        they suspect, towards 0 after. ``dt`` [s]: the time since these rows' last step (their controller's period,
+        which may be a multiple of the federate's: the gap then moves that much further per call)."""
         target = np.where(self.until[rows] > t_ns, (self.factor - 1.0) * np.nan_to_num(desired_gap), 0.0)
-        step = self.rate * self.dt
+        step = self.rate * dt
         self.extra[rows] = self.extra[rows] + np.clip(target - self.extra[rows], -step, step)
         return self.extra[rows]
 
