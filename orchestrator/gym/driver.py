@@ -146,8 +146,10 @@ class PolicyDriver(Federate):
 
     def set_action(self, accel: np.ndarray) -> None:
         """The agents' accelerations [m/s^2] for the next act step, clipped to each vehicle's limits."""
-        np.clip(np.asarray(accel, np.float64).reshape(-1), self.accel_bounds[0], self.accel_bounds[1],
-                out=self.action)
+        given = np.asarray(accel, np.float64).reshape(-1)
+        if not np.isfinite(given).all():  # clipping keeps NaN, which would reach the vehicles' commands
+            raise ValueError(f"the action must be finite accelerations [m/s^2], got {given.tolist()}")
+        np.clip(given, self.accel_bounds[0], self.accel_bounds[1], out=self.action)
 
     def step(self, t_ns: int, inputs: Mapping[str, Any]) -> dict[str, Any]:
         if t_ns % self.period_ns:  # the act step

@@ -7,8 +7,9 @@ and acceleration limits); the robot's own law still steers (``orchestrator.gym.d
 collision and with ``truncated`` when the scenario's end leaves no room for another decision.
 
 ``reset(seed=s)`` runs the scenario with seed s, exactly as ``coopsim run --seed s`` would with this policy as the
-robots' driver; ``reset()`` without a seed starts the first episode with the scenario's seed and each later one with
-a seed drawn from the environment's generator (``np_random``), so a sequence of episodes is fixed by the first seed.
+robots' driver; ``reset()`` without a seed starts the first episode with the scenario's seed (copy k of a vector:
+the scenario's + k) and each later one with a seed drawn from the environment's generator (``np_random``, seeded by
+the first seed given, else by that first seed), so a sequence of episodes is fixed by the first seed.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class PlatoonEnv(gym.Env):
         self._collisions = 0
         self._rows_of: tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray]] = (None, (self.agent_ids, self._preds))
         self._episode = 0
+        self._first_seed = scenario.seed  # a seedless first reset's (copy k of a vector: the scenario's + k)
         self.seed_used: int | None = None
         """The scenario seed of the current episode."""
 
@@ -83,11 +85,13 @@ class PlatoonEnv(gym.Env):
 
     # -- the Gymnasium API ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        super().reset(seed=seed)
+        # the first reset without a seed seeds the generator with the scenario's seed (Gymnasium would take OS
+        # entropy), so that a sequence of seedless resets is the same sequence in every process
+        super().reset(seed=self._first_seed if seed is None and self._np_random is None else seed)
         if seed is not None:
             run_seed = int(seed)
         elif self._episode == 0:
-            run_seed = self.scenario.seed
+            run_seed = self._first_seed
         else:
             run_seed = int(self.np_random.integers(0, 2**32 - 1))
         self._episode += 1
@@ -149,10 +153,12 @@ class PlatoonEnv(gym.Env):
             info["jerk_mps3"] = jerk
         return info
 
-    def sibling(self) -> PlatoonEnv:
+    def sibling(self, index: int = 1) -> PlatoonEnv:
         """A copy of this environment sharing its built world and set-up copies (``episodes.Episodes``), with an
-        episode and a generator of its own (none until its ``reset``): what a vector of copies is made of."""
+        episode and a generator of its own (none until its ``reset``): what a vector of copies is made of. Copy
+        ``index`` starts from the scenario's seed + ``index`` when reset without a seed, so seedless copies differ."""
         twin = copy.copy(self)
+        twin._first_seed = (self.scenario.seed + index) % 2**32
         twin._live = None
         twin._episode = 0
         twin.seed_used = None

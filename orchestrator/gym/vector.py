@@ -22,4 +22,4 @@ def make_vector(num_envs: int = 1, **kwargs: Any) -> gymnasium.vector.SyncVector
     ``make_vec("coopsim/Platoon-v0", num_envs, vectorization_mode="vector_entry_point")`` calls this)."""
     kwargs.pop("render_mode", None)
     first = PlatoonEnv(**kwargs)
-    return gymnasium.vector.SyncVectorEnv([lambda: first] + [first.sibling] * (num_envs - 1))
+    return gymnasium.vector.SyncVectorEnv([lambda: first] + [lambda k=k: first.sibling(k) for k in range(1, num_envs)])

@@ -276,3 +276,29 @@ def test_a_vector_of_copies_steps_each_like_a_single_environment():
         for k in range(3):
             assert np.array_equal(obs[k], singles[k][step][0]) and reward[k] == singles[k][step][1]
     vec.close()
+
+
+def test_seedless_resets_give_the_same_episodes_in_every_environment_and_copies_differ():
+    """Without a seed, the first episode runs the scenario's seed and the generator that draws the later episodes'
+    seeds is seeded by it (not by the operating system), so two fresh environments, like two processes, run the same
+    sequence; copy k of a vector starts from the scenario's seed + k."""
+
+    def seeds(env: PlatoonEnv) -> list[int | None]:
+        out = []
+        for _ in range(3):
+            env.reset()
+            out.append(env.seed_used)
+        return out
+
+    first, again = seeds(PlatoonEnv(PLATOON)), seeds(PlatoonEnv(PLATOON))
+    assert first == again and first[0] == 42 and len(set(first)) == 3  # scenarios/platoon.yaml: seed 42
+    original = PlatoonEnv(PLATOON)
+    assert [seeds(original.sibling(k))[0] for k in (1, 2)] == [43, 44]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_non_finite_action_is_refused(bad):
+    env = PlatoonEnv(PLATOON, overrides=["duration_s=1.0"])
+    env.reset(seed=1)
+    with pytest.raises(ValueError, match="finite"):
+        env.step(np.array([bad]))
