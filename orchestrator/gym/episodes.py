@@ -104,25 +104,23 @@ class Episodes:
                           robot.command_source):
                 if block is not None:
                     self._shared[id(block)] = block
-        self._set_up: OrderedDict[int, tuple[Scheduler, dict[str, Any]]] = OrderedDict()
-
-    def _copy(self, parts: tuple[Scheduler, dict[str, Any]]) -> tuple[Scheduler, dict[str, Any]]:
-        return copy.deepcopy(parts, dict(self._shared))
+        # per seed kept: the set-up world and what its copies share with it (dropped with it when evicted)
+        self._set_up: OrderedDict[int, tuple[tuple[Scheduler, dict[str, Any]], dict[int, Any]]] = OrderedDict()
 
     def start(self, seed: int) -> Live:
         """A new episode with ``seed``, run to its first decision (t = 0, after every federate's step there)."""
-        parts = self._set_up.get(seed)
-        if parts is None:  # set up a copy of the pristine world with this seed and run its first instant, once
-            parts = self._copy(self._pristine)
+        kept = self._set_up.get(seed)
+        if kept is None:  # set up a copy of the pristine world with this seed and run its first instant, once
+            parts = copy.deepcopy(self._pristine, dict(self._shared))
             parts[0].seed = seed
             parts[0].advance(0)
-            self._shared.update(immutables(parts))
-            self._set_up[seed] = parts
+            kept = self._set_up[seed] = (parts, {**self._shared, **immutables(parts)})
             if len(self._set_up) > SEEDS_KEPT:
                 self._set_up.popitem(last=False)
         else:
             self._set_up.move_to_end(seed)
-        scheduler, federates = self._copy(parts)
+        parts, shared = kept
+        scheduler, federates = copy.deepcopy(parts, dict(shared))
         return Live(scheduler, federates, federates[AGENT])
 
 

@@ -302,3 +302,17 @@ def test_a_non_finite_action_is_refused(bad):
     env.reset(seed=1)
     with pytest.raises(ValueError, match="finite"):
         env.step(np.array([bad]))
+
+
+def test_resets_with_ever_new_seeds_keep_a_bounded_memory():
+    """Each new seed's set-up world is kept (at most ``SEEDS_KEPT``) with what its copies share; an evicted one takes
+    its shared objects with it, so training with a new seed per episode does not grow the environment."""
+    from orchestrator.gym.episodes import SEEDS_KEPT
+
+    env = PlatoonEnv(PLATOON)
+    env.reset(seed=1)
+    episodes = env._episodes
+    base = len(episodes._shared)
+    for seed in range(2, 2 + 3 * SEEDS_KEPT):
+        env.reset(seed=seed)
+    assert len(episodes._set_up) == SEEDS_KEPT and len(episodes._shared) == base
