@@ -18,7 +18,11 @@ offset of a few m/s, which the filter partly absorbs and the consecutive checks 
 ``false_alarm`` (and a CAM fails it only when its own NIS is above the mean, 4). A CAM beyond the single gate is an
 outlier: it is not used to update the track, which coasts on its prediction; after ``max_misses`` outliers in a row
 the track starts again from the newest CAM, so that one real jump (or the end of an offset) costs a few verdicts,
-not the seconds a coasting track needs to take it in. Both axes share the same noise, so
+not the seconds a coasting track needs to take it in. A CAM whose generation time is not after the track's newest
+fails the check and leaves the track as it was: a station's generation times only increase (ETSI EN 302 637-2,
+generationDeltaTime; the delayed-message faults of the VeReMi extension, Kamel et al., ICC 2020), and restarting the
+track there would let one such CAM blind the check to an offset that follows it; only a second reception of the
+same CAM (the same generation time and content) passes. Both axes share the same noise, so
 they share one covariance per pair (3 numbers), and the whole step is a few vectorised array operations.
 """
 
@@ -35,7 +39,9 @@ from .base import Detector, DetectorParams
 from .checks import bit
 from .history import pair_keys
 
-_F = ("px", "py", "vx", "vy", "ux", "uy", "p_pp", "p_pv", "p_vv")  # float state columns of a track
+# float state columns of a track; z*: the content of the pair's newest CAM (x, y, speed, heading), so that a second
+# reception of it is told from a forged CAM under the same generation time
+_F = ("px", "py", "vx", "vy", "ux", "uy", "p_pp", "p_pv", "p_vv", "zx", "zy", "zv", "zh")
 _I = ("gen", "filled", "misses")  # integer state columns
 
 
@@ -154,13 +160,20 @@ def _finite(value: float) -> float:  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _same(a: float, b: float) -> bool:  # pragma: no cover - compiled
+    """Equal, or both NaN (an unavailable field)."""
+    return a == b or (np.isnan(a) and np.isnan(b))
+
+
+@njit(cache=True)
 def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, gate, window_gate, max_gap_ns,
                   max_misses, out_nis, out_failed, new_f, new_i, new_nis):  # pragma: no cover - compiled
     """Per CAM k (one per pair): predict its track (row ``pos[k]`` where ``found[k]``) over the interval since the
     track's CAM (per axis F = [[1, dt], [0, 1]], the claimed acceleration as input, Q of white acceleration), its
     NIS against S = P + R (the measurement is the state; S inverted in closed form), the gates, then the update
     K = P S^-1 (an outlier coasts; ``max_misses`` of them in a row start the track again): the new track in row k
-    of ``new_f``, ``new_i``, ``new_nis``."""
+    of ``new_f``, ``new_i``, ``new_nis``. A CAM generated at or before the track's newest keeps the track and fails
+    (no NIS), unless it is that CAM again."""
     w = tnis.shape[1]
     for k in range(len(pos)):
         x, y, yaw, v, a, wr = meas[0, k], meas[1, k], meas[2, k], meas[3, k], meas[4, k], meas[5, k]
@@ -174,7 +187,13 @@ def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, ga
             h_ux, h_uy, h_pp, h_pv, h_vv = tf[t, 4], tf[t, 5], tf[t, 6], tf[t, 7], tf[t, 8]
             h_filled, h_misses = ti[t, 1], ti[t, 2]
             d_ns = gen[k] - ti[t, 0]
-            tracked = d_ns > 0 and d_ns <= max_gap_ns
+            if d_ns <= 0:  # repeated or backdated: the track stays, the CAM fails unless it is the newest again
+                new_f[k, :], new_i[k, :], new_nis[k, :] = tf[t, :], ti[t, :], tnis[t, :]
+                out_nis[k] = np.nan
+                out_failed[k] = not (d_ns == 0 and _same(x, tf[t, 9]) and _same(y, tf[t, 10])
+                                     and _same(v, tf[t, 11]) and _same(yaw, tf[t, 12]))
+                continue
+            tracked = d_ns <= max_gap_ns
             if tracked:
                 dt = d_ns / 1e9
         cos, sin = np.cos(yaw), np.sin(yaw)
@@ -225,6 +244,7 @@ def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, ga
             f = (x, y, zvx, zvy, r_p, 0.0, r_v)
         new_f[k, 0], new_f[k, 1], new_f[k, 2], new_f[k, 3] = f[0], f[1], f[2], f[3]
         new_f[k, 6], new_f[k, 7], new_f[k, 8] = f[4], f[5], f[6]
+        new_f[k, 9], new_f[k, 10], new_f[k, 11], new_f[k, 12] = x, y, v, yaw
         if outlier:
             new_f[k, 4], new_f[k, 5] = _finite(h_ux), _finite(h_uy)
         else:  # the claimed acceleration drives the next interval (unavailable: nothing)

@@ -129,3 +129,44 @@ def test_the_detector_is_registered_and_the_plausibility_fusion_runs_it() -> Non
         got = [det.judge(round(k * DT * 1e9), msg, own, None) for det in (fused, alone)]
         for mask, verdict in got:
             assert verdict[0] == (k == 30) and mask[0] == (ck.bit("kalman") if k == 30 else 0)
+
+
+def _feed(tracks: KalmanTracks, rows: list[tuple[float, float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Feed CAMs (generation time [s], x [m], speed [m/s]) of sender 1 along the x axis to receiver 2, one a step."""
+    nis, failed = [], []
+    for gen_s, x, v in rows:
+        got = KalmanTracks.judge(tracks, np.array([2]), np.array([1]), np.array([round(gen_s * 1e9)]), np.array([x]),
+                                 np.zeros(1), np.zeros(1), np.array([v]), np.zeros(1), np.zeros(1))
+        nis.append(got[0][0])
+        failed.append(got[1][0])
+    return np.array(nis), np.array(failed)
+
+
+def test_a_repeated_generation_time_is_flagged_and_leaves_the_track_alone() -> None:
+    """A station's generation times only increase (ETSI EN 302 637-2, generationDeltaTime; the freshness checks of
+    Kamel et al., ICC 2020): a CAM that repeats its sender's last generation time with other content is flagged and
+    does not restart the track, so the +30 m offset after it is caught as it is without it (NIS ~8,800)."""
+    honest = [(k * DT, 20.0 * k * DT, 20.0) for k in range(21)]  # 0 .. 2.0 s at 20 m/s
+    offset = [(k * DT, 20.0 * k * DT + 30.0, 20.0) for k in range(21, 25)]
+    base_nis, base_failed = _feed(KalmanTracks(KalmanParams()), honest + offset)
+    assert base_failed[21] and base_nis[21] > 8000.0  # the offset alone: 30 m against ~0.3 m of noise
+    nis, failed = _feed(KalmanTracks(KalmanParams()), [*honest, (2.0, 40.0 + 30.0, 20.0), *offset])
+    assert not failed[:21].any()
+    assert failed[21] and np.isnan(nis[21])  # the repeated time stamp: flagged, no innovation
+    np.testing.assert_array_equal(nis[22:], base_nis[21:])  # the track went on as if it had not come
+    np.testing.assert_array_equal(failed[22:], base_failed[21:])
+    _, older = _feed(KalmanTracks(KalmanParams()), [*honest, (1.5, 70.0, 20.0)])  # a backdated one: flagged too
+    assert older[21]
+
+
+def test_a_second_reception_of_the_same_cam_is_a_duplicate_not_an_attack() -> None:
+    noise = np.random.default_rng(8).normal(0, 0.2, 25)  # so that a restarted track would change the NIS after it
+    honest = [(k * DT, 20.0 * k * DT + noise[k], 20.0) for k in range(25)]
+    base_nis, _ = _feed(KalmanTracks(KalmanParams()), honest)
+    nis, failed = _feed(KalmanTracks(KalmanParams()), [*honest[:21], honest[20], *honest[21:]])
+    assert not failed.any() and np.isnan(nis[21])
+    np.testing.assert_array_equal(nis[22:], base_nis[21:])
+    # a repeated generation time after a long silence (more than max_gap_s) is still a repeat: flagged
+    gap_nis, gap_failed = _feed(KalmanTracks(KalmanParams()), [(0.0, 0.0, 20.0), (0.0, 5.0, 20.0), (5.0, 100.0, 20.0),
+                                                               (5.1, 102.0, 20.0)])
+    assert gap_failed[1] and not gap_failed[2:].any() and np.isnan(gap_nis[2])  # the gap starts a new track
