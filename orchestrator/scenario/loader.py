@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -184,7 +185,21 @@ def _resolved_law(block: dict[str, Any]) -> dict[str, Any]:
     from controllers import CONTROLLERS
 
     law = CONTROLLERS.get(block["type"]).Params(**law_params(block))
-    return {**{k: block[k] for k in BLOCK_KEYS if k in block}, **law.model_dump(mode="json")}
+    kept = {k: block[k] for k in BLOCK_KEYS if k in block}
+    return {**_without_non_finite(kept, kept), **_without_non_finite(law.model_dump(mode="json"), law.model_dump())}
+
+
+def _without_non_finite(written: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """``written`` without the entries whose value is infinite or NaN in ``values`` (JSON mode writes them as null).
+    Only a default can be non-finite here (an override's free-form values refuse them), and a key left out takes
+    that same default when the file is read back, so the resolved scenario still reproduces the run."""
+    out = {}
+    for key, value in written.items():
+        given = values.get(key)
+        if isinstance(given, float) and not math.isfinite(given):
+            continue
+        out[key] = _without_non_finite(value, given) if isinstance(value, dict) and isinstance(given, dict) else value
+    return out
 
 
 def _resolved_entry(entry: VehicleEntry, base: dict[str, Any]) -> VehicleEntry:

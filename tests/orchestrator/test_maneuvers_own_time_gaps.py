@@ -24,8 +24,7 @@ R_M, H_PLATOON_S, V_MPS = 2.0, 0.6, 25.0
 OWN_H_S = {2: 1.2, 3: 0.75, 4: 0.8}  # robot id (p1_1, p1_2, p1_3) -> its own time gap
 JOINER, LEAVER, AHEAD_OF_LEAVER, TAIL = 5, 3, 2, 4
 
-# the scenario-wide lateral block has a finite max_curvature_per_m: the resolved scenario writes an override's
-# merged lateral default (.inf) as null, which does not read back
+# the scenario-wide lateral block clamps the curvature (a passenger car's steering), as a real platoon's would
 SCENARIO = f"""
 version: 1
 name: own_time_gaps

@@ -51,3 +51,31 @@ def test_a_compare_variant_reruns_from_its_resolved_scenario(tmp_path):
     assert channel["type"] == "itsg5" and "generation" in channel and "dcc" in json.dumps(channel)
     again = run_scenario(load_scenario(variant / "scenario.resolved.yaml"), tmp_path / "again")
     assert again.run_info["digest"] == json.loads((variant / "run.json").read_text())["digest"]
+
+
+def test_an_override_whose_law_has_an_infinite_default_reads_back(tmp_path):
+    """A per-robot override is written with its merged controller block; the lateral law's default curvature limit is
+    infinite (no clamp), which an override's free-form mapping cannot hold: it is left out, and the default it
+    stands for comes back when the file is read, so the resolved scenario reruns with the same digest."""
+    text = """
+version: 1
+name: inf_default
+duration_s: 2.0
+controller: {type: ela_cacc, time_gap_s: 0.6}
+platoons:
+  - name: p1
+    count: 3
+    template: {preset: passenger_car}
+    overrides: {p1_1: {controller: {time_gap_s: 1.2}}}
+channel: {type: ideal}
+outputs: {plots: false, report: false}
+"""
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    first = run_scenario(load_scenario(path), tmp_path / "first")
+    resolved = tmp_path / "first" / "scenario.resolved.yaml"
+    assert "max_curvature_per_m: null" not in resolved.read_text()
+    override = yaml.safe_load(resolved.read_text())["platoons"][0]["overrides"]["p1_1"]["controller"]
+    assert override["time_gap_s"] == 1.2 and "max_curvature_per_m" not in override["lateral"]
+    again = run_scenario(load_scenario(resolved), tmp_path / "again")
+    assert again.run_info["digest"] == first.run_info["digest"]
