@@ -24,6 +24,9 @@ ATTACK_FIELD = ("attack", "int64", "-")
 """The ground-truth column of ``trace/v2x.parquet`` in runs with attacks: the label of the attack that forged the
 frame (its index in the scenario's ``attacks`` plus one), 0 for an honest one."""
 
+TRUE_GEN_FIELD = ("true_generated_ns", "int64", "ns")
+"""Beside it: when the frame was really generated (``generated_ns`` is the time it claims, which a delayed message
+forges older); the data set's true state of the sender is taken at this time."""
 
 JAMMER_FIELD = ("jammer", "int64", "-")
 """The cause column of ``trace/v2x.parquet`` in runs with jammers: on a frame dropped before the air
@@ -34,7 +37,7 @@ a medium the jammer kept busy and was replaced, or the DCC gatekeeper the jammer
 
 def with_attack_column(log_port: Any, jammers: bool = False) -> Any:
     """``log_port`` (the V2X log's contract) with the ground-truth column (and with ``jammers`` the cause)."""
-    extra = (FieldSpec(*ATTACK_FIELD), *((FieldSpec(*JAMMER_FIELD),) if jammers else ()))
+    extra = (FieldSpec(*ATTACK_FIELD), FieldSpec(*TRUE_GEN_FIELD), *((FieldSpec(*JAMMER_FIELD),) if jammers else ()))
     return replace(log_port, fields=(*log_port.fields, *extra))
 
 

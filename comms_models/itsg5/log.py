@@ -31,7 +31,9 @@ class ChannelLog:
         self.counts = dict.fromkeys(OUTCOMES, 0)
         self.interest_counts = dict.fromkeys(OUTCOMES, 0)
         self.pm: dict[str, dict[str, int]] | None = None  # the platooning messages' share of the counts, when sent
-        self.attacks: Any = None  # the run's AttackPlan: rows then carry "attack", their ground truth
+        # the run's AttackPlan: rows then carry "attack", their ground truth, and "true_generated_ns", when the frame
+        # was really generated ("generated_ns" is the time it claims: a delayed message's is older)
+        self.attacks: Any = None
         # with jammers: station ids -> the label of the jammer holding each one's medium busy now (0: none); rows
         # then carry "jammer", the cause of a frame dropped before the air
         self.jammed_by: Any = None
@@ -67,8 +69,11 @@ class ChannelLog:
             return
         truth: dict[str, np.ndarray] = {}
         if self.attacks is not None and frames is not None:  # the station id and time on the air, the attack
+            true_gen = np.asarray(generated_ns, np.int64).copy()
             labels, senders, generated_ns = self.attacks.truth(frames, senders, generated_ns)
-            truth = {"attack": labels}
+            truth = {"attack": labels, "true_generated_ns": true_gen}
+        elif self.attacks is not None:
+            truth = {"true_generated_ns": np.asarray(generated_ns, np.int64).copy()}
         self._records.append({
             "t_ns": start_ns.copy(),
             "event": np.full(k, _TX),
@@ -102,16 +107,19 @@ class ChannelLog:
             "outcome": np.full(k, _DCC_DROPPED),
             **self._message(k, pm),
             **({"attack": self.attacks.label_at(np.asarray(senders, np.int64), np.asarray(generated_ns, np.int64),
-                                                pm)} if self.attacks is not None else {}),
+                                                pm), "true_generated_ns": np.asarray(generated_ns, np.int64)}
+               if self.attacks is not None else {}),
             **({"jammer": self.jammed_by(np.asarray(senders, np.int64))} if self.jammed_by is not None else {}),
         })
 
     def receptions(self, code: np.ndarray, interest: np.ndarray, record: Any, t_rx: np.ndarray, sender: np.ndarray,
                    receiver: np.ndarray, generated_ns: np.ndarray, power_dbm: np.ndarray,
-                   pm: np.ndarray | None = None, attack: np.ndarray | None = None) -> None:
+                   pm: np.ndarray | None = None, attack: np.ndarray | None = None,
+                   true_generated_ns: np.ndarray | None = None) -> None:
         """Reception attempts with their outcome codes; the rows selected by ``record`` are logged (all columns but
         ``power_dbm`` are given for every attempt, ``power_dbm`` for the recorded ones only). ``pm``: which
-        attempts are of platooning messages; ``attack``: their ground truth (runs with attacks)."""
+        attempts are of platooning messages; ``attack``: their ground truth (runs with attacks), ``true_generated_ns``
+        when each frame was really generated (``generated_ns``: the time it claims; the same when not given)."""
         for c, cnt in zip(*np.unique(code, return_counts=True), strict=True):
             self.counts[OUTCOMES[c]] += int(cnt)
         for c, cnt in zip(*np.unique(code[interest], return_counts=True), strict=True):
@@ -134,7 +142,9 @@ class ChannelLog:
             "rx_power_dbm": power_dbm,
             "outcome": code[record].astype(np.uint8),
             **self._message(len(gen), None if pm is None else pm[record]),
-            **({"attack": attack[record]} if attack is not None and self.attacks is not None else {}),
+            **({"attack": attack[record],
+                "true_generated_ns": (generated_ns if true_generated_ns is None else true_generated_ns)[record].copy()}
+               if attack is not None and self.attacks is not None else {}),
         })
 
     def _message(self, k: int, pm: np.ndarray | bool | None) -> dict[str, np.ndarray]:
@@ -150,7 +160,12 @@ class ChannelLog:
         if self.pm is not None:
             columns, dtypes = (*columns, "message"), (*dtypes, np.uint8)
         if self.attacks is not None:
-            columns, dtypes = (*columns, "attack"), (*dtypes, np.int64)
+            columns, dtypes = (*columns, "attack", "true_generated_ns"), (*dtypes, np.int64, np.int64)
+            for c in chunks:  # a row logged before the plan was attached
+                for name in ("attack", "true_generated_ns"):
+                    if name not in c:
+                        c[name] = c["generated_ns"].copy() if name == "true_generated_ns" else \
+                            np.zeros(len(c["t_ns"]), np.int64)
         if self.jammed_by is not None:  # on dropped rows only: the others were not kept off the air
             columns, dtypes = (*columns, "jammer"), (*dtypes, np.int64)
             for c in chunks:

@@ -79,18 +79,19 @@ class Receptions:
                                                                                    oi[:, ax.RX_ROW]), 0)
         receiver = medium.ids[oi[:, ax.RX_ROW]]
         rec = slice(None) if self.cfg.trace == "all" else interest
-        attack = gn = None
+        attack = gn = true_gen = None
         if self.attacks is not None:  # what the frames claim (a ghost's id, a delayed CAM's time), their truth
             if self.carries_pm:  # where each frame came from, as its GeoNetworking header says (for the detector)
                 gn = medium.positions_of(oi[:, ax.RX_SENDER])
             oi = oi.copy()
+            true_gen = oi[:, ax.RX_GEN].copy()  # before the claimed time replaces it (a delayed message's is older)
             attack, oi[:, ax.RX_SENDER], oi[:, ax.RX_GEN] = self.attacks.truth(oi[:, ax.RX_FRAME],
                                                                                oi[:, ax.RX_SENDER], oi[:, ax.RX_GEN])
         power = of[rec, ax.RXF_POWER]
         with np.errstate(divide="ignore"):
             power_dbm = np.where(power > 0.0, mw_to_dbm(power), np.nan)
         self.log.receptions(code, interest, rec, t_rx, oi[:, ax.RX_SENDER], receiver, oi[:, ax.RX_GEN], power_dbm,
-                            is_pm, attack)
+                            is_pm, attack, true_gen)
         deliver = received if self.cfg.deliver == "all" else received & interest
         if deliver.any():
             self._hold(deliver, oi, of, receiver, t_rx, is_pm, attack, gn)

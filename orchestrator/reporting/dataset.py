@@ -32,7 +32,8 @@ CLAIMED = {"x": "pos_x_m", "y": "pos_y_m", "v": "speed_mps", "yaw": "heading_rad
 """Delivery columns -> data-set columns (a CAM's content); a platooning message claims ``desired_accel_mps2``."""
 TRUE = {"x": "true_pos_x_m", "y": "true_pos_y_m", "v": "true_speed_mps", "yaw": "true_heading_rad",
         "a": "true_accel_mps2", "yaw_rate": "true_yaw_rate_radps"}
-"""Vehicle state columns -> data-set columns (the physical sender's true state at the send time)."""
+"""Vehicle state columns -> data-set columns (the physical sender's true state when it really generated the
+message, ``true_send_time_ns``: a delayed message claims an older ``send_time_ns``)."""
 _KEYS = ["receiver", "sender", "t_ns", "message"]
 
 
@@ -48,10 +49,9 @@ def write_dataset(run_dir: Path, out: Path, fmt: str = "jsonl") -> dict[str, Any
     names = {spec.id: spec.name for spec in run.robots}
     attacks = _attacks(run, names)
     rx = _receptions(run)
-    truth = _true_state(run, rx["sender"], rx["send_time_ns"])
-    rx.update(truth)
+    rx.update(_true_state(run, rx["sender"], rx["true_send_time_ns"]))  # at the real time, not the claimed one
     tx = _transmissions(run, attacks)
-    tx.update(_true_state(run, tx["sender"], tx["send_time_ns"]))
+    tx.update(_true_state(run, tx["sender"], tx["true_send_time_ns"]))
     out.mkdir(parents=True, exist_ok=True)
     (out / "receivers").mkdir(exist_ok=True)
     counts: dict[str, int] = {}
@@ -105,6 +105,8 @@ def _table(run: RunData, name: str, columns: Sequence[str], rx_only: bool = Fals
     n = len(cols["t_ns"])
     if "attack" in columns and "attack" not in cols:
         cols["attack"] = np.zeros(n, np.int64)
+    if "true_generated_ns" in columns and "true_generated_ns" not in cols:  # no attacks: every time is true
+        cols["true_generated_ns"] = np.asarray(cols["generated_ns"], np.int64)
     missing = [c for c in columns if c not in cols]
     if missing:
         raise RunDataError(run.path(name), f"lacks the column(s) {', '.join(missing)}")
@@ -113,8 +115,8 @@ def _table(run: RunData, name: str, columns: Sequence[str], rx_only: bool = Fals
 
 def _receptions(run: RunData) -> dict[str, np.ndarray]:
     """Every reception with what it claims and its verdict, in (receiver, receive time) order."""
-    v2x = _table(run, "v2x", ["t_ns", "receiver", "sender", "generated_ns", "message", "rx_power_dbm", "attack"],
-                 rx_only=True)
+    v2x = _table(run, "v2x", ["t_ns", "receiver", "sender", "generated_ns", "message", "rx_power_dbm", "attack",
+                              "true_generated_ns"], rx_only=True)
     mb_cols = ["t_ns", "receiver", "sender", "message", "checks", "verdict", "dropped", *CLAIMED, "u_des"]
     mb = _table(run, "misbehaviour", mb_cols)
     mb = mb.append_column("delivered", pa.array(np.ones(mb.num_rows, bool)))
@@ -127,7 +129,9 @@ def _receptions(run: RunData) -> dict[str, np.ndarray]:
     attack = np.asarray(col["attack"], np.int64) if "attack" in col else np.zeros(n, np.int64)
     out: dict[str, np.ndarray] = {
         "receiver": np.asarray(col["receiver"], np.int64), "rcv_time_ns": np.asarray(col["t_ns"], np.int64),
-        "send_time_ns": np.asarray(col["generated_ns"], np.int64), "sender_station_id": col["sender"].astype(np.int64),
+        "send_time_ns": np.asarray(col["generated_ns"], np.int64),
+        "true_send_time_ns": np.asarray(col["true_generated_ns"], np.int64),
+        "sender_station_id": col["sender"].astype(np.int64),
         "message": col["message"].astype(str), "rx_power_dbm": _floats(col["rx_power_dbm"]),
     }
     for src, dst in CLAIMED.items():  # a platooning message's row carries the CAM's kinematics: not its claim
@@ -165,13 +169,15 @@ def _true_sender(run: RunData, station: np.ndarray, attack: np.ndarray) -> np.nd
 
 def _transmissions(run: RunData, attacks: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     """Every frame a station transmitted (``tx`` rows: sent, or dropped by DCC before the air), labelled."""
-    cols = dict(run.scan("v2x", ["t_ns", "event", "sender", "generated_ns", "outcome", "message", "attack"],
-                         lambda c: c["event"] == "tx") or {})
+    cols = dict(run.scan("v2x", ["t_ns", "event", "sender", "generated_ns", "outcome", "message", "attack",
+                                 "true_generated_ns"], lambda c: c["event"] == "tx") or {})
     attack = np.asarray(cols["attack"], np.int64) if "attack" in cols else np.zeros(len(cols["t_ns"]), np.int64)
     station = np.asarray(cols["sender"], np.int64)
     types = np.array(["none", *(a["type"] for a in attacks)], object)
-    return {"tx_time_ns": np.asarray(cols["t_ns"], np.int64), "send_time_ns": np.asarray(cols["generated_ns"],
-            np.int64), "sender": _true_sender(run, station, attack), "sender_station_id": station,
+    gen = np.asarray(cols["generated_ns"], np.int64)
+    true_gen = np.asarray(cols["true_generated_ns"], np.int64) if "true_generated_ns" in cols else gen
+    return {"tx_time_ns": np.asarray(cols["t_ns"], np.int64), "send_time_ns": gen, "true_send_time_ns": true_gen,
+            "sender": _true_sender(run, station, attack), "sender_station_id": station,
             "message": cols["message"].astype(str), "outcome": cols["outcome"].astype(str), "attack": attack,
             "attack_type": types[np.clip(attack, 0, None)].astype(str)}
 
