@@ -5,13 +5,16 @@ The Kalman checks of F2MD (Kamel et al., "Simulation framework for misbehavior d
 IEEE TVT 69(6), 2020) compare each beacon with a filter's prediction from the previous ones. Here, per axis of the
 local frame, the state is (position, velocity) and the model a constant velocity driven by a known input: the
 acceleration vector the previous CAM claims (its longitudinal acceleration along its heading plus v x yaw rate
-across it), so that braking and turning are not model errors; what is left (jerk, noise on the claimed
-acceleration) is white acceleration noise of ``accel_sigma_mps2`` over each interval (the discrete white-noise
-acceleration model, Bar-Shalom, Li, Kirubarajan, "Estimation with applications to tracking and navigation", 2001,
-sec. 6.3.3). A CAM measures position and velocity (speed along the heading); its noise is the sender's
-(``position_sigma_m``, ``speed_sigma_mps``, ``heading_sigma_rad``: what a CAM's confidence fields would say, which
-coopsim sends as unavailable). The normalised innovation squared of the two axes is chi-square with 4 degrees of
-freedom for an honest sender; the gate is its ``1 - false_alarm`` quantile. A small persistent bias (a speed
+across it), so that braking and turning are not model errors; what is left (jerk, noise on the claimed acceleration)
+is white acceleration noise of ``accel_sigma_mps2`` over each interval (the discrete white-noise acceleration model,
+Bar-Shalom, Li, Kirubarajan, "Estimation with applications to tracking and navigation", 2001, sec. 6.3.3). A CAM
+measures position and velocity (speed along the heading); its noise is the sender's (``position_sigma_m``,
+``speed_sigma_mps``, ``heading_sigma_rad``: what a CAM's confidence fields would say, which coopsim sends as
+unavailable). The heading noise enters as (v sigma_h)^2 on both axes' velocity noise, not across the heading only
+(where J diag(sigma_s^2, sigma_h^2) J^T puts it, J the Jacobian of v (cos h, sin h)): a covariance that holds the
+true one, so that both axes share one. The normalised innovation squared of the two axes is then chi-square with 4
+degrees of freedom for an honest sender without heading noise, and smaller with it (conservative: each gate's false
+alarms stay below its nominal rate); the gate is its ``1 - false_alarm`` quantile. A small persistent bias (a speed
 offset of a few m/s, which the filter partly absorbs and the consecutive checks miss) shows in the sum of the last
 ``window`` NIS of the pair instead: the innovations of a consistent filter are white, so the sum is chi-square with
 4 x window degrees of freedom (the time-average NIS test, Bar-Shalom et al. sec. 5.4.2), gated at the same
@@ -21,9 +24,9 @@ the track starts again from the newest CAM, so that one real jump (or the end of
 not the seconds a coasting track needs to take it in. A CAM whose generation time is not after the track's newest
 fails the check and leaves the track as it was: a station's generation times only increase (ETSI EN 302 637-2,
 generationDeltaTime; the delayed-message faults of the VeReMi extension, Kamel et al., ICC 2020), and restarting the
-track there would let one such CAM blind the check to an offset that follows it; only a second reception of the
-same CAM (the same generation time and content) passes. Both axes share the same noise, so
-they share one covariance per pair (3 numbers), and the whole step is a few vectorised array operations.
+track there would let one such CAM blind the check to an offset that follows it; only a second reception of the same
+CAM (the same generation time and content) passes. Both axes share the same noise, so they share one covariance per
+pair (3 numbers), and the whole step is a few vectorised array operations.
 """
 
 from __future__ import annotations
@@ -204,7 +207,7 @@ def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, ga
         pp = h_pp + 2 * dt * h_pv + dt**2 * h_vv + qa * dt**4 / 4
         pv = h_pv + dt * h_vv + qa * dt**3 / 2
         vv = h_vv + qa * dt**2
-        r_v = r_s + (v * sigma_h) ** 2
+        r_v = r_s + (v * sigma_h) ** 2  # the across-heading noise on both axes: conservative, see the module doc
         s_pp, s_pv, s_vv = pp + r_p, pv, vv + r_v
         det = s_pp * s_vv - s_pv**2
         ix, ivx, iy, ivy = x - px, zvx - vx, y - py, zvy - vy
