@@ -240,8 +240,9 @@ def _view(run: RunData, roles: Roles, by_id: Mapping[int, RobotSpec], robot: Rob
 
 
 def _law(run: RunData, robot: RobotSpec, platoons: np.ndarray) -> Any:
-    """The law ``robot`` follows with while in ``platoons`` (the most frequent of them): in a run with maneuvers
-    a follower takes the law of the platoon it is in (``maneuver_plan``), otherwise its own."""
+    """The law ``robot`` follows with while in ``platoons`` (the most frequent of them): its own in the platoon it
+    started in (a member keeps a time gap of its own there), the law of the platoon block (``maneuver_plan``) in a
+    platoon it joined in a run with maneuvers."""
     laws = run.cache.get("platoon_laws")
     if laws is None:
         laws = {}
@@ -254,6 +255,8 @@ def _law(run: RunData, robot: RobotSpec, platoons: np.ndarray) -> Any:
         run.cache["platoon_laws"] = laws
     values, counts = np.unique(platoons, return_counts=True)
     platoon = int(values[np.argmax(counts)]) if len(values) else NONE
+    if platoon == robot.platoon and run.laws.get(robot.id) is not None:
+        return run.laws[robot.id]
     return laws[platoon] if laws.get(platoon) is not None else run.laws.get(robot.id)
 
 

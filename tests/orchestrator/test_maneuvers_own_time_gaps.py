@@ -128,3 +128,12 @@ def test_the_leaver_opens_its_own_gap_before_changing_lane(run) -> None:
     # the law tracks a ramp (a fifth-order one over gap_open_s), so it lags a little behind its end
     assert distance == pytest.approx(want, abs=2.0)
     assert distance < want - extra + R_M + OWN_H_S[2] * V_MPS - 8.0  # not the first row's 32 m gap
+
+
+def test_the_metrics_judge_each_member_by_its_own_gap(run) -> None:
+    """metrics.json scores a member with a time gap of its own against its own D = r + h v while in the platoon it
+    started in (it was judged by the platoon block's h: 0.6 s x 25 m/s = 15 m of spacing error for p1_1)."""
+    metrics, _, _ = run
+    followers = metrics["followers"]
+    for name in ("p1_1", "p1_3"):  # kept their place throughout (p1_2 leaves)
+        assert followers[name]["spacing_error_rms_m"] < 0.5, (name, followers[name])
