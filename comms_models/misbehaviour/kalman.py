@@ -169,6 +169,12 @@ def _same(a: float, b: float) -> bool:  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _same_content(track: np.ndarray, x: float, y: float, v: float, yaw: float) -> bool:  # pragma: no cover
+    """Whether a CAM says what the track's newest said (``zx``, ``zy``, ``zv``, ``zh``): a second reception of it."""
+    return _same(x, track[9]) and _same(y, track[10]) and _same(v, track[11]) and _same(yaw, track[12])
+
+
+@njit(cache=True)
 def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, gate, window_gate, max_gap_ns,
                   max_misses, out_nis, out_failed, new_f, new_i, new_nis):  # pragma: no cover - compiled
     """Per CAM k (one per pair): predict its track (row ``pos[k]`` where ``found[k]``) over the interval since the
@@ -182,9 +188,7 @@ def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, ga
         x, y, yaw, v, a, wr = meas[0, k], meas[1, k], meas[2, k], meas[3, k], meas[4, k], meas[5, k]
         t = pos[k]
         h_px = h_py = h_vx = h_vy = h_ux = h_uy = h_pp = h_pv = h_vv = 0.0
-        h_filled = h_misses = 0
-        dt = 0.0
-        tracked = False
+        h_filled, h_misses, dt, tracked = 0, 0, 0.0, False
         if found[k]:
             h_px, h_py, h_vx, h_vy = tf[t, 0], tf[t, 1], tf[t, 2], tf[t, 3]
             h_ux, h_uy, h_pp, h_pv, h_vv = tf[t, 4], tf[t, 5], tf[t, 6], tf[t, 7], tf[t, 8]
@@ -192,13 +196,10 @@ def _round_kernel(pos, found, gen, meas, tf, ti, tnis, qa, r_p, r_s, sigma_h, ga
             d_ns = gen[k] - ti[t, 0]
             if d_ns <= 0:  # repeated or backdated: the track stays, the CAM fails unless it is the newest again
                 new_f[k, :], new_i[k, :], new_nis[k, :] = tf[t, :], ti[t, :], tnis[t, :]
-                out_nis[k] = np.nan
-                out_failed[k] = not (d_ns == 0 and _same(x, tf[t, 9]) and _same(y, tf[t, 10])
-                                     and _same(v, tf[t, 11]) and _same(yaw, tf[t, 12]))
+                out_nis[k], out_failed[k] = np.nan, not (d_ns == 0 and _same_content(tf[t], x, y, v, yaw))
                 continue
             tracked = d_ns <= max_gap_ns
-            if tracked:
-                dt = d_ns / 1e9
+            dt = d_ns / 1e9 if tracked else 0.0
         cos, sin = np.cos(yaw), np.sin(yaw)
         zvx, zvy = v * cos, v * sin
         px = h_px + h_vx * dt + 0.5 * h_ux * dt**2
