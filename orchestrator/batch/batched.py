@@ -71,9 +71,17 @@ def why_not_batched(scenario: Scenario) -> str | None:
         (scenario.execution.remote, "hosted federates"), (scenario.execution.realtime is not None, "real-time pacing"),
         (scenario.maneuvers, "maneuvers"), (scenario.attacks or scenario.detection is not None, "misbehaviour"),
         (not scenario.outputs.trace, "no traces"), (scenario.outputs.mcap, "MCAP recordings"),
+        (_outages_naming_robots(scenario), "channel outages naming receivers"),
     )
     return next((f"{why} are not batched" if why.endswith("s") else f"{why}: not batched"
                  for given, why in checks if given), None)
+
+
+def _outages_naming_robots(scenario: Scenario) -> bool:
+    """Whether the channel cuts off listed robot ids: in a shared world each point's robots are renumbered
+    (``orchestrator.build.batched``), so the ids would name point 0's robots only."""
+    outages = (scenario.channel.model_extra or {}).get("outages") or []
+    return any(o.get("receivers") if isinstance(o, dict) else getattr(o, "receivers", None) for o in outages)
 
 
 def world_key(scenario: Scenario) -> str:

@@ -81,6 +81,18 @@ def test_points_that_cannot_share_a_world_run_alone_and_the_sweep_says_why(tmp_p
         (tmp_path / "sweep.html").read_text()
 
 
+def test_an_outage_naming_receivers_runs_each_point_alone_with_its_outage(tmp_path):
+    """An outage listing robot ids cuts off those robots of every point (a shared world renumbers each point's
+    robots, so the ids would reach point 0's only): such points run alone, each with the digest of its run alone."""
+    cut = 'channel.outages=[{"start_s": 1.0, "end_s": 1.5, "receivers": [3]}]'
+    params = [("controller.time_gap_s", [0.5, 1.0])]
+    result = sweep(PLATOON, params, tmp_path / "s", overrides=("duration_s=2", cut, *TEN_S[1:]), jobs=2)
+    assert result["ok"] and result["batching"]["batched_runs"] == 0
+    assert result["batching"]["alone_because"] == {"channel outages naming receivers are not batched": 2}
+    alone = sweep(PLATOON, params, tmp_path / "a", overrides=("duration_s=2", cut, *TEN_S[1:]), jobs=2, batch=False)
+    assert sorted(r["digest"] for r in _runs(result).values()) == sorted(r["digest"] for r in _runs(alone).values())
+
+
 def test_universe_segments_keep_roster_order_within_each_universe():
     assert universe_segments(np.array([0, 0, 0])) is None
     order, bounds = universe_segments(np.array([1, 0, 1, 0, 2]))
