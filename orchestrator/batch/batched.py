@@ -52,6 +52,11 @@ WORLD_BYTES = 768 << 20
 """Traces a batched world may hold in memory before they are split into its points' directories [bytes]: bounds
 the points per world."""
 
+WORLD_IDS = 1 << 22
+"""Robot ids a batched world may span (each point's ids shifted by the largest id + 1): the federates index
+per-robot tables by id, so a world of many points with large ids (SUMO's, or given ones) would hold tables of
+that length; 4 M ids keep each such table within 32 MiB."""
+
 _ROBOT_KEYS = ("seed", "name", "description", "vehicles", "platoons", "platoon", "leader", "controller")
 
 
@@ -117,7 +122,13 @@ def plan_batches(tasks: Sequence[Task], jobs: int, scheduler: str | None = None
             alone += group
             reasons["no other point shares its world"] = reasons.get("no other point shares its world", 0) + len(group)
             continue
-        per_world = max(2, int(WORLD_BYTES // max(_trace_bytes(group[0].scenario), 1)))
+        stride = batched_robots([group[0].scenario]).stride
+        if 2 * stride > WORLD_IDS:
+            alone += group
+            reasons["robot ids too large to share a world"] = reasons.get("robot ids too large to share a world",
+                                                                           0) + len(group)
+            continue
+        per_world = max(2, min(int(WORLD_BYTES // max(_trace_bytes(group[0].scenario), 1)), WORLD_IDS // stride))
         worlds = max(math.ceil(len(group) / per_world), min(processes, len(group) // 2))
         # a whole number of worlds per process: 7 worlds on 2 processes leave one running alone at the end
         worlds = min(math.ceil(worlds / processes) * processes, max(len(group) // 2, 1))

@@ -135,3 +135,24 @@ def test_worlds_are_a_whole_number_per_process(monkeypatch, points, jobs, sizes)
     worlds, alone, _ = batched.plan_batches(tasks, jobs)
     assert [len(w.tasks) for w in worlds] == sizes and not alone
     assert [t.point for w in worlds for t in w.tasks] == list(range(points))
+
+
+def test_large_robot_ids_bound_the_points_of_a_world():
+    """The federates index per-robot tables by id and a world shifts each point's ids by the largest one + 1: points
+    with ids near 100,000 share worlds of at most WORLD_IDS // 100,001 points (41), and ids past half of WORLD_IDS
+    run alone."""
+    import orchestrator.batch.batched as batched
+    from orchestrator.batch.task import Task
+    from orchestrator.scenario import load_scenario
+
+    def plan(first_id: int, points: int) -> tuple[list[int], dict[str, int]]:
+        scenario = load_scenario(PLATOON, [f'vehicles.overrides={{"robot0": {{"id": {first_id}}}}}'])
+        tasks = [Task(k, 0, scenario, Path(f"p{k}"), scenario.seed, "p") for k in range(points)]
+        worlds, alone, reasons = batched.plan_batches(tasks, 2)
+        assert sum(len(w.tasks) for w in worlds) + len(alone) == points
+        return [len(w.tasks) for w in worlds], reasons
+
+    sizes, _ = plan(100_000, 1000)
+    assert max(sizes) <= batched.WORLD_IDS // 100_001 and sum(sizes) == 1000
+    sizes, reasons = plan(batched.WORLD_IDS // 2 + 1, 10)
+    assert sizes == [] and reasons == {"robot ids too large to share a world": 10}
