@@ -79,6 +79,9 @@ class SplitAppender:
         if key is None:
             raise ValueError(f"trace {self.name}: no robot id column, its rows cannot be told apart by point")
         point = np.asarray(columns[key], np.int64) // self.split.stride
+        if point.min() < 0 or point.max() >= len(self._parts):  # a row no point owns would be lost, not written
+            raise ValueError(f"trace {self.name}: column {key} holds ids outside this world's points "
+                             f"(0 to {len(self._parts) * self.split.stride - 1})")
         order = np.argsort(point, kind="stable")
         bounds = np.searchsorted(point[order], np.arange(len(self._parts) + 1))
         ordered = {name: _take(column, order, name in self._ids, self.split) for name, column in columns.items()}

@@ -156,3 +156,14 @@ def test_large_robot_ids_bound_the_points_of_a_world():
     assert max(sizes) <= batched.WORLD_IDS // 100_001 and sum(sizes) == 1000
     sizes, reasons = plan(batched.WORLD_IDS // 2 + 1, 10)
     assert sizes == [] and reasons == {"robot ids too large to share a world": 10}
+
+
+@pytest.mark.parametrize("ids", [[0, -1], [0, 25]])
+def test_a_row_no_point_owns_is_an_error_not_a_silent_loss(tmp_path, ids):
+    from orchestrator.recording.split import ROBOT_ID, PointSplit, SplitAppender
+
+    split = PointSplit(10, [tmp_path / "p0", tmp_path / "p1"])
+    appender = SplitAppender(tmp_path / "vehicles.parquet", units={"robot": ROBOT_ID}, split=split)
+    appender.append({"robot": np.array([1, 12])})  # points 0 and 1
+    with pytest.raises(ValueError, match="outside this world's points"):
+        appender.append({"robot": np.array(ids)})
