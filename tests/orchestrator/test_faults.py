@@ -156,7 +156,9 @@ def _complete_or_absent(run_dir: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("size", ["400k", "2m"])
+# the whole run directory takes about 2,000 KB (traces 1,190, report 510, plots 280): the disk fills in the traces
+# or in the plots and report
+@pytest.mark.parametrize("size", ["400k", "1500k"])
 def test_a_nearly_full_disk_ends_the_run_with_exit_4_and_complete_files(small_disk, size):
     out = small_disk(size) / "run"
     code, err = _cli("run", str(REPO / "scenarios" / "platoon.yaml"), "--out", str(out), "--quiet")

@@ -24,9 +24,11 @@ def _coopsim(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
 
 
 def test_a_callable_named_as_a_federate_is_refused_before_anything_runs(tmp_path):
-    marker = tmp_path / "pwned"
+    # the federate's name would be the callable's argument: a command creating a file in the working directory (a
+    # name holding a path is refused for that alone)
+    marker = REPO / f"pwned-{tmp_path.name}"
     path = tmp_path / "evil.yaml"
-    path.write_text(PLATOON + f"federates:\n  - {{name: 'touch {marker}', type: 'os:system'}}\n")
+    path.write_text(PLATOON + f"federates:\n  - {{name: 'touch {marker.name}', type: 'os:system'}}\n")
     for command in ("validate", "run"):
         done = _coopsim(command, str(path), *(["--out", str(tmp_path / "run")] if command == "run" else []))
         assert done.returncode == 2, done.stderr
