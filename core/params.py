@@ -39,8 +39,13 @@ Period = Annotated[float, AfterValidator(_at_least_min_period)]
 _PERIOD_SCHEMA = {"minimum": MIN_PERIOD_S}
 
 
+def is_file_name(value: str) -> bool:
+    """Whether ``value`` is one plain path component: no separator or control character, not ``.`` or ``..``."""
+    return value not in (".", "..") and not any(c in "/\\" or ord(c) < 32 or c == "\x7f" for c in value)
+
+
 def _path_safe(value: str) -> str:
-    if value in (".", "..") or any(c in "/\\" or ord(c) < 32 or c == "\x7f" for c in value):
+    if not is_file_name(value):
         raise ValueError(f"{value[:80]!r}: this name becomes a file or folder name, so it may not hold '/', '\\' or "
                          "control characters, nor be '.' or '..'")
     return value

@@ -187,7 +187,6 @@ class ParquetAppender:
                 self.path.unlink(missing_ok=True)
                 raise TraceWriteError(self.path, exc, removed=True) from exc
 
-
     def write_whole(self) -> pa.Table | None:
         """Write everything appended as one row group now, in this thread, and close the file: for a file written at
         once (a batched point's trace), where a writer thread would only be waited for. Returns the table the file

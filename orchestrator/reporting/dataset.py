@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from comms_models.misbehaviour.checks import CHECKS
+from core.params import is_file_name
 
 from ..metrics.rundata import RunData
 from ..recording.trace_schema import RunDataError
@@ -74,11 +75,7 @@ def write_dataset(run_dir: Path, out: Path, fmt: str = "jsonl") -> dict[str, Any
 def _receiver_file(out: Path, name: str, rid: int, fmt: str) -> Path:
     """``out/receivers/<name>.<fmt>``; a name that is not one plain file name (a run directory written by an older
     coopsim, whose scenario checked less) is replaced by ``robot<id>``, so the data set stays inside ``out``."""
-    folder = out / "receivers"
-    path = folder / f"{name}.{fmt}"
-    if path.parent != folder or name in (".", "..") or any(c in name for c in "/\\\0"):
-        path = folder / f"robot{rid}.{fmt}"
-    return path
+    return out / "receivers" / f"{name if is_file_name(name) else f'robot{rid}'}.{fmt}"
 
 
 def _attacks(run: RunData, names: Mapping[int, str]) -> list[dict[str, Any]]:
